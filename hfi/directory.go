@@ -1,0 +1,113 @@
+package hfi
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+
+	"github.com/opavnic/opavnic/encap"
+)
+
+// Directory is the fabric as one HFI needs it to send: the UDP endpoint of
+// every unicast LID and the member LIDs of every multicast LID (all LIDs in
+// their 24-bit 16B form). A Directory is immutable once built, so the data
+// path reads it without locks; SetDirectory swaps in a new one.
+type Directory struct {
+	endpoints map[uint32]netip.AddrPort
+	groups    map[uint32][]uint32
+}
+
+// ErrDirectory is wrapped by NewDirectory's errors.
+var ErrDirectory = errors.New("hfi: bad directory")
+
+// NewDirectory validates and copies endpoints and groups. Endpoint addresses
+// are unmapped (an IPv4-mapped IPv6 address becomes IPv4), so they compare
+// equal to received source addresses.
+func NewDirectory(endpoints map[uint32]netip.AddrPort, groups map[uint32][]uint32) (*Directory, error) {
+	d := &Directory{
+		endpoints: make(map[uint32]netip.AddrPort, len(endpoints)),
+		groups:    make(map[uint32][]uint32, len(groups)),
+	}
+	for lid, ep := range endpoints {
+		if !encap.Is16BUnicast(lid) {
+			return nil, fmt.Errorf("%w: endpoint LID %#x is not a 16B unicast LID", ErrDirectory, lid)
+		}
+		if !ep.IsValid() || ep.Port() == 0 {
+			return nil, fmt.Errorf("%w: LID %#x: endpoint %v is not an address and port", ErrDirectory, lid, ep)
+		}
+		d.endpoints[lid] = netip.AddrPortFrom(ep.Addr().Unmap(), ep.Port())
+	}
+	for mlid, members := range groups {
+		if !encap.Is16BMulticast(mlid) {
+			return nil, fmt.Errorf("%w: group LID %#x is not a 16B multicast LID", ErrDirectory, mlid)
+		}
+		ms := slices.Clone(members)
+		slices.Sort(ms)
+		ms = slices.Compact(ms)
+		for _, m := range ms {
+			if !encap.Is16BUnicast(m) {
+				return nil, fmt.Errorf("%w: group %#x: member %#x is not a unicast LID", ErrDirectory, mlid, m)
+			}
+		}
+		d.groups[mlid] = ms
+	}
+	return d, nil
+}
+
+// Endpoint returns the endpoint of a unicast LID.
+func (d *Directory) Endpoint(lid uint32) (netip.AddrPort, bool) {
+	ep, ok := d.endpoints[lid]
+	return ep, ok
+}
+
+// Members returns the member LIDs of a multicast LID, sorted. The slice is
+// shared: do not modify it.
+func (d *Directory) Members(mlid uint32) []uint32 { return d.groups[mlid] }
+
+// Endpoints returns a copy of the unicast entries.
+func (d *Directory) Endpoints() map[uint32]netip.AddrPort { return maps.Clone(d.endpoints) }
+
+// Groups returns a copy of the multicast entries.
+func (d *Directory) Groups() map[uint32][]uint32 {
+	g := make(map[uint32][]uint32, len(d.groups))
+	for k, v := range d.groups {
+		g[k] = slices.Clone(v)
+	}
+	return g
+}
+
+// routes is a Directory seen from one port: what the data path looks up.
+type routes struct {
+	dir    *Directory
+	self   uint32
+	fanout map[uint32][]netip.AddrPort // multicast LID -> member endpoints but ours
+	joined map[uint32]bool             // multicast LIDs this port is a member of
+}
+
+func newRoutes(d *Directory, self uint32) *routes {
+	r := &routes{
+		dir:    d,
+		self:   self,
+		fanout: make(map[uint32][]netip.AddrPort, len(d.groups)),
+		joined: make(map[uint32]bool),
+	}
+	selfEP, hasSelfEP := d.endpoints[self]
+	for mlid, members := range d.groups {
+		var eps []netip.AddrPort
+		for _, m := range members {
+			if m == self {
+				r.joined[mlid] = true
+				continue
+			}
+			ep, ok := d.endpoints[m]
+			if !ok || (hasSelfEP && ep == selfEP) || slices.Contains(eps, ep) {
+				continue
+			}
+			eps = append(eps, ep)
+		}
+		r.fanout[mlid] = eps
+	}
+	return r
+}

@@ -1,0 +1,310 @@
+package hfi
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"sync/atomic"
+
+	"github.com/opavnic/opavnic/encap"
+)
+
+// PortState is the logical port state (PortInfo byte 19, bits 3:0).
+type PortState uint32
+
+// Port states.
+const (
+	StateDown   PortState = 1
+	StateInit   PortState = 2
+	StateArmed  PortState = 3
+	StateActive PortState = 4
+)
+
+func (s PortState) String() string {
+	switch s {
+	case StateDown:
+		return "Down"
+	case StateInit:
+		return "Init"
+	case StateArmed:
+		return "Armed"
+	case StateActive:
+		return "Active"
+	}
+	return "NOP"
+}
+
+// Receiver takes the packets of one L4 type that passed the HFI's checks.
+//
+// Receive gets the whole packet and its header view; both alias the HFI's
+// receive buffer and stay valid until the Flush that ends the batch, so a
+// receiver may queue them and write them out in Flush without copying. src is
+// the datagram's source endpoint. Receive and Flush are called from the HFI's
+// receive goroutine only, and must not block for long: they are the receive
+// path.
+type Receiver interface {
+	Receive(pkt []byte, h encap.Header16B, src netip.AddrPort)
+	Flush()
+}
+
+// Config configures an HFI.
+type Config struct {
+	// LID is the port's 16B LID; 0 until the SM assigns one.
+	LID uint32
+	// VerifyICRC checks the ICRC of every received packet. Turning it off is
+	// for experiments only.
+	VerifyICRC bool
+	// PKeys is the port's partition table.
+	PKeys []encap.PKey
+}
+
+// HFI is one software fabric port on a Transport.
+type HFI struct {
+	tr     Transport
+	verify bool
+	lid    atomic.Uint32
+	state  atomic.Uint32
+	routes atomic.Pointer[routes]
+	pkeys  atomic.Pointer[[]encap.PKey]
+	recv   [256]Receiver
+
+	// Counters are the port's counters; read them with Load.
+	Counters Counters
+}
+
+// New makes an HFI on tr with an empty directory. Register receivers, set the
+// directory, then call Run.
+func New(tr Transport, cfg Config) *HFI {
+	h := &HFI{tr: tr, verify: cfg.VerifyICRC}
+	h.lid.Store(cfg.LID & encap.LID16BMask)
+	if cfg.LID != 0 {
+		h.state.Store(uint32(StateActive))
+	} else {
+		h.state.Store(uint32(StateInit))
+	}
+	pk := append([]encap.PKey(nil), cfg.PKeys...)
+	h.pkeys.Store(&pk)
+	empty, _ := NewDirectory(nil, nil)
+	h.routes.Store(newRoutes(empty, h.lid.Load()))
+	return h
+}
+
+// Register routes packets of L4 type l4 to r. It must be called before Run.
+func (h *HFI) Register(l4 uint8, r Receiver) { h.recv[l4] = r }
+
+// Transport returns the HFI's wire.
+func (h *HFI) Transport() Transport { return h.tr }
+
+// LID returns the port's 16B LID (0 when unassigned).
+func (h *HFI) LID() uint32 { return h.lid.Load() }
+
+// SetLID assigns the port's LID; a non-zero LID makes the port Active.
+func (h *HFI) SetLID(lid uint32) {
+	lid &= encap.LID16BMask
+	h.lid.Store(lid)
+	h.routes.Store(newRoutes(h.routes.Load().dir, lid))
+	if lid != 0 {
+		h.state.Store(uint32(StateActive))
+	} else {
+		h.state.Store(uint32(StateInit))
+	}
+}
+
+// State returns the logical port state.
+func (h *HFI) State() PortState { return PortState(h.state.Load()) }
+
+// SetState sets the logical port state.
+func (h *HFI) SetState(s PortState) { h.state.Store(uint32(s)) }
+
+// PKeys returns the partition table.
+func (h *HFI) PKeys() []encap.PKey { return *h.pkeys.Load() }
+
+// SetPKeys replaces the partition table.
+func (h *HFI) SetPKeys(p []encap.PKey) {
+	pk := append([]encap.PKey(nil), p...)
+	h.pkeys.Store(&pk)
+}
+
+// HasPKey reports whether p's base is in the partition table.
+func (h *HFI) HasPKey(p encap.PKey) bool {
+	for _, k := range *h.pkeys.Load() {
+		if k.Base() == p.Base() {
+			return true
+		}
+	}
+	return false
+}
+
+// Directory returns the directory in use.
+func (h *HFI) Directory() *Directory { return h.routes.Load().dir }
+
+// SetDirectory swaps in a new directory. Packets in flight see either the old
+// or the new one, never a mix.
+func (h *HFI) SetDirectory(d *Directory) { h.routes.Store(newRoutes(d, h.lid.Load())) }
+
+// Run receives until ctx is done or the transport is closed. It returns nil
+// on a clean stop (ctx cancelled or transport closed) and the transport's
+// error otherwise. Cancelling ctx closes the transport.
+func (h *HFI) Run(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() { h.tr.Close() })
+	defer stop()
+	n := h.tr.BatchSize()
+	msgs := make([]Message, n)
+	backing := make([]byte, n*encap.MaxPacketLen)
+	for i := range msgs {
+		msgs[i].Buf = backing[i*encap.MaxPacketLen : (i+1)*encap.MaxPacketLen : (i+1)*encap.MaxPacketLen]
+	}
+	for {
+		k, err := h.tr.ReadBatch(msgs)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		h.ReceiveBatch(msgs[:k])
+	}
+}
+
+// ReceiveBatch runs the receive checks on a batch of datagrams and hands the
+// good ones to their receivers, then flushes the receivers. Run calls it; it
+// is exported for transports that deliver by other means and for tests. The
+// datagrams must stay untouched until it returns.
+func (h *HFI) ReceiveBatch(msgs []Message) {
+	r := h.routes.Load()
+	self := h.lid.Load()
+	c := &h.Counters
+	var used [2]Receiver
+	for i := range msgs {
+		pkt := msgs[i].Buf[:msgs[i].N]
+		hdr, err := encap.Parse(pkt, h.verify)
+		if err != nil {
+			c.RcvErrors.Add(1)
+			if err == encap.ErrICRC {
+				c.RcvBadICRC.Add(1)
+			} else {
+				c.RcvMalformed.Add(1)
+			}
+			continue
+		}
+		if ep, ok := r.dir.endpoints[hdr.SLID()]; !ok || ep != msgs[i].Addr {
+			c.RcvErrors.Add(1)
+			c.RcvBadSource.Add(1)
+			continue
+		}
+		if dlid := hdr.DLID(); dlid != self || self == 0 {
+			if !(dlid == encap.LID16BPermissive || encap.Is16BMulticast(dlid) && r.joined[dlid]) {
+				c.RcvErrors.Add(1)
+				c.RcvBadDLID.Add(1)
+				continue
+			}
+		}
+		rcv := h.recv[hdr.L4()]
+		if rcv == nil {
+			c.RcvErrors.Add(1)
+			c.RcvUnknownL4.Add(1)
+			continue
+		}
+		c.RcvPkts.Add(1)
+		c.RcvData.Add(uint64(len(pkt) / 8))
+		rcv.Receive(pkt, hdr, msgs[i].Addr)
+		switch {
+		case used[0] == nil || used[0] == rcv:
+			used[0] = rcv
+		case used[1] == nil:
+			used[1] = rcv
+		default:
+			rcv.Flush() // a third receiver in one batch: flush as we go
+		}
+	}
+	for _, rcv := range used {
+		if rcv != nil {
+			rcv.Flush()
+		}
+	}
+}
+
+// Sender sends packets on an HFI. Each sending goroutine owns its Sender; the
+// Sender's scratch space is what keeps the send path free of locks and
+// allocations.
+type Sender struct {
+	h    *HFI
+	msgs []Message
+}
+
+// NewSender returns a Sender for one goroutine.
+func (h *HFI) NewSender() *Sender {
+	return &Sender{h: h, msgs: make([]Message, 0, h.tr.BatchSize())}
+}
+
+// Send hands complete 16B packets (header, payload, ICRC, tail) to the wire,
+// each to the endpoint of its DLID, or, for a multicast DLID, to every member
+// of the group but this port. A packet whose DLID has no endpoint is counted
+// in XmitDiscards and XmitNoRoute. The packets may be reused when Send returns.
+func (s *Sender) Send(pkts [][]byte) {
+	h := s.h
+	r := h.routes.Load()
+	c := &h.Counters
+	for _, pkt := range pkts {
+		dlid := encap.Header16B(pkt).DLID()
+		if encap.Is16BMulticast(dlid) {
+			eps, ok := r.fanout[dlid]
+			if !ok {
+				c.XmitDiscards.Add(1)
+				c.XmitNoRoute.Add(1)
+				continue
+			}
+			for _, ep := range eps {
+				s.add(pkt, ep)
+			}
+			continue
+		}
+		ep, ok := r.dir.endpoints[dlid]
+		if !ok || dlid == r.self {
+			c.XmitDiscards.Add(1)
+			c.XmitNoRoute.Add(1)
+			continue
+		}
+		s.add(pkt, ep)
+	}
+	s.flush()
+}
+
+// SendTo sends one complete packet to an explicit endpoint, bypassing the
+// directory: the management path uses it to answer a node that has no
+// directory entry yet.
+func (s *Sender) SendTo(pkt []byte, ep netip.AddrPort) {
+	s.add(pkt, ep)
+	s.flush()
+}
+
+func (s *Sender) add(pkt []byte, ep netip.AddrPort) {
+	if len(s.msgs) == cap(s.msgs) {
+		s.flush()
+	}
+	s.msgs = append(s.msgs, Message{Buf: pkt, N: len(pkt), Addr: ep})
+}
+
+func (s *Sender) flush() {
+	if len(s.msgs) == 0 {
+		return
+	}
+	c := &s.h.Counters
+	n, _ := s.h.tr.WriteBatch(s.msgs)
+	var flits uint64
+	for i := range s.msgs {
+		flits += uint64(s.msgs[i].N / 8)
+	}
+	c.XmitPkts.Add(uint64(n))
+	if n == len(s.msgs) {
+		c.XmitData.Add(flits)
+	} else {
+		// Which datagrams the kernel refused is not known; count the data
+		// in proportion.
+		c.XmitData.Add(flits * uint64(n) / uint64(len(s.msgs)))
+		c.XmitDiscards.Add(uint64(len(s.msgs) - n))
+	}
+	clear(s.msgs) // drop references to the caller's buffers
+	s.msgs = s.msgs[:0]
+}

@@ -1,0 +1,250 @@
+package hfi_test
+
+import (
+	"bytes"
+	"context"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/hfi"
+	"github.com/opavnic/opavnic/hfi/hfitest"
+)
+
+var (
+	epA = netip.MustParseAddrPort("10.0.0.1:4793")
+	epB = netip.MustParseAddrPort("10.0.0.2:4793")
+	epC = netip.MustParseAddrPort("10.0.0.3:4793")
+)
+
+const (
+	lidA  = 0x10
+	lidB  = 0xC000
+	lidC  = 0xABCDE
+	mcast = 0xF00001
+)
+
+// recorder is a Receiver that keeps copies of what it got.
+type recorder struct {
+	pkts    [][]byte
+	srcs    []netip.AddrPort
+	flushes int
+}
+
+func (r *recorder) Receive(pkt []byte, h encap.Header16B, src netip.AddrPort) {
+	r.pkts = append(r.pkts, bytes.Clone(pkt))
+	r.srcs = append(r.srcs, src)
+}
+func (r *recorder) Flush() { r.flushes++ }
+
+func directory(t *testing.T) *hfi.Directory {
+	t.Helper()
+	d, err := hfi.NewDirectory(
+		map[uint32]netip.AddrPort{lidA: epA, lidB: epB, lidC: epC},
+		map[uint32][]uint32{mcast: {lidA, lidB, lidC}, 0xF00002: {lidC}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func vnicPacket(t *testing.T, slid, dlid uint32, pkey encap.PKey, vesw encap.VESWID) []byte {
+	t.Helper()
+	buf := make([]byte, 200)
+	for i := encap.Headroom; i < encap.Headroom+64; i++ {
+		buf[i] = byte(i)
+	}
+	pkt, err := encap.EncapVNIC(buf, encap.Headroom, 64, &encap.VNICParams{
+		SLID: slid, DLID: dlid, PKey: pkey, VESWID: vesw,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pkt
+}
+
+func TestReceiveChecks(t *testing.T) {
+	h := hfi.New(hfitest.NewNetwork().Listen(epB), hfi.Config{LID: lidB, VerifyICRC: true})
+	h.SetDirectory(directory(t))
+	rec := &recorder{}
+	h.Register(encap.L4Ethernet, rec)
+
+	good := vnicPacket(t, lidA, lidB, 0x8001, 1)
+	badICRC := bytes.Clone(good)
+	badICRC[30] ^= 1
+	badLen := bytes.Clone(good)[:len(good)-8]
+	badL2 := bytes.Clone(good)
+	encap.Header16B(badL2).SetL2(1)
+	badL4 := bytes.Clone(good)
+	encap.Header16B(badL4).SetL4(0x42)
+	// Re-seal the ICRC so only the L4 check fails.
+	reseal := func(p []byte) []byte {
+		ic := encap.ICRC(p)
+		p[len(p)-5], p[len(p)-4], p[len(p)-3], p[len(p)-2] = byte(ic), byte(ic>>8), byte(ic>>16), byte(ic>>24)
+		return p
+	}
+	reseal(badL4)
+	reseal(badL2)
+	otherDLID := vnicPacket(t, lidA, lidC, 0x8001, 1)
+	notJoined := vnicPacket(t, lidA, 0xF00002, 0x8001, 1)
+	mc := vnicPacket(t, lidA, mcast, 0x8001, 1)
+	unknownSrc := vnicPacket(t, 0x77, lidB, 0x8001, 1)
+
+	msgs := []hfi.Message{
+		{Buf: good, N: len(good), Addr: epA},
+		{Buf: good[:10], N: 10, Addr: epA},
+		{Buf: badLen, N: len(badLen), Addr: epA},
+		{Buf: badL2, N: len(badL2), Addr: epA},
+		{Buf: badICRC, N: len(badICRC), Addr: epA},
+		{Buf: good, N: len(good), Addr: epC}, // SLID A from C's endpoint
+		{Buf: unknownSrc, N: len(unknownSrc), Addr: epA},
+		{Buf: otherDLID, N: len(otherDLID), Addr: epA},
+		{Buf: notJoined, N: len(notJoined), Addr: epA},
+		{Buf: badL4, N: len(badL4), Addr: epA},
+		{Buf: mc, N: len(mc), Addr: epA},
+	}
+	h.ReceiveBatch(msgs)
+
+	c := &h.Counters
+	for _, tc := range []struct {
+		name string
+		got  uint64
+		want uint64
+	}{
+		{"RcvPkts", c.RcvPkts.Load(), 2},
+		{"RcvMalformed", c.RcvMalformed.Load(), 3},
+		{"RcvBadICRC", c.RcvBadICRC.Load(), 1},
+		{"RcvBadSource", c.RcvBadSource.Load(), 2},
+		{"RcvBadDLID", c.RcvBadDLID.Load(), 2},
+		{"RcvUnknownL4", c.RcvUnknownL4.Load(), 1},
+		{"RcvErrors", c.RcvErrors.Load(), 9},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s = %d, want %d", tc.name, tc.got, tc.want)
+		}
+	}
+	if len(rec.pkts) != 2 || !bytes.Equal(rec.pkts[0], good) || !bytes.Equal(rec.pkts[1], mc) {
+		t.Errorf("receiver got %d packets, want the good unicast and the multicast one", len(rec.pkts))
+	}
+	if rec.flushes != 1 {
+		t.Errorf("flushes = %d, want 1", rec.flushes)
+	}
+}
+
+func TestICRCVerificationOff(t *testing.T) {
+	h := hfi.New(hfitest.NewNetwork().Listen(epB), hfi.Config{LID: lidB})
+	h.SetDirectory(directory(t))
+	rec := &recorder{}
+	h.Register(encap.L4Ethernet, rec)
+	p := vnicPacket(t, lidA, lidB, 0x8001, 1)
+	p[40] ^= 0xFF
+	h.ReceiveBatch([]hfi.Message{{Buf: p, N: len(p), Addr: epA}})
+	if len(rec.pkts) != 1 || h.Counters.RcvBadICRC.Load() != 0 {
+		t.Fatalf("with verification off a bad ICRC must pass: got %d packets", len(rec.pkts))
+	}
+}
+
+// run starts h's receive loop and returns a function that stops it and waits.
+func run(t *testing.T, h *hfi.HFI) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(2 * time.Second):
+			t.Error("Run did not stop within 2s")
+		}
+	})
+}
+
+// waitFor polls cond for up to 2 seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func TestMulticastFanoutSkipsSender(t *testing.T) {
+	n := hfitest.NewNetwork()
+	hs := map[uint32]*hfi.HFI{}
+	recs := map[uint32]*syncRecorder{}
+	for lid, ep := range map[uint32]netip.AddrPort{lidA: epA, lidB: epB, lidC: epC} {
+		h := hfi.New(n.Listen(ep), hfi.Config{LID: lid, VerifyICRC: true})
+		h.SetDirectory(directory(t))
+		recs[lid] = &syncRecorder{}
+		h.Register(encap.L4Ethernet, recs[lid])
+		hs[lid] = h
+		run(t, h)
+	}
+	s := hs[lidA].NewSender()
+	s.Send([][]byte{vnicPacket(t, lidA, mcast, 0x8001, 1), vnicPacket(t, lidA, lidC, 0x8001, 1)})
+	waitFor(t, "B and C to receive", func() bool { return recs[lidB].count() == 1 && recs[lidC].count() == 2 })
+	time.Sleep(20 * time.Millisecond)
+	if got := recs[lidA].count(); got != 0 {
+		t.Fatalf("sender received %d of its own packets", got)
+	}
+	if got := hs[lidA].Counters.XmitPkts.Load(); got != 3 {
+		t.Fatalf("XmitPkts = %d, want 3 (2 multicast copies + 1 unicast)", got)
+	}
+	// No route: a DLID not in the directory.
+	s.Send([][]byte{vnicPacket(t, lidA, 0x99, 0x8001, 1)})
+	if hs[lidA].Counters.XmitNoRoute.Load() != 1 || hs[lidA].Counters.XmitDiscards.Load() != 1 {
+		t.Fatal("a packet without a route must be counted as a discard")
+	}
+}
+
+func TestDirectorySwapWhileSending(t *testing.T) {
+	n := hfitest.NewNetwork()
+	ha := hfi.New(n.Listen(epA), hfi.Config{LID: lidA})
+	ha.SetDirectory(directory(t))
+	s := ha.NewSender()
+	pkt := vnicPacket(t, lidA, lidB, 0x8001, 1)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 2000; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			s.Send([][]byte{pkt})
+		}
+	}()
+	for i := 0; i < 200; i++ {
+		ha.SetDirectory(directory(t))
+	}
+	close(stop)
+	<-done
+}
+
+func TestNewDirectoryRejects(t *testing.T) {
+	for name, tc := range map[string]struct {
+		eps    map[uint32]netip.AddrPort
+		groups map[uint32][]uint32
+	}{
+		"multicast endpoint":  {eps: map[uint32]netip.AddrPort{0xF00001: epA}},
+		"zero LID endpoint":   {eps: map[uint32]netip.AddrPort{0: epA}},
+		"invalid address":     {eps: map[uint32]netip.AddrPort{1: {}}},
+		"unicast group":       {groups: map[uint32][]uint32{0x10: {1}}},
+		"multicast member":    {groups: map[uint32][]uint32{0xF00001: {0xF00002}}},
+		"permissive as group": {groups: map[uint32][]uint32{0xFFFFFF: {1}}},
+	} {
+		if _, err := hfi.NewDirectory(tc.eps, tc.groups); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}

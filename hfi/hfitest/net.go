@@ -1,0 +1,141 @@
+// Package hfitest is an in-memory fabric for tests: transports that carry
+// datagrams between each other by copying, with no sockets, so that whole
+// engines can be joined without a kernel.
+package hfitest
+
+import (
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/hfi"
+)
+
+// Network joins Transports by address.
+type Network struct {
+	mu    sync.RWMutex
+	nodes map[netip.AddrPort]*Transport
+}
+
+// NewNetwork returns an empty network.
+func NewNetwork() *Network { return &Network{nodes: make(map[netip.AddrPort]*Transport)} }
+
+// queueLen is how many datagrams a transport holds before it drops, as a
+// socket buffer would.
+const queueLen = 256
+
+type datagram struct {
+	buf []byte
+	n   int
+	src netip.AddrPort
+}
+
+// Transport is one endpoint of a Network. It implements hfi.Transport.
+// Datagrams to unknown addresses, or to a full queue, are dropped and counted.
+type Transport struct {
+	net   *Network
+	addr  netip.AddrPort
+	queue chan datagram
+	free  chan []byte
+	done  chan struct{}
+	once  sync.Once
+
+	// Dropped counts datagrams this transport could not deliver.
+	Dropped atomic.Uint64
+}
+
+var _ hfi.Transport = (*Transport)(nil)
+
+// Listen adds an endpoint at addr, replacing any earlier one.
+func (n *Network) Listen(addr netip.AddrPort) *Transport {
+	t := &Transport{
+		net:   n,
+		addr:  addr,
+		queue: make(chan datagram, queueLen),
+		free:  make(chan []byte, queueLen),
+		done:  make(chan struct{}),
+	}
+	for range queueLen {
+		t.free <- make([]byte, encap.MaxPacketLen)
+	}
+	n.mu.Lock()
+	n.nodes[addr] = t
+	n.mu.Unlock()
+	return t
+}
+
+// Inject delivers a datagram to t as if src had sent it.
+func (t *Transport) Inject(src netip.AddrPort, b []byte) bool {
+	select {
+	case buf := <-t.free:
+		n := copy(buf, b)
+		select {
+		case t.queue <- datagram{buf, n, src}:
+			return true
+		default:
+			t.free <- buf
+		}
+	default:
+	}
+	return false
+}
+
+// ReadBatch implements hfi.Transport.
+func (t *Transport) ReadBatch(msgs []hfi.Message) (int, error) {
+	var d datagram
+	select {
+	case d = <-t.queue:
+	case <-t.done:
+		return 0, net.ErrClosed
+	}
+	k := 0
+	for {
+		msgs[k].N = copy(msgs[k].Buf, d.buf[:d.n])
+		msgs[k].Addr = d.src
+		t.free <- d.buf
+		k++
+		if k == len(msgs) {
+			return k, nil
+		}
+		select {
+		case d = <-t.queue:
+		default:
+			return k, nil
+		}
+	}
+}
+
+// WriteBatch implements hfi.Transport.
+func (t *Transport) WriteBatch(msgs []hfi.Message) (int, error) {
+	select {
+	case <-t.done:
+		return 0, net.ErrClosed
+	default:
+	}
+	t.net.mu.RLock()
+	defer t.net.mu.RUnlock()
+	sent := 0
+	for i := range msgs {
+		dst := t.net.nodes[msgs[i].Addr]
+		if dst == nil || !dst.Inject(t.addr, msgs[i].Buf[:msgs[i].N]) {
+			t.Dropped.Add(1)
+			continue
+		}
+		sent++
+	}
+	return sent, nil
+}
+
+// BatchSize implements hfi.Transport.
+func (t *Transport) BatchSize() int { return 32 }
+
+// LocalAddr implements hfi.Transport.
+func (t *Transport) LocalAddr() netip.AddrPort { return t.addr }
+
+// Close implements hfi.Transport: blocked and later reads return net.ErrClosed.
+func (t *Transport) Close() error {
+	t.once.Do(func() { close(t.done) })
+	return nil
+}

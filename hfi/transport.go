@@ -1,0 +1,28 @@
+package hfi
+
+import "net/netip"
+
+// Message is one datagram of a batch. On read, Buf is the caller's buffer
+// (its full length is available), N is set to the datagram's length and Addr
+// to its source. On write, Buf[:N] is sent to Addr.
+type Message struct {
+	Buf  []byte
+	N    int
+	Addr netip.AddrPort
+}
+
+// Transport carries datagrams in batches: the HFI's wire.
+//
+// ReadBatch blocks until at least one datagram is there, fills up to
+// len(msgs) of them and returns how many. After Close it returns an error
+// (net.ErrClosed for the UDP transport) and any blocked ReadBatch returns.
+// WriteBatch sends msgs in order and returns how many were handed to the
+// kernel; datagrams may be lost, as on any UDP path. ReadBatch is called by one
+// goroutine at a time; WriteBatch may be called concurrently.
+type Transport interface {
+	ReadBatch(msgs []Message) (int, error)
+	WriteBatch(msgs []Message) (int, error)
+	BatchSize() int
+	LocalAddr() netip.AddrPort
+	Close() error
+}
