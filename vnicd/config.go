@@ -1,0 +1,1504 @@
+package vnicd
+
+// Static-mode configuration: the YAML file a node's vnicd starts from, its
+// environment expansion, defaults and validation. configs/README.md is the
+// reference for every field; configs/vnicd.example.yaml shows them all.
+//
+// Reading a file takes three steps:
+//
+//  1. expandEnv replaces ${NAME} and ${NAME:-default} in the text.
+//  2. yaml.v3 decodes the text, with KnownFields, into raw structs whose
+//     leaves are the YAML nodes themselves (type leaf), so an unknown key is
+//     an error while every value keeps its line for the messages.
+//  3. build turns the raw tree into a Config, applying defaults and checking
+//     each value and the cross references (peers, groups, DLIDs), and stops
+//     at the first problem with a *ConfigError naming the field.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/opavnic/opavnic/encap"
+)
+
+// Config defaults and bounds (configs/README.md).
+const (
+	// DefaultUDPPort is the UDP port of the software HFI and of peers whose
+	// address names no port.
+	DefaultUDPPort = 4793
+	// DefaultEthMTU is a vesw's eth_mtu when the config gives none.
+	DefaultEthMTU = 1500
+	// MinEthMTU is the smallest eth_mtu (the IPv4 minimum).
+	MinEthMTU = 68
+	// MaxEthMTU is the largest eth_mtu: a full-size frame, MTU + 18 bytes
+	// (VLAN_ETH_HLEN, the receivers' oversize limit), must fit a 16B packet.
+	MaxEthMTU = encap.MaxFrameLen - vlanEthHLen
+	// MaxVPort is the largest vport index.
+	MaxVPort = 254
+	// MaxFabricID is the largest fabric_id (10 bits).
+	MaxFabricID = 1023
+	// DefaultControlDir is where the default control socket lives.
+	DefaultControlDir = "/run/opavnic"
+
+	vlanEthHLen    = 18  // Ethernet header with a VLAN tag: MTU + 18 is a full-size frame
+	maxNodeName    = 64  // node.name and peers[].name
+	maxIfName      = 15  // IFNAMSIZ - 1
+	maxNetNSName   = 255 // NAME_MAX
+	maxSocketPath  = 107 // sizeof(sun_path) - 1
+	maxSC          = 31  // 5-bit SC
+	maxVL          = 31
+	maxRC          = 7 // 3-bit routing control field
+	rcUnusedBits   = 0xFFFFFFFF &^ 0x07777777
+	netnsDir       = "/var/run/netns/"
+	netnsCanonical = "/run/netns/" // /var/run is a link to /run on every current distribution
+)
+
+// Config is a node's static-mode configuration, every value typed, validated
+// and defaulted. ParseConfig and LoadConfig make one; Marshal writes it back.
+type Config struct {
+	Node      NodeConfig
+	Peers     []Peer           // nil when there are none
+	Multicast []MulticastGroup // nil when there are none
+	Control   ControlConfig
+	VNICs     []VNICConfig // nil when there are none
+}
+
+// NodeConfig is this node and its software HFI.
+type NodeConfig struct {
+	Name string
+	// GUID is the node GUID, never 0 (derived from Name when not given; see
+	// DeriveNodeGUID).
+	GUID uint64
+	// LID is the node's 16B unicast LID (1..0xEFFFFF), in the 32-bit space
+	// where unicast LIDs have the same value.
+	LID encap.LID
+	// Listen is the UDP address of the software HFI. With no address in the
+	// config it is [::] (net.ListenUDP("udp", ...) opens it dual-stack).
+	Listen netip.AddrPort
+	// SubnetPrefix is the high 64 bits of the port GID (fe80:: by default).
+	SubnetPrefix uint64
+	VerifyICRC   bool
+	// UnderlayInterface names the interface whose MTU the daemon checks; ""
+	// means the one that routes to the first peer.
+	UnderlayInterface string
+}
+
+// Peer is one entry of the static directory: a 16B unicast LID and the UDP
+// endpoint of the host that has it.
+type Peer struct {
+	LID  encap.LID
+	Addr netip.AddrPort // IPv4-mapped addresses are unmapped
+	Name string         // a label for logs, may be ""
+}
+
+// MulticastGroup is a 16B multicast LID and the node LIDs (16B unicast, this
+// node's or peers') that receive it.
+type MulticastGroup struct {
+	LID     uint32
+	Members []uint32
+}
+
+// ControlConfig is the local control interface.
+type ControlConfig struct {
+	// Socket is the Unix socket path (or @abstract name); never "" after
+	// parsing: the default is /run/opavnic/vnicd-<node.name>.sock.
+	Socket string
+}
+
+// VNICConfig is one VNIC port: what its VEMA agent is set to (Port), its
+// netdev, and the static MAC table.
+type VNICConfig struct {
+	VPort    uint8
+	Port     PortConfig
+	Netdev   NetdevConfig // IfName always set after parsing
+	MACTable []MACEntry   // nil when there are none
+}
+
+// ConfigError is a config that cannot be used: which field, why, and where.
+// Everything ParseConfig and LoadConfig reject comes out as one (except the
+// file read error of LoadConfig); find it with errors.As.
+type ConfigError struct {
+	// Field is the path of the offending field, such as
+	// "vnics[1].vesw.eth_mtu"; "" for a problem with the text itself (YAML
+	// syntax, an environment variable).
+	Field  string
+	Reason string
+	// Line is the 1-based line of the offending value in the file, 0 when
+	// unknown (a required field that is missing, say).
+	Line int
+}
+
+// Error returns "config: <field>: <reason>", with " (line N)" when the line
+// is known; without a field, "config: line N: <reason>".
+func (e *ConfigError) Error() string {
+	switch {
+	case e.Field == "" && e.Line > 0:
+		return fmt.Sprintf("config: line %d: %s", e.Line, e.Reason)
+	case e.Field == "":
+		return "config: " + e.Reason
+	case e.Line > 0:
+		return fmt.Sprintf("config: %s: %s (line %d)", e.Field, e.Reason, e.Line)
+	default:
+		return "config: " + e.Field + ": " + e.Reason
+	}
+}
+
+// LoadConfig reads and parses the config file at path. A read error is
+// returned as os.ReadFile gives it (it names the file); everything else is a
+// *ConfigError, which does not name the file.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConfig(data)
+}
+
+// ParseConfig parses a config file's text: it expands ${NAME} and
+// ${NAME:-default} from the process environment, decodes the YAML (unknown
+// fields are errors), applies the defaults and validates everything. The
+// error is a *ConfigError.
+func ParseConfig(data []byte) (*Config, error) {
+	return parseConfig(data, os.LookupEnv)
+}
+
+func parseConfig(data []byte, lookup func(string) (string, bool)) (*Config, error) {
+	text, err := expandEnv(data, lookup)
+	if err != nil {
+		return nil, err
+	}
+	var raw rawConfig
+	if err := decodeYAML(text, &raw); err != nil {
+		return nil, err
+	}
+	return raw.build()
+}
+
+// DeriveNodeGUID returns the node GUID used when the config gives none: the
+// 64-bit FNV-1a hash of the node name with the low two bits of its top byte
+// set to binary 10, which makes it a locally administered, individual EUI-64
+// and never 0.
+func DeriveNodeGUID(name string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return h.Sum64()&^(3<<56) | 2<<56
+}
+
+// DefaultControlSocket returns the control socket path used when the config
+// gives none.
+func DefaultControlSocket(nodeName string) string {
+	return DefaultControlDir + "/vnicd-" + nodeName + ".sock"
+}
+
+// --- environment expansion ---
+
+// expandEnv replaces ${NAME} with the value of NAME (which must be set) and
+// ${NAME:-default} with the value of NAME, or default when NAME is unset or
+// empty, everywhere in the text, comments included. $${ is a literal ${; any
+// other $ is literal. Values and defaults may not contain line breaks, so the
+// YAML's line numbers stay those of the file, and are not expanded again.
+func expandEnv(data []byte, lookup func(string) (string, bool)) ([]byte, error) {
+	if !bytes.Contains(data, []byte("${")) {
+		return data, nil
+	}
+	out := make([]byte, 0, len(data))
+	line := 1
+	for i := 0; i < len(data); {
+		rest := data[i:]
+		switch {
+		case bytes.HasPrefix(rest, []byte("$${")):
+			out = append(out, "${"...)
+			i += 3
+			continue
+		case !bytes.HasPrefix(rest, []byte("${")):
+			if data[i] == '\n' {
+				line++
+			}
+			out = append(out, data[i])
+			i++
+			continue
+		}
+		end := bytes.IndexAny(rest, "}\n")
+		if end < 0 || rest[end] != '}' {
+			return nil, &ConfigError{Line: line, Reason: "unterminated ${ (a ${...} ends with } on the same line; write $${ for a literal ${)"}
+		}
+		expr := string(rest[2:end])
+		ref := "${" + expr + "}"
+		name, def, hasDef := strings.Cut(expr, ":-")
+		if !isEnvName(name) {
+			return nil, &ConfigError{Line: line, Reason: fmt.Sprintf("%s: expected ${NAME} or ${NAME:-default}, NAME of letters, digits and _", ref)}
+		}
+		if strings.Contains(def, "${") {
+			return nil, &ConfigError{Line: line, Reason: fmt.Sprintf("%s: a default cannot contain ${", ref)}
+		}
+		v, ok := lookup(name)
+		switch {
+		case hasDef && v == "":
+			v = def
+		case !ok:
+			return nil, &ConfigError{Line: line, Reason: fmt.Sprintf("environment variable %s is not set and ${%s} has no default (write ${%s:-value})", name, name, name)}
+		}
+		if strings.ContainsAny(v, "\r\n") {
+			return nil, &ConfigError{Line: line, Reason: fmt.Sprintf("environment variable %s contains a line break", name)}
+		}
+		out = append(out, v...)
+		i += end + 1
+	}
+	return out, nil
+}
+
+func isEnvName(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// --- YAML decoding ---
+
+// leaf holds the YAML node of one value as written, so that build can apply
+// the field's own syntax and report its line. A missing or null value leaves
+// it zero.
+type leaf struct{ n *yaml.Node }
+
+func (l *leaf) UnmarshalYAML(n *yaml.Node) error {
+	l.n = n
+	return nil
+}
+
+func (l leaf) present() bool { return l.n != nil }
+
+func (l leaf) line() int {
+	if l.n == nil {
+		return 0
+	}
+	return l.n.Line
+}
+
+// The raw tree: structs where the file has mappings with fixed keys (so that
+// KnownFields rejects unknown ones), leaves for every value.
+type rawConfig struct {
+	Node      rawNode    `yaml:"node"`
+	Peers     []rawPeer  `yaml:"peers"`
+	Multicast []rawGroup `yaml:"multicast"`
+	Control   rawControl `yaml:"control"`
+	VNICs     []rawVNIC  `yaml:"vnics"`
+}
+
+type rawNode struct {
+	Name              leaf `yaml:"name"`
+	GUID              leaf `yaml:"guid"`
+	LID               leaf `yaml:"lid"`
+	Listen            leaf `yaml:"listen"`
+	SubnetPrefix      leaf `yaml:"subnet_prefix"`
+	VerifyICRC        leaf `yaml:"verify_icrc"`
+	UnderlayInterface leaf `yaml:"underlay_interface"`
+}
+
+type rawPeer struct {
+	LID     leaf `yaml:"lid"`
+	Address leaf `yaml:"address"`
+	Name    leaf `yaml:"name"`
+}
+
+type rawGroup struct {
+	LID     leaf `yaml:"lid"`
+	Members leaf `yaml:"members"`
+}
+
+type rawControl struct {
+	Socket leaf `yaml:"socket"`
+}
+
+type rawVNIC struct {
+	VPort leaf    `yaml:"vport"`
+	VESW  rawVESW `yaml:"vesw"`
+	Port  rawPort `yaml:"port"`
+}
+
+type rawVESW struct {
+	ID           leaf         `yaml:"id"`
+	FabricID     leaf         `yaml:"fabric_id"`
+	PKey         leaf         `yaml:"pkey"`
+	EthMTU       leaf         `yaml:"eth_mtu"`
+	McastDLID    leaf         `yaml:"mcast_dlid"`
+	DefaultPorts []rawDefPort `yaml:"default_ports"`
+	RC           leaf         `yaml:"rc"`
+	SC           rawClassMap  `yaml:"sc"`
+	VL           rawClassMap  `yaml:"vl"`
+	ConfigState  leaf         `yaml:"config_state"`
+}
+
+type rawClassMap struct {
+	UC        leaf `yaml:"uc"`
+	MC        leaf `yaml:"mc"`
+	NonVLANUC leaf `yaml:"non_vlan_uc"`
+	NonVLANMC leaf `yaml:"non_vlan_mc"`
+}
+
+type rawDefPort struct {
+	Index leaf `yaml:"index"`
+	DLID  leaf `yaml:"dlid"`
+}
+
+type rawPort struct {
+	PortNum   leaf          `yaml:"port_num"`
+	MAC       leaf          `yaml:"mac"`
+	IfName    leaf          `yaml:"ifname"`
+	NetNS     leaf          `yaml:"netns"`
+	Addresses leaf          `yaml:"addresses"`
+	MACTable  []rawMACEntry `yaml:"mac_table"`
+}
+
+type rawMACEntry struct {
+	MAC  leaf `yaml:"mac"`
+	DLID leaf `yaml:"dlid"`
+}
+
+// decodeYAML decodes the single document of text into raw. An empty file
+// (or one of comments only) decodes to an empty raw tree.
+func decodeYAML(text []byte, raw *rawConfig) error {
+	dec := yaml.NewDecoder(bytes.NewReader(text))
+	dec.KnownFields(true)
+	if err := dec.Decode(raw); err != nil {
+		if err == io.EOF {
+			return nil
+		}
+		return yamlError(text, err)
+	}
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); err {
+	case io.EOF:
+		return nil
+	case nil:
+		return &ConfigError{Line: extra.Line, Reason: "a second YAML document; a config file holds one"}
+	default:
+		return yamlError(text, err)
+	}
+}
+
+var (
+	reYAMLLine  = regexp.MustCompile(`(?s)^(?:yaml: )?line (\d+): (.*)$`)
+	reUnknown   = regexp.MustCompile(`(?s)^field (.*) not found in type \S+$`)
+	reDupKey    = regexp.MustCompile(`(?s)^mapping key (".*") already defined at line (\d+)$`)
+	reDupField  = regexp.MustCompile(`(?s)^field (.*) already set in type \S+$`)
+	reUnmarshal = regexp.MustCompile(`(?s)^cannot unmarshal (!!\w+)(?: .*)? into (\S+)$`)
+)
+
+// yamlError turns a yaml.v3 error into a *ConfigError. Type errors (unknown
+// fields, repeated keys, a scalar where a mapping or list belongs) get the
+// path of the field, found by its line in the node tree of text; syntax
+// errors keep yaml's message and line.
+func yamlError(text []byte, err error) error {
+	var msg string
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0]
+	} else {
+		msg = err.Error()
+	}
+	m := reYAMLLine.FindStringSubmatch(msg)
+	if m == nil {
+		return &ConfigError{Reason: strings.TrimPrefix(msg, "yaml: ")}
+	}
+	line, _ := strconv.Atoi(m[1])
+	ce := &ConfigError{Line: line, Reason: m[2]}
+	if te == nil {
+		return ce
+	}
+	var root yaml.Node
+	if yaml.Unmarshal(text, &root) != nil {
+		return ce
+	}
+	switch {
+	case reUnknown.MatchString(m[2]):
+		name := reUnknown.FindStringSubmatch(m[2])[1]
+		if p, ok := findKey(&root, line, name); ok {
+			ce.Field, ce.Reason = p, "unknown field"
+		}
+	case reDupKey.MatchString(m[2]):
+		d := reDupKey.FindStringSubmatch(m[2])
+		name, _ := strconv.Unquote(d[1])
+		if p, ok := findKey(&root, line, name); ok {
+			ce.Field, ce.Reason = p, "given twice (first at line "+d[2]+")"
+		}
+	case reDupField.MatchString(m[2]):
+		name := reDupField.FindStringSubmatch(m[2])[1]
+		if p, ok := findKey(&root, line, name); ok {
+			ce.Field, ce.Reason = p, "given twice"
+		}
+	case reUnmarshal.MatchString(m[2]):
+		d := reUnmarshal.FindStringSubmatch(m[2])
+		want := "a mapping"
+		if strings.HasPrefix(d[2], "[]") {
+			want = "a list"
+		}
+		if strings.HasSuffix(d[2], ".rawConfig") {
+			ce.Reason = "the file must be a mapping (node, peers, multicast, control, vnics)"
+		} else if p, n, ok := findValue(&root, line, d[1]); ok {
+			ce.Field, ce.Reason = p, "must be "+want+", not "+kindName(n)
+		}
+	}
+	return ce
+}
+
+// walkYAML calls visit for every value node under n (keys excluded, aliases
+// not followed) with its field path.
+func walkYAML(n *yaml.Node, path string, visit func(path string, key, val *yaml.Node) bool) bool {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			if walkYAML(c, path, visit) {
+				return true
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			if visit(p, nil, c) || walkYAML(c, p, visit) {
+				return true
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := joinPath(path, k.Value)
+			if visit(p, k, v) || walkYAML(v, p, visit) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// findKey returns the path of the mapping key name written at line.
+func findKey(root *yaml.Node, line int, name string) (path string, ok bool) {
+	ok = walkYAML(root, "", func(p string, k, _ *yaml.Node) bool {
+		if k != nil && k.Line == line && k.Value == name {
+			path = p
+			return true
+		}
+		return false
+	})
+	return path, ok
+}
+
+// findValue returns the path of the first value node below the root at line
+// with the short tag tag.
+func findValue(root *yaml.Node, line int, tag string) (path string, n *yaml.Node, ok bool) {
+	ok = walkYAML(root, "", func(p string, _, v *yaml.Node) bool {
+		if v.Line == line && v.ShortTag() == tag {
+			path, n = p, v
+			return true
+		}
+		return false
+	})
+	return path, n, ok
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	return fmt.Sprintf("%q", n.Value)
+}
+
+// --- building and validation ---
+
+// checker keeps the first problem found; its helpers return zero values once
+// there is one, and build returns it at the end.
+type checker struct{ err *ConfigError }
+
+func (c *checker) failf(path string, l leaf, format string, args ...any) {
+	if c.err == nil {
+		c.err = &ConfigError{Field: path, Reason: fmt.Sprintf(format, args...), Line: l.line()}
+	}
+}
+
+// node returns l's node with aliases resolved.
+func (l leaf) node() *yaml.Node {
+	n := l.n
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	return n
+}
+
+// text returns the scalar text of l; ok is false when l is absent (or there
+// is an error, recorded).
+func (c *checker) text(l leaf, path string) (s string, ok bool) {
+	n := l.node()
+	if n == nil {
+		return "", false
+	}
+	if n.Kind != yaml.ScalarNode {
+		c.failf(path, l, "must be a single value, not %s", kindName(n))
+		return "", false
+	}
+	return n.Value, true
+}
+
+// required records an error when l is absent.
+func (c *checker) required(l leaf, path string) bool {
+	if !l.present() {
+		c.failf(path, l, "required")
+		return false
+	}
+	return true
+}
+
+// number parses an integer: decimal, 0x hex, 0o octal or 0b binary. Decimal
+// with a leading 0 is refused as ambiguous.
+func (c *checker) number(l leaf, path string) (uint64, bool) {
+	s, ok := c.text(l, path)
+	if !ok {
+		return 0, false
+	}
+	if t := l.node().ShortTag(); t != "!!int" && t != "!!str" {
+		c.failf(path, l, "%q is not an integer", s)
+		return 0, false
+	}
+	base, digits := 10, s
+	if len(s) >= 2 && s[0] == '0' {
+		switch s[1] {
+		case 'x', 'X':
+			base, digits = 16, s[2:]
+		case 'o', 'O':
+			base, digits = 8, s[2:]
+		case 'b', 'B':
+			base, digits = 2, s[2:]
+		}
+	}
+	if base == 10 && len(s) > 1 && s[0] == '0' {
+		c.failf(path, l, "%q: a leading 0 is ambiguous; write decimal without it, or 0x for hex", s)
+		return 0, false
+	}
+	if strings.HasPrefix(s, "-") {
+		c.failf(path, l, "%s is negative", s)
+		return 0, false
+	}
+	if digits == "" || digits[0] == '+' || strings.ContainsRune(digits, '_') {
+		c.failf(path, l, "%q is not an integer", s)
+		return 0, false
+	}
+	v, err := strconv.ParseUint(digits, base, 64)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			c.failf(path, l, "%s is too large", s)
+		} else {
+			c.failf(path, l, "%q is not an integer (decimal or 0x hex)", s)
+		}
+		return 0, false
+	}
+	return v, true
+}
+
+// ranged parses an integer in lo..hi, or returns def when l is absent.
+func (c *checker) ranged(l leaf, path string, lo, hi, def uint64, hex bool) uint64 {
+	v, ok := c.number(l, path)
+	if !ok {
+		return def
+	}
+	if v < lo || v > hi {
+		c.failf(path, l, "%s is out of range %s..%s", fmtNum(v, hex), fmtNum(lo, hex), fmtNum(hi, hex))
+		return def
+	}
+	return v
+}
+
+func fmtNum(v uint64, hex bool) string {
+	if hex {
+		return fmt.Sprintf("0x%X", v)
+	}
+	return strconv.FormatUint(v, 10)
+}
+
+// unicastLID parses a 16B unicast LID; 0 when absent or bad.
+func (c *checker) unicastLID(l leaf, path string) uint32 {
+	v, ok := c.number(l, path)
+	switch {
+	case !ok:
+		return 0
+	case v == 0:
+		c.failf(path, l, "0 is not a LID")
+	case v <= uint64(encap.LIDMaxUnicast16B):
+		return uint32(v)
+	case v <= uint64(encap.LID16BMask):
+		c.failf(path, l, "0x%X is not a unicast LID (16B unicast is 0x1..0xEFFFFF)", v)
+	default:
+		c.failf(path, l, "0x%X is not a 16B LID (unicast is 0x1..0xEFFFFF)", v)
+	}
+	return 0
+}
+
+// multicastLID parses a 16B multicast LID (0xF00000..0xF7FFFF); 0 when
+// absent or bad.
+func (c *checker) multicastLID(l leaf, path string) uint32 {
+	v, ok := c.number(l, path)
+	switch {
+	case !ok:
+		return 0
+	case v >= uint64(encap.LID16BMulticast) && v < uint64(encap.LID16BCollective):
+		return uint32(v)
+	case v >= uint64(encap.LIDMulticastBase) &&
+		v-uint64(encap.LIDMulticastBase) < uint64(encap.LID16BCollective-encap.LID16BMulticast):
+		// A 32-bit multicast LID whose 16B form is a group LID.
+		c.failf(path, l, "0x%X is a 32-bit multicast LID; write its 16B form 0x%X", v, encap.LID(v).To16B())
+	default:
+		c.failf(path, l, "0x%X is not a 16B multicast LID (0xF00000..0xF7FFFF; collective and permissive LIDs are not groups)", v)
+	}
+	return 0
+}
+
+// list returns the elements of a list leaf (nil when absent).
+func (c *checker) list(l leaf, path string) []leaf {
+	n := l.node()
+	if n == nil {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		c.failf(path, l, "must be a list, not %s", kindName(n))
+		return nil
+	}
+	out := make([]leaf, len(n.Content))
+	for i, e := range n.Content {
+		if e.ShortTag() != "!!null" { // an alias has no tag of its own
+			out[i] = leaf{e}
+		}
+	}
+	return out
+}
+
+func (r *rawConfig) build() (*Config, error) {
+	c := &checker{}
+	cfg := &Config{}
+	cfg.Node = c.buildNode(&r.Node)
+	if c.err != nil {
+		return nil, c.err
+	}
+	// known maps a unicast LID to the path of the field that declares it.
+	known := map[uint32]string{uint32(cfg.Node.LID): "node.lid"}
+	cfg.Peers = c.buildPeers(r.Peers, known)
+	groups := map[uint32][]uint32{}
+	cfg.Multicast = c.buildGroups(r.Multicast, known, groups)
+	if c.err != nil {
+		return nil, c.err
+	}
+	cfg.Control.Socket = c.buildSocket(r.Control.Socket, cfg.Node.Name)
+	cfg.VNICs = c.buildVNICs(r.VNICs, cfg, known, groups)
+	if c.err != nil {
+		return nil, c.err
+	}
+	return cfg, nil
+}
+
+var reName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+func (c *checker) name(l leaf, path string) string {
+	s, _ := c.text(l, path)
+	switch {
+	case len(s) > maxNodeName:
+		c.failf(path, l, "longer than %d bytes", maxNodeName)
+	case s != "" && !reName.MatchString(s):
+		c.failf(path, l, "%q: only letters, digits, '.', '_' and '-'", s)
+	}
+	return s
+}
+
+func (c *checker) buildNode(r *rawNode) NodeConfig {
+	n := NodeConfig{SubnetPrefix: encap.DefaultSubnetPrefix, VerifyICRC: true}
+	if c.required(r.Name, "node.name") {
+		if n.Name = c.name(r.Name, "node.name"); n.Name == "" {
+			c.failf("node.name", r.Name, "must not be empty")
+		}
+	}
+	n.GUID = DeriveNodeGUID(n.Name)
+	if v, ok := c.number(r.GUID, "node.guid"); ok {
+		if v == 0 {
+			c.failf("node.guid", r.GUID, "0 is not a GUID")
+		}
+		n.GUID = v
+	}
+	if c.required(r.LID, "node.lid") {
+		n.LID = encap.LID(c.unicastLID(r.LID, "node.lid"))
+	}
+	n.Listen = netip.AddrPortFrom(netip.IPv6Unspecified(), DefaultUDPPort)
+	if s, _ := c.text(r.Listen, "node.listen"); s != "" {
+		ap, err := parseListen(s)
+		if err != nil {
+			c.failf("node.listen", r.Listen, "%q: %v", s, err)
+		}
+		n.Listen = ap
+	}
+	if s, _ := c.text(r.SubnetPrefix, "node.subnet_prefix"); s != "" {
+		p, err := parseSubnetPrefix(s)
+		if err != nil {
+			c.failf("node.subnet_prefix", r.SubnetPrefix, "%q: %v", s, err)
+		}
+		n.SubnetPrefix = p
+	}
+	if s, ok := c.text(r.VerifyICRC, "node.verify_icrc"); ok {
+		switch s {
+		case "true", "True", "TRUE":
+			n.VerifyICRC = true
+		case "false", "False", "FALSE":
+			n.VerifyICRC = false
+		default:
+			c.failf("node.verify_icrc", r.VerifyICRC, "%q: must be true or false", s)
+		}
+	}
+	if s, _ := c.text(r.UnderlayInterface, "node.underlay_interface"); s != "" {
+		if err := checkIfName(s); err != nil {
+			c.failf("node.underlay_interface", r.UnderlayInterface, "%q: %v", s, err)
+		}
+		n.UnderlayInterface = s
+	}
+	return n
+}
+
+// parseEndpoint parses an IP literal with an optional port ("10.0.0.1",
+// "10.0.0.1:4793", "::1", "[::1]", "[::1]:4793"). Host names are not
+// resolved. The port defaults to DefaultUDPPort and may not be 0.
+func parseEndpoint(s string) (netip.AddrPort, error) {
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil {
+		a := s
+		if strings.HasPrefix(a, "[") && strings.HasSuffix(a, "]") {
+			a = a[1 : len(a)-1]
+		}
+		addr, err := netip.ParseAddr(a)
+		if err != nil {
+			return netip.AddrPort{}, errors.New("not an IP address with an optional port (host names are not resolved)")
+		}
+		ap = netip.AddrPortFrom(addr, DefaultUDPPort)
+	}
+	if ap.Port() == 0 {
+		return netip.AddrPort{}, errors.New("port 0")
+	}
+	if ap.Addr().IsMulticast() {
+		return netip.AddrPort{}, errors.New("a multicast address")
+	}
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), nil
+}
+
+// parseListen is parseEndpoint that also takes ":port" for every address.
+func parseListen(s string) (netip.AddrPort, error) {
+	if strings.HasPrefix(s, ":") && !strings.HasPrefix(s, "::") {
+		p, err := strconv.ParseUint(s[1:], 10, 16)
+		if err != nil || p == 0 {
+			return netip.AddrPort{}, errors.New("bad port")
+		}
+		return netip.AddrPortFrom(netip.IPv6Unspecified(), uint16(p)), nil
+	}
+	return parseEndpoint(s)
+}
+
+// parseSubnetPrefix parses "fe80::" or "fe80::/64": an IPv6 address whose low
+// 64 bits are zero.
+func parseSubnetPrefix(s string) (uint64, error) {
+	a, err := netip.ParseAddr(s)
+	if strings.Contains(s, "/") {
+		p, perr := netip.ParsePrefix(s)
+		if perr == nil && p.Bits() != 64 {
+			return 0, errors.New("the prefix length must be 64")
+		}
+		a, err = p.Addr(), perr
+	}
+	if err != nil || !a.Is6() || a.Is4In6() || a.Zone() != "" {
+		return 0, errors.New("not an IPv6 prefix such as fe80::")
+	}
+	b := a.As16()
+	var hi, lo uint64
+	for i := range 8 {
+		hi = hi<<8 | uint64(b[i])
+		lo = lo<<8 | uint64(b[8+i])
+	}
+	if lo != 0 {
+		return 0, errors.New("the low 64 bits (the interface ID half) must be zero")
+	}
+	return hi, nil
+}
+
+// formatSubnetPrefix is the inverse of parseSubnetPrefix.
+func formatSubnetPrefix(p uint64) string {
+	var b [16]byte
+	for i := range 8 {
+		b[i] = byte(p >> (56 - 8*i))
+	}
+	return netip.AddrFrom16(b).String()
+}
+
+func (c *checker) buildPeers(raw []rawPeer, known map[uint32]string) []Peer {
+	var peers []Peer
+	addrs := map[netip.AddrPort]string{}
+	for i, r := range raw {
+		path := fmt.Sprintf("peers[%d]", i)
+		var p Peer
+		if c.required(r.LID, path+".lid") {
+			p.LID = encap.LID(c.unicastLID(r.LID, path+".lid"))
+			if prev, dup := known[uint32(p.LID)]; dup && p.LID != 0 {
+				if prev == "node.lid" {
+					c.failf(path+".lid", r.LID, "%v is this node's own LID", p.LID)
+				} else {
+					c.failf(path+".lid", r.LID, "%v is also %s", p.LID, prev)
+				}
+			}
+			known[uint32(p.LID)] = path + ".lid"
+		}
+		if c.required(r.Address, path+".address") {
+			s, _ := c.text(r.Address, path+".address")
+			ap, err := parseEndpoint(s)
+			switch {
+			case err != nil:
+				c.failf(path+".address", r.Address, "%q: %v", s, err)
+			case ap.Addr().IsUnspecified():
+				c.failf(path+".address", r.Address, "%q: an unspecified address", s)
+			case addrs[ap] != "":
+				c.failf(path+".address", r.Address, "%v is also %s (one software HFI has one LID)", ap, addrs[ap])
+			}
+			addrs[ap] = path + ".address"
+			p.Addr = ap
+		}
+		p.Name = c.name(r.Name, path+".name")
+		peers = append(peers, p)
+	}
+	return peers
+}
+
+func (c *checker) buildGroups(raw []rawGroup, known map[uint32]string, groups map[uint32][]uint32) []MulticastGroup {
+	var out []MulticastGroup
+	for i, r := range raw {
+		path := fmt.Sprintf("multicast[%d]", i)
+		var g MulticastGroup
+		if c.required(r.LID, path+".lid") {
+			g.LID = c.multicastLID(r.LID, path+".lid")
+			if _, dup := groups[g.LID]; dup && g.LID != 0 {
+				c.failf(path+".lid", r.LID, "group 0x%X is declared twice", g.LID)
+			}
+		}
+		members := c.list(r.Members, path+".members")
+		if len(members) == 0 {
+			c.failf(path+".members", r.Members, "required: at least one member LID")
+		}
+		seen := map[uint32]bool{}
+		for j, m := range members {
+			mp := fmt.Sprintf("%s.members[%d]", path, j)
+			if !c.required(m, mp) {
+				break
+			}
+			lid := c.unicastLID(m, mp)
+			switch {
+			case lid == 0:
+			case known[lid] == "":
+				c.failf(mp, m, "LID 0x%X is neither this node's nor a peer's", lid)
+			case seen[lid]:
+				c.failf(mp, m, "LID 0x%X is listed twice", lid)
+			}
+			seen[lid] = true
+			g.Members = append(g.Members, lid)
+		}
+		groups[g.LID] = g.Members
+		out = append(out, g)
+	}
+	return out
+}
+
+func (c *checker) buildSocket(l leaf, nodeName string) string {
+	const path = "control.socket"
+	s, _ := c.text(l, path)
+	switch {
+	case s == "":
+		return DefaultControlSocket(nodeName)
+	case len(s) > maxSocketPath:
+		c.failf(path, l, "longer than %d bytes (the limit of a Unix socket address)", maxSocketPath)
+	case hasControl(s):
+		c.failf(path, l, "contains a control character")
+	case !filepath.IsAbs(s) && !strings.HasPrefix(s, "@"):
+		c.failf(path, l, "%q: must be an absolute path (or @name for an abstract socket)", s)
+	}
+	return s
+}
+
+// netdevKey names an ifname within its namespace, for duplicate detection:
+// "" is vnicd's own namespace, a name is a file in /var/run/netns, and
+// /var/run/netns/x is taken as /run/netns/x.
+func netdevKey(netns, ifname string) string {
+	switch {
+	case netns == "":
+	case !strings.HasPrefix(netns, "/"):
+		netns = netnsCanonical + netns
+	default:
+		netns = filepath.Clean(netns)
+		if rest, ok := strings.CutPrefix(netns, "/var/run/"); ok {
+			netns = "/run/" + rest
+		}
+	}
+	return netns + "\x00" + ifname
+}
+
+func (c *checker) buildVNICs(raw []rawVNIC, cfg *Config, known map[uint32]string, groups map[uint32][]uint32) []VNICConfig {
+	var out []VNICConfig
+	vports := map[uint64]string{}
+	vesws := map[encap.VESWID]string{}
+	ifnames := map[string]string{}
+	if cfg.Node.UnderlayInterface != "" {
+		ifnames[netdevKey("", cfg.Node.UnderlayInterface)] = "node.underlay_interface"
+	}
+	for i := range raw {
+		r := &raw[i]
+		path := fmt.Sprintf("vnics[%d]", i)
+		var v VNICConfig
+
+		vport := c.ranged(r.VPort, path+".vport", 0, MaxVPort, uint64(i), false)
+		if vport > MaxVPort {
+			c.failf(path+".vport", r.VPort, "required here: the default, the position %d in the list, is above %d", i, MaxVPort)
+		}
+		if prev := vports[vport]; prev != "" {
+			c.failf(path+".vport", r.VPort, "vport %d is also %s", vport, prev)
+		}
+		vports[vport] = path
+		v.VPort = uint8(vport)
+
+		vesw := c.buildVESW(&r.VESW, path+".vesw", cfg.Node.LID, known, groups)
+		if prev := vesws[vesw.VESWID]; prev != "" && vesw.VESWID != 0 {
+			c.failf(path+".vesw.id", r.VESW.ID, "vesw %d is also used by %s", vesw.VESWID, prev)
+		}
+		vesws[vesw.VESWID] = path
+		v.Port.VESW = vesw
+
+		v.Port.Port = c.buildVPort(r, path, cfg.Node.LID, vesw.VESWID, vport)
+		v.Netdev = c.buildNetdev(&r.Port, path+".port", vport)
+		key := netdevKey(v.Netdev.NetNS, v.Netdev.IfName)
+		if prev := ifnames[key]; prev != "" {
+			c.failf(path+".port.ifname", r.Port.IfName, "%q is also %s, in the same network namespace", v.Netdev.IfName, prev)
+		}
+		ifnames[key] = path + ".port.ifname"
+		v.MACTable = c.buildMACTable(r.Port.MACTable, path+".port.mac_table", cfg.Node.LID, known, groups)
+		if c.err != nil {
+			return nil
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func (c *checker) buildVESW(r *rawVESW, path string, self encap.LID, known map[uint32]string, groups map[uint32][]uint32) VESWConfig {
+	var v VESWConfig
+	if c.required(r.ID, path+".id") {
+		v.VESWID = encap.VESWID(c.ranged(r.ID, path+".id", 1, uint64(encap.VESWIDMask), 0, false))
+	}
+	v.FabricID = uint16(c.ranged(r.FabricID, path+".fabric_id", 0, MaxFabricID, 0, false))
+	if c.required(r.PKey, path+".pkey") {
+		v.PKey = encap.PKey(c.ranged(r.PKey, path+".pkey", 0, 0xFFFF, 0, true))
+		if !v.PKey.IsValid() && c.err == nil {
+			c.failf(path+".pkey", r.PKey, "%v has base 0 (the low 15 bits must not all be 0)", v.PKey)
+		}
+	}
+	v.EthMTU = DefaultEthMTU
+	if mtu, ok := c.number(r.EthMTU, path+".eth_mtu"); ok {
+		switch {
+		case mtu < MinEthMTU:
+			c.failf(path+".eth_mtu", r.EthMTU, "%d is below the minimum %d", mtu, MinEthMTU)
+		case mtu > MaxEthMTU:
+			c.failf(path+".eth_mtu", r.EthMTU, "%d is above the maximum %d: a full-size frame (MTU + %d bytes) must fit a 16B packet, which carries at most %d bytes of frame",
+				mtu, MaxEthMTU, vlanEthHLen, encap.MaxFrameLen)
+		}
+		v.EthMTU = uint16(mtu)
+	}
+	if r.McastDLID.present() {
+		if n, ok := c.number(r.McastDLID, path+".mcast_dlid"); ok && n != 0 {
+			v.McastDLID = c.multicastLID(r.McastDLID, path+".mcast_dlid")
+			members, declared := groups[v.McastDLID]
+			switch {
+			case v.McastDLID == 0:
+			case !declared:
+				c.failf(path+".mcast_dlid", r.McastDLID, "group 0x%X is not declared under multicast", v.McastDLID)
+			case !containsLID(members, uint32(self)):
+				c.failf(path+".mcast_dlid", r.McastDLID, "this node (LID %v) is not a member of group 0x%X, so broadcasts on this vesw (ARP, ND) would never reach it", self, v.McastDLID)
+			}
+		}
+	}
+	for i, d := range r.DefaultPorts {
+		dp := fmt.Sprintf("%s.default_ports[%d]", path, i)
+		if !c.required(d.Index, dp+".index") || !c.required(d.DLID, dp+".dlid") {
+			break
+		}
+		idx := c.ranged(d.Index, dp+".index", 0, encap.MaxDefaultPort-1, 0, false)
+		if v.DefPortMask&(1<<idx) != 0 {
+			c.failf(dp+".index", d.Index, "default port %d is given twice", idx)
+		}
+		v.DefPortMask |= 1 << idx
+		v.UcastDLID[idx] = c.dlid(d.DLID, dp+".dlid", self, known, nil)
+	}
+	v.RC = c.buildRC(r.RC, path+".rc")
+	return v
+}
+
+func containsLID(lids []uint32, lid uint32) bool {
+	for _, l := range lids {
+		if l == lid {
+			return true
+		}
+	}
+	return false
+}
+
+// dlid parses a DLID the port sends to: a peer's LID (one in known other than
+// self), or (when groups is not nil) a declared multicast group.
+func (c *checker) dlid(l leaf, path string, self encap.LID, known map[uint32]string, groups map[uint32][]uint32) uint32 {
+	v, ok := c.number(l, path)
+	if !ok {
+		return 0
+	}
+	if groups != nil && encap.Is16BMulticast(uint32(v)) {
+		g := c.multicastLID(l, path)
+		if _, declared := groups[g]; g != 0 && !declared {
+			c.failf(path, l, "group 0x%X is not declared under multicast", g)
+		}
+		return g
+	}
+	lid := c.unicastLID(l, path)
+	switch {
+	case lid == 0:
+	case lid == uint32(self):
+		c.failf(path, l, "0x%X is this node's own LID; frames sent there would come back to this port", lid)
+	case known[lid] == "":
+		c.failf(path, l, "LID 0x%X is not a peer's", lid)
+	}
+	return lid
+}
+
+// rcFields are the keys of the map form of rc, with their bit offsets.
+var rcFields = []struct {
+	key   string
+	shift uint
+}{
+	{"default", encap.RCDefault},
+	{"ipv4", encap.RCIPv4},
+	{"ipv4_udp", encap.RCIPv4UDP},
+	{"ipv4_tcp", encap.RCIPv4TCP},
+	{"ipv6", encap.RCIPv6},
+	{"ipv6_tcp", encap.RCIPv6TCP},
+	{"ipv6_udp", encap.RCIPv6UDP},
+}
+
+// buildRC parses rc: the routing-control word as an integer, or a mapping
+// from traffic class to a 3-bit value.
+func (c *checker) buildRC(l leaf, path string) uint32 {
+	n := l.node()
+	if n == nil {
+		return 0
+	}
+	if n.Kind != yaml.MappingNode {
+		w := c.ranged(l, path, 0, 0xFFFFFFFF, 0, true)
+		if unused := uint32(w) & rcUnusedBits; unused != 0 {
+			c.failf(path, l, "0x%X sets bits 0x%X, which are not part of a 3-bit field at offsets 0, 4, ..., 24", w, unused)
+		}
+		return uint32(w)
+	}
+	var w uint32
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := leaf{n.Content[i]}, leaf{n.Content[i+1]}
+		key, _ := c.text(k, path)
+		kp := joinPath(path, key)
+		j := 0
+		for j < len(rcFields) && rcFields[j].key != key {
+			j++
+		}
+		switch {
+		case j == len(rcFields):
+			c.failf(kp, k, "unknown field (rc keys: default, ipv4, ipv4_udp, ipv4_tcp, ipv6, ipv6_tcp, ipv6_udp)")
+			return 0
+		case seen[key]:
+			c.failf(kp, k, "given twice")
+			return 0
+		}
+		seen[key] = true
+		w |= uint32(c.ranged(val, kp, 0, maxRC, 0, false)) << rcFields[j].shift
+	}
+	return w
+}
+
+// classMap parses sc or vl: 8-entry uc and mc lists and two scalars, each
+// 0..31.
+func (c *checker) classMap(r *rawClassMap, path string) (uc, mc [8]uint8, nonUC, nonMC uint8) {
+	table := func(l leaf, p string) (t [8]uint8) {
+		if !l.present() {
+			return t
+		}
+		es := c.list(l, p)
+		if len(es) != len(t) && c.err == nil {
+			c.failf(p, l, "must list 8 values (PCP 0..7), not %d", len(es))
+			return t
+		}
+		for i, e := range es {
+			ep := fmt.Sprintf("%s[%d]", p, i)
+			if c.required(e, ep) {
+				t[i] = uint8(c.ranged(e, ep, 0, maxSC, 0, false))
+			}
+		}
+		return t
+	}
+	uc = table(r.UC, path+".uc")
+	mc = table(r.MC, path+".mc")
+	nonUC = uint8(c.ranged(r.NonVLANUC, path+".non_vlan_uc", 0, maxSC, 0, false))
+	nonMC = uint8(c.ranged(r.NonVLANMC, path+".non_vlan_mc", 0, maxSC, 0, false))
+	return uc, mc, nonUC, nonMC
+}
+
+func (c *checker) buildVPort(r *rawVNIC, path string, self encap.LID, vesw encap.VESWID, vport uint64) VPortConfig {
+	var p VPortConfig
+	p.PortNum = uint32(c.ranged(r.Port.PortNum, path+".port.port_num", 0, 0xFFFFFFFF, vport, false))
+	p.EncapSLID = self.To16B()
+	p.ConfigState = StateForwarding
+	if s, _ := c.text(r.VESW.ConfigState, path+".vesw.config_state"); s != "" {
+		switch s {
+		case "forwarding":
+		case "drop_all":
+			p.ConfigState = StateDropAll
+		default:
+			c.failf(path+".vesw.config_state", r.VESW.ConfigState, "%q: must be forwarding or drop_all", s)
+		}
+	}
+	p.SC.PCPToSCUC, p.SC.PCPToSCMC, p.SC.NonVLANUC, p.SC.NonVLANMC = c.classMap(&r.VESW.SC, path+".vesw.sc")
+	p.PCPToVLUC, p.PCPToVLMC, p.NonVLANVL[0], p.NonVLANVL[1] = c.classMap(&r.VESW.VL, path+".vesw.vl")
+	p.BaseMAC = encap.MACForLID(self, vesw)
+	if s, _ := c.text(r.Port.MAC, path+".port.mac"); s != "" && s != "auto" {
+		mac, err := parseUnicastMAC(s)
+		if err != nil {
+			c.failf(path+".port.mac", r.Port.MAC, "%q: %v (or auto)", s, err)
+		}
+		p.BaseMAC = mac
+	}
+	return p
+}
+
+// parseUnicastMAC parses a 6-byte MAC that is neither multicast nor zero.
+func parseUnicastMAC(s string) ([6]byte, error) {
+	var mac [6]byte
+	hw, err := net.ParseMAC(s)
+	if err != nil || len(hw) != len(mac) {
+		return mac, errors.New("not a MAC address such as 02:00:00:00:00:01")
+	}
+	copy(mac[:], hw)
+	switch {
+	case mac == [6]byte{}:
+		return mac, errors.New("the zero MAC")
+	case encap.IsMulticastMAC(mac[:]):
+		return mac, errors.New("a multicast MAC")
+	}
+	return mac, nil
+}
+
+// checkIfName applies the kernel's dev_valid_name, and refuses '%' (which
+// would make the name a template) and control characters.
+func checkIfName(s string) error {
+	switch {
+	case len(s) > maxIfName:
+		return fmt.Errorf("longer than %d bytes", maxIfName)
+	case s == "." || s == "..":
+		return errors.New("not a valid interface name")
+	case strings.ContainsAny(s, "/:%"):
+		return errors.New("contains '/', ':' or '%'")
+	}
+	if strings.ContainsFunc(s, func(r rune) bool { return r == ' ' || unicode.IsSpace(r) || unicode.IsControl(r) }) {
+		return errors.New("contains whitespace or a control character")
+	}
+	return nil
+}
+
+func hasControl(s string) bool { return strings.ContainsFunc(s, unicode.IsControl) }
+
+func checkNetNS(s string) error {
+	if hasControl(s) {
+		return errors.New("contains a control character")
+	}
+	if strings.HasPrefix(s, "/") {
+		return nil
+	}
+	switch {
+	case strings.Contains(s, "/"):
+		return errors.New("must be a name (no '/') under " + netnsDir + " or an absolute path")
+	case s == "." || s == "..":
+		return errors.New("not a valid namespace name")
+	case len(s) > maxNetNSName:
+		return fmt.Errorf("longer than %d bytes", maxNetNSName)
+	}
+	return nil
+}
+
+func (c *checker) buildNetdev(r *rawPort, path string, vport uint64) NetdevConfig {
+	var d NetdevConfig
+	d.IfName = fmt.Sprintf("vnic%d", vport)
+	if s, _ := c.text(r.IfName, path+".ifname"); s != "" {
+		if err := checkIfName(s); err != nil {
+			c.failf(path+".ifname", r.IfName, "%q: %v", s, err)
+		}
+		d.IfName = s
+	}
+	if s, _ := c.text(r.NetNS, path+".netns"); s != "" {
+		if err := checkNetNS(s); err != nil {
+			c.failf(path+".netns", r.NetNS, "%q: %v", s, err)
+		}
+		d.NetNS = s
+	}
+	seen := map[netip.Prefix]bool{}
+	for i, e := range c.list(r.Addresses, path+".addresses") {
+		ep := fmt.Sprintf("%s.addresses[%d]", path, i)
+		if !c.required(e, ep) {
+			break
+		}
+		s, _ := c.text(e, ep)
+		p, err := netip.ParsePrefix(s)
+		switch {
+		case err != nil:
+			c.failf(ep, e, "%q: not an address with a prefix length, such as 192.168.1.1/24", s)
+		case p.Addr().IsUnspecified() || p.Addr().IsMulticast():
+			c.failf(ep, e, "%q: an unspecified or multicast address", s)
+		case seen[p]:
+			c.failf(ep, e, "%q is listed twice", s)
+		}
+		seen[p] = true
+		d.Addresses = append(d.Addresses, p)
+	}
+	return d
+}
+
+func (c *checker) buildMACTable(raw []rawMACEntry, path string, self encap.LID, known map[uint32]string, groups map[uint32][]uint32) []MACEntry {
+	var out []MACEntry
+	seen := map[[6]byte]bool{}
+	for i, r := range raw {
+		ep := fmt.Sprintf("%s[%d]", path, i)
+		if !c.required(r.MAC, ep+".mac") || !c.required(r.DLID, ep+".dlid") {
+			break
+		}
+		var e MACEntry
+		s, _ := c.text(r.MAC, ep+".mac")
+		mac, err := parseUnicastMAC(s)
+		switch {
+		case err != nil:
+			c.failf(ep+".mac", r.MAC, "%q: %v", s, err)
+		case seen[mac]:
+			c.failf(ep+".mac", r.MAC, "%s is listed twice", s)
+		}
+		seen[mac] = true
+		e.MAC = mac
+		e.DLID = c.dlid(r.DLID, ep+".dlid", self, known, groups)
+		out = append(out, e)
+	}
+	return out
+}
+
+// --- writing ---
+
+// Marshal returns c as a config file with every default written out, which
+// ParseConfig reads back to an equal Config. Text that looks like an
+// environment reference (${) is escaped as $${.
+func (c *Config) Marshal() ([]byte, error) {
+	node := mapping(
+		"node", mapping(
+			"name", str(c.Node.Name),
+			"guid", scalar("!!int", fmt.Sprintf("0x%016X", c.Node.GUID)),
+			"lid", hexNum(uint64(c.Node.LID)),
+			"listen", str(c.Node.Listen.String()),
+			"subnet_prefix", str(formatSubnetPrefix(c.Node.SubnetPrefix)),
+			"verify_icrc", scalar("!!bool", strconv.FormatBool(c.Node.VerifyICRC)),
+			"underlay_interface", str(c.Node.UnderlayInterface),
+		),
+		"peers", c.marshalPeers(),
+		"multicast", c.marshalGroups(),
+		"control", mapping("socket", str(c.Control.Socket)),
+		"vnics", c.marshalVNICs(),
+	)
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(node); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func (c *Config) marshalPeers() *yaml.Node {
+	s := seq(false)
+	for _, p := range c.Peers {
+		s.Content = append(s.Content, mapping(
+			"lid", hexNum(uint64(p.LID)),
+			"address", str(p.Addr.String()),
+			"name", str(p.Name),
+		))
+	}
+	return s
+}
+
+func (c *Config) marshalGroups() *yaml.Node {
+	s := seq(false)
+	for _, g := range c.Multicast {
+		m := seq(true)
+		for _, l := range g.Members {
+			m.Content = append(m.Content, hexNum(uint64(l)))
+		}
+		s.Content = append(s.Content, mapping("lid", hexNum(uint64(g.LID)), "members", m))
+	}
+	return s
+}
+
+func (c *Config) marshalVNICs() *yaml.Node {
+	s := seq(false)
+	for _, v := range c.VNICs {
+		w, p := &v.Port.VESW, &v.Port.Port
+		defPorts := seq(false)
+		for i := range encap.MaxDefaultPort {
+			if w.DefPortMask&(1<<i) != 0 {
+				dp := mapping("index", num(uint64(i)), "dlid", hexNum(uint64(w.UcastDLID[i])))
+				dp.Style = yaml.FlowStyle
+				defPorts.Content = append(defPorts.Content, dp)
+			}
+		}
+		rc := mapping()
+		rc.Style = yaml.FlowStyle
+		for _, f := range rcFields {
+			rc.Content = append(rc.Content, str(f.key), num(uint64(w.RC>>f.shift&maxRC)))
+		}
+		state := "forwarding"
+		if p.ConfigState == StateDropAll {
+			state = "drop_all"
+		}
+		addrs := seq(true)
+		for _, a := range v.Netdev.Addresses {
+			addrs.Content = append(addrs.Content, str(a.String()))
+		}
+		macs := seq(false)
+		for _, e := range v.MACTable {
+			me := mapping("mac", str(net.HardwareAddr(e.MAC[:]).String()), "dlid", hexNum(uint64(e.DLID)))
+			me.Style = yaml.FlowStyle
+			macs.Content = append(macs.Content, me)
+		}
+		s.Content = append(s.Content, mapping(
+			"vport", num(uint64(v.VPort)),
+			"vesw", mapping(
+				"id", num(uint64(w.VESWID)),
+				"fabric_id", num(uint64(w.FabricID)),
+				"pkey", scalar("!!int", w.PKey.String()),
+				"eth_mtu", num(uint64(w.EthMTU)),
+				"mcast_dlid", hexNum(uint64(w.McastDLID)),
+				"default_ports", defPorts,
+				"rc", rc,
+				"sc", classMapNode(p.SC.PCPToSCUC, p.SC.PCPToSCMC, p.SC.NonVLANUC, p.SC.NonVLANMC),
+				"vl", classMapNode(p.PCPToVLUC, p.PCPToVLMC, p.NonVLANVL[0], p.NonVLANVL[1]),
+				"config_state", str(state),
+			),
+			"port", mapping(
+				"port_num", num(uint64(p.PortNum)),
+				"mac", str(net.HardwareAddr(p.BaseMAC[:]).String()),
+				"ifname", str(v.Netdev.IfName),
+				"netns", str(v.Netdev.NetNS),
+				"addresses", addrs,
+				"mac_table", macs,
+			),
+		))
+	}
+	return s
+}
+
+func classMapNode(uc, mc [8]uint8, nonUC, nonMC uint8) *yaml.Node {
+	list := func(t [8]uint8) *yaml.Node {
+		s := seq(true)
+		for _, v := range t {
+			s.Content = append(s.Content, num(uint64(v)))
+		}
+		return s
+	}
+	m := mapping("uc", list(uc), "mc", list(mc), "non_vlan_uc", num(uint64(nonUC)), "non_vlan_mc", num(uint64(nonMC)))
+	m.Style = yaml.FlowStyle
+	return m
+}
+
+func scalar(tag, value string) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: value}
+}
+
+// str is a string scalar, escaped so that expandEnv gives it back.
+func str(s string) *yaml.Node {
+	return scalar("!!str", strings.ReplaceAll(s, "${", "$${"))
+}
+
+func num(v uint64) *yaml.Node    { return scalar("!!int", strconv.FormatUint(v, 10)) }
+func hexNum(v uint64) *yaml.Node { return scalar("!!int", fmt.Sprintf("0x%X", v)) }
+
+func seq(flow bool) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+	if flow {
+		n.Style = yaml.FlowStyle
+	}
+	return n
+}
+
+func mapping(kv ...any) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	for i := 0; i+1 < len(kv); i += 2 {
+		n.Content = append(n.Content, scalar("!!str", kv[i].(string)), kv[i+1].(*yaml.Node))
+	}
+	return n
+}
+
+// --- summary ---
+
+// Summary describes c for the log: a line for the node, then one line per
+// VNIC.
+func (c *Config) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "node %s lid %v guid 0x%016X listen %v peers %d groups %d control %s",
+		c.Node.Name, c.Node.LID, c.Node.GUID, c.Node.Listen, len(c.Peers), len(c.Multicast), c.Control.Socket)
+	for _, v := range c.VNICs {
+		w, p := &v.Port.VESW, &v.Port.Port
+		state := "forwarding"
+		if p.ConfigState == StateDropAll {
+			state = "drop_all"
+		}
+		netns := v.Netdev.NetNS
+		if netns == "" {
+			netns = "-"
+		}
+		fmt.Fprintf(&b, "\nvnic %s vport %d vesw %d pkey %v mtu %d mac %s mcast 0x%X defports 0x%04X macs %d %s netns %s",
+			v.Netdev.IfName, v.VPort, w.VESWID, w.PKey, w.EthMTU, net.HardwareAddr(p.BaseMAC[:]), w.McastDLID,
+			w.DefPortMask, len(v.MACTable), state, netns)
+		for _, a := range v.Netdev.Addresses {
+			b.WriteString(" " + a.String())
+		}
+	}
+	return b.String()
+}
