@@ -5,11 +5,9 @@ package nstest
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os/exec"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +15,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+
+	"github.com/opavnic/opavnic/vnicd/internal/netnsutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -170,55 +170,17 @@ func (ns *NS) Start(ctx context.Context, name string, args ...string) (*exec.Cmd
 }
 
 // Do runs f on an OS thread inside the namespace and returns its error; a
-// panic in f is re-raised in the caller. The thread is locked to a goroutine
-// of its own, so the caller's thread never changes namespace; after f the
-// thread goes back to the namespace it came from, and if that fails it is
-// never unlocked, so the runtime ends it rather than reuse it in the wrong
-// namespace. Goroutines f starts do not run in the namespace; sockets f
-// opens stay in it wherever they are used.
+// panic in f is re-raised in the caller. The caller's thread never changes
+// namespace, and the thread f ran on goes back to the original namespace or
+// is ended (see netnsutil.Do). Goroutines f starts do not run in the
+// namespace; sockets f opens stay in it wherever they are used.
 func (ns *NS) Do(f func() error) error {
 	target, err := netns.GetFromPath(ns.Path())
 	if err != nil {
 		return fmt.Errorf("nstest: do in %s: %w", ns.name, err)
 	}
 	defer target.Close()
-	type result struct {
-		err   error
-		panic any
-	}
-	res := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			runtime.UnlockOSThread()
-			res <- result{err: fmt.Errorf("nstest: do in %s: current netns: %w", ns.name, err)}
-			return
-		}
-		defer orig.Close()
-		if err := netns.Set(target); err != nil {
-			runtime.UnlockOSThread() // setns failed: the thread did not move
-			res <- result{err: fmt.Errorf("nstest: do in %s: setns: %w", ns.name, err)}
-			return
-		}
-		var r result
-		func() {
-			defer func() { r.panic = recover() }()
-			r.err = f()
-		}()
-		if err := netns.Set(orig); err != nil {
-			r.err = errors.Join(r.err, fmt.Errorf("nstest: do in %s: back to the original netns: %w (thread abandoned)", ns.name, err))
-			res <- r
-			return // still locked: the thread exits with this goroutine
-		}
-		runtime.UnlockOSThread()
-		res <- r
-	}()
-	r := <-res
-	if r.panic != nil {
-		panic(r.panic)
-	}
-	return r.err
+	return netnsutil.Do(target, f)
 }
 
 // syncBuffer is a bytes.Buffer safe for the writes of a process's stdout

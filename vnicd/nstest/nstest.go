@@ -104,6 +104,20 @@ func RequireRoot(t testing.TB) {
 	t.Skip(msg)
 }
 
+// RequirePaths skips t, naming the missing ones, unless every path exists
+// (a device such as /dev/net/tun, say). With CI=true or
+// OPAVNIC_REQUIRE_E2E=1 it fails t instead.
+func RequirePaths(t testing.TB, paths ...string) {
+	t.Helper()
+	var missing []string
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			missing = append(missing, p)
+		}
+	}
+	require(t, "missing paths", missing)
+}
+
 // RequireTools skips t, naming the missing ones, unless every tool is on
 // PATH. With CI=true or OPAVNIC_REQUIRE_E2E=1 it fails t instead.
 func RequireTools(t testing.TB, tools ...string) {
@@ -114,10 +128,16 @@ func RequireTools(t testing.TB, tools ...string) {
 			missing = append(missing, tool)
 		}
 	}
+	require(t, "missing tools", missing)
+}
+
+// require skips or, when strict, fails t if anything is missing.
+func require(t testing.TB, what string, missing []string) {
+	t.Helper()
 	if len(missing) == 0 {
 		return
 	}
-	msg := "nstest: missing tools: " + strings.Join(missing, ", ")
+	msg := "nstest: " + what + ": " + strings.Join(missing, ", ")
 	if strict() {
 		t.Fatal(msg + "; CI=true or OPAVNIC_REQUIRE_E2E=1 forbids skipping")
 		return
