@@ -21,9 +21,11 @@ type Device interface {
 	// Read blocks until at least one frame is there, then reads up to
 	// len(bufs) frames (no more than BatchSize, nor than len(sizes)) without
 	// blocking again: frame i into bufs[i][offset:], its length into sizes[i].
-	// It returns n > 0 and a nil error, or 0 and an error. bufs[i][offset:]
-	// must hold a whole frame (MTU + 14, + 4 for a VLAN tag); a frame that
-	// does not fit is lost.
+	// It returns n > 0 and a nil error, or 0 and an error. A frame longer
+	// than bufs[i][offset:] is cut to fit, as the kernel's TAP does, so
+	// sizes[i] == len(bufs[i])-offset means the frame may have been cut:
+	// give each buffer a spare byte beyond the largest frame (MTU + 14,
+	// + 4 for a VLAN tag) and treat a full buffer as an oversized frame.
 	Read(bufs [][]byte, sizes []int, offset int) (n int, err error)
 
 	// Write writes each bufs[i][offset:] as one frame, in order, and returns

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -22,7 +21,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"github.com/opavnic/opavnic/vnicd/internal/netnsutil"
+	"github.com/opavnic/opavnic/vnicd/internal/nlutil"
 )
 
 // DefaultTAPName is the name pattern of a TAP whose config names none: the
@@ -120,7 +119,7 @@ func OpenTAP(cfg TAPConfig) (*TAP, error) {
 
 	// Keep one thread from reading the current namespace to opening the fd,
 	// so that both see the same namespace. This thread's namespace is never
-	// changed: sockets for other namespaces are made by netnsutil.Do.
+	// changed: sockets for other namespaces are made by nlutil.Do.
 	runtime.LockOSThread()
 	here, err := netns.Get()
 	if err != nil {
@@ -155,7 +154,7 @@ func OpenTAP(cfg TAPConfig) (*TAP, error) {
 
 	// From here on t.h and t.index name the netdev where it is, so that
 	// Close (the rollback) finds it whichever step failed.
-	if t.h, err = newHandle(here); err != nil {
+	if t.h, err = nlutil.Handle(here, netlinkTimeout); err != nil {
 		return fail("netlink", err)
 	}
 	link, err := t.h.LinkByName(created)
@@ -169,7 +168,7 @@ func OpenTAP(cfg TAPConfig) (*TAP, error) {
 		if err != nil {
 			return fail("open netns", err)
 		}
-		ht, err := newHandle(target)
+		ht, err := nlutil.Handle(target, netlinkTimeout)
 		if err != nil {
 			target.Close()
 			return fail("netlink in netns", err)
@@ -209,7 +208,7 @@ func OpenTAP(cfg TAPConfig) (*TAP, error) {
 		return fail("set up", err)
 	}
 	for _, p := range cfg.Addresses {
-		if err := t.h.AddrAdd(link, addrOf(p)); err != nil {
+		if err := t.h.AddrAdd(link, nlutil.Addr(p)); err != nil {
 			return fail("add address "+p.String(), err)
 		}
 	}
@@ -278,34 +277,6 @@ func openNS(spec string) (netns.NsHandle, error) {
 	return netns.GetFromPath(path)
 }
 
-// newHandle opens a NETLINK_ROUTE socket in ns, with bounded requests.
-func newHandle(ns netns.NsHandle) (*netlink.Handle, error) {
-	var h *netlink.Handle
-	err := netnsutil.Do(ns, func() (err error) {
-		h, err = netlink.NewHandle(unix.NETLINK_ROUTE)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := h.SetSocketTimeout(netlinkTimeout); err != nil {
-		h.Close()
-		return nil, err
-	}
-	return h, nil
-}
-
-func addrOf(p netip.Prefix) *netlink.Addr {
-	a := &netlink.Addr{IPNet: &net.IPNet{
-		IP:   p.Addr().AsSlice(),
-		Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen()),
-	}}
-	if p.Addr().Is6() {
-		a.Flags = unix.IFA_F_NODAD
-	}
-	return a
-}
-
 // Name returns the netdev's name as the kernel made it (a %d filled in).
 func (t *TAP) Name() string { return t.name }
 
@@ -317,7 +288,7 @@ func (t *TAP) BatchSize() int { return TAPBatchSize }
 
 // Read implements Device. One frame is one read(2); a batch is the frames
 // the kernel has queued when the first arrives, so a batch costs one wake-up.
-// A frame too long for its buffer is dropped by the kernel (EFAULT).
+// The kernel cuts a frame too long for its buffer to the buffer's length.
 func (t *TAP) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 	t.rbufs, t.rsizes, t.roff, t.rn, t.rerr = bufs, sizes, offset, 0, nil
 	err := t.rc.Read(t.readFn)
@@ -621,7 +592,7 @@ func subscribe(ns netns.NsHandle) (*subscription, error) {
 	}
 	// The socket is made on a thread in ns (no Namespace option: the
 	// library's own switch would unlock a thread it failed to switch back).
-	err := netnsutil.Do(ns, func() error {
+	err := nlutil.Do(ns, func() error {
 		return netlink.LinkSubscribeWithOptions(s.updates, s.done, netlink.LinkSubscribeOptions{
 			ListExisting: true, // the first events are the current state
 			ErrorCallback: func(err error) {

@@ -5,13 +5,13 @@ package nstest
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"testing"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
+
+	"github.com/opavnic/opavnic/vnicd/internal/nlutil"
 )
 
 // Veth joins a and b with a veth pair and returns the names of its ends in
@@ -121,14 +121,7 @@ func upWithAddr(ns *NS, name string, addr netip.Prefix) error {
 	h := ns.Netlink()
 	l, err := h.LinkByName(name)
 	if err == nil && addr.IsValid() {
-		a := &netlink.Addr{IPNet: &net.IPNet{
-			IP:   addr.Addr().AsSlice(),
-			Mask: net.CIDRMask(addr.Bits(), addr.Addr().BitLen()),
-		}}
-		if addr.Addr().Is6() {
-			a.Flags = unix.IFA_F_NODAD
-		}
-		err = h.AddrAdd(l, a)
+		err = h.AddrAdd(l, nlutil.Addr(addr))
 	}
 	if err == nil {
 		err = h.LinkSetUp(l)

@@ -16,8 +16,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
-	"github.com/opavnic/opavnic/vnicd/internal/netnsutil"
-	"golang.org/x/sys/unix"
+	"github.com/opavnic/opavnic/vnicd/internal/nlutil"
 )
 
 // execTimeout bounds Exec when its context has no deadline.
@@ -102,15 +101,7 @@ func handleAt(path string) (*netlink.Handle, error) {
 		return nil, err
 	}
 	defer fd.Close()
-	h, err := netlink.NewHandleAt(fd, unix.NETLINK_ROUTE)
-	if err != nil {
-		return nil, err
-	}
-	if err := h.SetSocketTimeout(ipTimeout); err != nil {
-		h.Close()
-		return nil, err
-	}
-	return h, nil
+	return nlutil.Handle(fd, ipTimeout)
 }
 
 // command builds `ip netns exec NAME name args...`; ip execs the program,
@@ -172,7 +163,7 @@ func (ns *NS) Start(ctx context.Context, name string, args ...string) (*exec.Cmd
 // Do runs f on an OS thread inside the namespace and returns its error; a
 // panic in f is re-raised in the caller. The caller's thread never changes
 // namespace, and the thread f ran on goes back to the original namespace or
-// is ended (see netnsutil.Do). Goroutines f starts do not run in the
+// is ended (see nlutil.Do). Goroutines f starts do not run in the
 // namespace; sockets f opens stay in it wherever they are used.
 func (ns *NS) Do(f func() error) error {
 	target, err := netns.GetFromPath(ns.Path())
@@ -180,7 +171,7 @@ func (ns *NS) Do(f func() error) error {
 		return fmt.Errorf("nstest: do in %s: %w", ns.name, err)
 	}
 	defer target.Close()
-	return netnsutil.Do(target, f)
+	return nlutil.Do(target, f)
 }
 
 // syncBuffer is a bytes.Buffer safe for the writes of a process's stdout

@@ -4,7 +4,8 @@
 //
 // It behaves as the TAP does where an engine can tell: Read blocks for the
 // first frame and batches the rest without blocking, honours offset and
-// sizes, and returns os.ErrClosed once its end is closed; Write copies each
+// sizes, cuts a frame too long for its buffer to fit, and returns
+// os.ErrClosed once its end is closed; Write copies each
 // frame (the caller keeps its buffers), refuses runts and oversized frames
 // with an error, and drops frames, counting them, when the reader's queue is
 // full or its end closed, as a full TAP queue drops them. In steady state
@@ -32,10 +33,6 @@ const (
 // ErrFrameSize is Write's error for a frame shorter than an Ethernet header
 // or longer than Options.MaxFrame (the TAP's EINVAL).
 var ErrFrameSize = errors.New("taptest: frame size out of range")
-
-// ErrShortBuffer is Read's error when the only frame there did not fit the
-// caller's buffer; the frame is dropped and counted.
-var ErrShortBuffer = errors.New("taptest: frame longer than the read buffer")
 
 // Options shape a Pair; zero fields take the defaults.
 type Options struct {
@@ -111,8 +108,7 @@ func (d *Device) Name() string { return d.name }
 func (d *Device) BatchSize() int { return d.batch }
 
 // Drops reports how many frames written to this end's peer this end never
-// got: its queue was full, it was closed, or the frame did not fit its Read
-// buffer.
+// got: its queue was full or it was closed.
 func (d *Device) Drops() uint64 { return d.rx.drops.Load() }
 
 // Queued reports how many frames wait for this end's Read.
@@ -193,12 +189,8 @@ func (d *Device) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 	}
 	n := 0
 	for {
-		if dst := bufs[n][offset:]; len(f) <= len(dst) {
-			sizes[n] = copy(dst, f)
-			n++
-		} else {
-			q.drops.Add(1)
-		}
+		sizes[n] = copy(bufs[n][offset:], f)
+		n++
 		q.free <- f
 		if n == limit {
 			return n, nil
@@ -206,9 +198,6 @@ func (d *Device) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 		select {
 		case f = <-q.frames:
 		default:
-			if n == 0 {
-				return 0, ErrShortBuffer
-			}
 			return n, nil
 		}
 	}

@@ -1,17 +1,57 @@
 //go:build linux
 
-// Package netnsutil runs code inside a network namespace without ever
-// leaving an OS thread in the wrong one (the pattern of
-// containernetworking/plugins pkg/ns).
-package netnsutil
+// Package nlutil is the netlink and network-namespace plumbing that vnicd
+// and its test lab (vnicd/nstest) share: running code inside a namespace
+// without ever leaving an OS thread in the wrong one (the pattern of
+// containernetworking/plugins pkg/ns), and netlink addresses from
+// net/netip prefixes.
+package nlutil
 
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"runtime"
+	"time"
 
+	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
+
+// Handle opens a NETLINK_ROUTE handle in ns whose every request is bounded
+// by timeout. The socket is made on a thread in ns (see Do): the library's
+// own namespace switch unlocks its thread even when it failed to switch
+// back.
+func Handle(ns netns.NsHandle, timeout time.Duration) (*netlink.Handle, error) {
+	var h *netlink.Handle
+	err := Do(ns, func() (err error) {
+		h, err = netlink.NewHandle(unix.NETLINK_ROUTE)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := h.SetSocketTimeout(timeout); err != nil {
+		h.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+// Addr is p as an interface address; an IPv6 one skips duplicate address
+// detection (IFA_F_NODAD), so it is usable at once.
+func Addr(p netip.Prefix) *netlink.Addr {
+	a := &netlink.Addr{IPNet: &net.IPNet{
+		IP:   p.Addr().AsSlice(),
+		Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen()),
+	}}
+	if p.Addr().Is6() {
+		a.Flags = unix.IFA_F_NODAD
+	}
+	return a
+}
 
 // Do runs f on an OS thread inside ns and returns its error; a panic in f is
 // re-raised in the caller. The thread is locked to a goroutine of its own,
