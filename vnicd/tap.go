@@ -1,0 +1,648 @@
+//go:build linux
+
+package vnicd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"github.com/opavnic/opavnic/vnicd/internal/nlutil"
+)
+
+// DefaultTAPName is the name pattern of a TAP whose config names none: the
+// kernel replaces %d with the lowest free number (DESIGN.md, names).
+const DefaultTAPName = "vnic%d"
+
+// TAPBatchSize is the largest number of frames one TAP.Read returns.
+const TAPBatchSize = 64
+
+// netnsDir is where iproute2 keeps named network namespaces.
+const netnsDir = "/var/run/netns"
+
+// netlinkTimeout bounds every netlink request a TAP makes.
+const netlinkTimeout = 5 * time.Second
+
+// ErrBadTAPConfig is wrapped by every error OpenTAP returns for a config it
+// rejects before touching the kernel.
+var ErrBadTAPConfig = errors.New("vnicd: bad TAP config")
+
+// TAPConfig is how OpenTAP makes a TAP netdev.
+type TAPConfig struct {
+	// Name of the netdev, at most 15 bytes; a %d in it becomes the lowest
+	// free number. "" means DefaultTAPName. The name must be free in the
+	// target namespace: OpenTAP never attaches to an existing netdev.
+	Name string
+	// MAC is the netdev's address; the zero MAC keeps the random one the
+	// kernel chose.
+	MAC [6]byte
+	// MTU of the netdev; 0 keeps the kernel's default (1500).
+	MTU int
+	// NetNS is the network namespace the netdev is placed in: "" for the
+	// caller's own, a name under /var/run/netns (as `ip netns` makes), or an
+	// absolute path to a namespace file (/proc/PID/ns/net, a bind mount).
+	NetNS string
+	// Addresses are added to the netdev once it is up; IPv6 ones without
+	// duplicate address detection.
+	Addresses []netip.Prefix
+}
+
+// TAP is a Linux TAP netdev (IFF_TAP, IFF_NO_PI): the Device of a VNIC
+// port. Its fd is non-blocking and served by the Go runtime's poller, so
+// Close wakes a blocked Read at once.
+//
+// Lifetime: the netdev lives as long as the fd. The TAP is not persistent
+// and its fd is close-on-exec and never shared, so closing it makes the
+// kernel delete the netdev, in whatever namespace it then is. A TAP keeps a
+// netlink socket in its namespace until Close, which also keeps that
+// namespace alive: delete the TAP before the namespace.
+//
+// If the netdev is deleted from outside (ip link del), Read and Write fail
+// with EBADFD and a watcher reports Deleted; the TAP must still be closed.
+type TAP struct {
+	f      *os.File
+	rc     syscall.RawConn
+	name   string
+	index  int // in the TAP's namespace; fixed once OpenTAP returns
+	closed atomic.Bool
+
+	// Read state, owned by the one goroutine in Read.
+	rbufs  [][]byte
+	rsizes []int
+	roff   int
+	rn     int
+	rerr   error
+	readFn func(fd uintptr) bool
+
+	mu       sync.Mutex
+	h        *netlink.Handle // in the TAP's namespace; nil once closed
+	ns       netns.NsHandle  // the TAP's namespace
+	done     chan struct{}   // closed by Close: stops watchers
+	watchers sync.WaitGroup
+}
+
+var _ Device = (*TAP)(nil)
+
+// OpenTAP creates a TAP netdev as cfg says: it is created in the caller's
+// namespace (under a temporary name when it is to move, so that its name
+// never clashes there), moved into cfg.NetNS and renamed there, given its
+// MAC and MTU, set up, and given its addresses, every step through a
+// netlink socket opened in the namespace it acts on. If a step fails the
+// netdev is deleted and the error says which step.
+//
+// "The caller's namespace" is that of the calling thread, so a caller that
+// has locked its goroutine to a thread in another namespace gets its TAP
+// there.
+func OpenTAP(cfg TAPConfig) (*TAP, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	name := cfg.Name
+	if name == "" {
+		name = DefaultTAPName
+	}
+	move := cfg.NetNS != ""
+
+	// Keep one thread from reading the current namespace to opening the fd,
+	// so that both see the same namespace. This thread's namespace is never
+	// changed: sockets for other namespaces are made by nlutil.Do.
+	runtime.LockOSThread()
+	here, err := netns.Get()
+	if err != nil {
+		runtime.UnlockOSThread()
+		return nil, fmt.Errorf("vnicd: open TAP %s: current netns: %w", name, err)
+	}
+	createName := name
+	if move {
+		createName = fmt.Sprintf("vnictmp%08x", rand.Uint32())
+	}
+	f, created, err := createTAP(createName)
+	runtime.UnlockOSThread()
+	if err != nil {
+		here.Close()
+		return nil, fmt.Errorf("vnicd: open TAP %s: create: %w", name, err)
+	}
+
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		here.Close()
+		return nil, fmt.Errorf("vnicd: open TAP %s: %w", name, err)
+	}
+	t := &TAP{f: f, rc: rc, name: created, ns: here, done: make(chan struct{})}
+	t.readFn = t.readBatch
+	fail := func(step string, err error) (*TAP, error) {
+		if cerr := t.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("rollback: %w", cerr))
+		}
+		return nil, fmt.Errorf("vnicd: open TAP %s: %s: %w", name, step, err)
+	}
+
+	// From here on t.h and t.index name the netdev where it is, so that
+	// Close (the rollback) finds it whichever step failed.
+	if t.h, err = nlutil.Handle(here, netlinkTimeout); err != nil {
+		return fail("netlink", err)
+	}
+	link, err := t.h.LinkByName(created)
+	if err != nil {
+		return fail("find new link", err)
+	}
+	t.index = link.Attrs().Index
+
+	if move {
+		target, err := openNS(cfg.NetNS)
+		if err != nil {
+			return fail("open netns", err)
+		}
+		ht, err := nlutil.Handle(target, netlinkTimeout)
+		if err != nil {
+			target.Close()
+			return fail("netlink in netns", err)
+		}
+		if err := t.h.LinkSetNsFd(link, int(target)); err != nil {
+			ht.Close()
+			target.Close()
+			return fail("move to netns "+cfg.NetNS, err)
+		}
+		t.h.Close()
+		t.ns.Close()
+		t.h, t.ns, t.index = ht, target, 0 // the index may change in a new namespace
+		if link, err = t.h.LinkByName(created); err != nil {
+			return fail("find moved link", err)
+		}
+		t.index = link.Attrs().Index
+		if err := t.h.LinkSetName(link, name); err != nil {
+			return fail("rename to "+name, err)
+		}
+		if link, err = t.h.LinkByIndex(t.index); err != nil {
+			return fail("find renamed link", err)
+		}
+		t.name = link.Attrs().Name
+	}
+
+	if cfg.MAC != ([6]byte{}) {
+		if err := t.h.LinkSetHardwareAddr(link, cfg.MAC[:]); err != nil {
+			return fail("set MAC", err)
+		}
+	}
+	if cfg.MTU != 0 {
+		if err := t.h.LinkSetMTU(link, cfg.MTU); err != nil {
+			return fail(fmt.Sprintf("set MTU %d", cfg.MTU), err)
+		}
+	}
+	if err := t.h.LinkSetUp(link); err != nil {
+		return fail("set up", err)
+	}
+	for _, p := range cfg.Addresses {
+		if err := t.h.AddrAdd(link, nlutil.Addr(p)); err != nil {
+			return fail("add address "+p.String(), err)
+		}
+	}
+	return t, nil
+}
+
+func (c *TAPConfig) validate() error {
+	if err := validIfName(c.Name); c.Name != "" && err != nil {
+		return err
+	}
+	if c.MTU < 0 {
+		return fmt.Errorf("%w: MTU %d", ErrBadTAPConfig, c.MTU)
+	}
+	if c.NetNS != "" && strings.ContainsRune(c.NetNS, '/') && !filepath.IsAbs(c.NetNS) {
+		return fmt.Errorf("%w: netns %q is neither a name nor an absolute path", ErrBadTAPConfig, c.NetNS)
+	}
+	for _, p := range c.Addresses {
+		if !p.IsValid() {
+			return fmt.Errorf("%w: invalid address %v", ErrBadTAPConfig, p)
+		}
+	}
+	return nil
+}
+
+// validIfName applies the kernel's rules for netdev names (dev_valid_name).
+func validIfName(name string) error {
+	switch {
+	case name == "", name == ".", name == "..":
+		return fmt.Errorf("%w: name %q", ErrBadTAPConfig, name)
+	case len(name) >= unix.IFNAMSIZ:
+		return fmt.Errorf("%w: name %q longer than %d bytes", ErrBadTAPConfig, name, unix.IFNAMSIZ-1)
+	case strings.ContainsAny(name, "/: \t\n\v\f\r"):
+		return fmt.Errorf("%w: name %q has '/', ':' or a space", ErrBadTAPConfig, name)
+	}
+	return nil
+}
+
+// createTAP makes a TAP netdev in the calling thread's namespace and returns
+// its fd (non-blocking, close-on-exec, in the runtime poller) and name.
+// IFF_TUN_EXCL makes a name clash an error (EBUSY) where the kernel would
+// otherwise attach to an existing persistent TAP of that name.
+func createTAP(name string) (*os.File, string, error) {
+	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, "", fmt.Errorf("open /dev/net/tun: %w", err)
+	}
+	ifr, err := unix.NewIfreq(name)
+	if err == nil {
+		ifr.SetUint16(unix.IFF_TAP | unix.IFF_NO_PI | unix.IFF_TUN_EXCL)
+		err = unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr)
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, "", fmt.Errorf("TUNSETIFF: %w", err)
+	}
+	// os.NewFile sees O_NONBLOCK and registers the fd with the poller.
+	return os.NewFile(uintptr(fd), "/dev/net/tun"), ifr.Name(), nil
+}
+
+// openNS opens a namespace named as TAPConfig.NetNS names it.
+func openNS(spec string) (netns.NsHandle, error) {
+	path := spec
+	if !filepath.IsAbs(spec) {
+		path = filepath.Join(netnsDir, spec)
+	}
+	return netns.GetFromPath(path)
+}
+
+// Name returns the netdev's name as the kernel made it (a %d filled in).
+func (t *TAP) Name() string { return t.name }
+
+// Index returns the netdev's ifindex in its namespace.
+func (t *TAP) Index() int { return t.index }
+
+// BatchSize returns TAPBatchSize.
+func (t *TAP) BatchSize() int { return TAPBatchSize }
+
+// Read implements Device. One frame is one read(2); a batch is the frames
+// the kernel has queued when the first arrives, so a batch costs one wake-up.
+// The kernel cuts a frame too long for its buffer to the buffer's length.
+func (t *TAP) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
+	t.rbufs, t.rsizes, t.roff, t.rn, t.rerr = bufs, sizes, offset, 0, nil
+	err := t.rc.Read(t.readFn)
+	n, rerr := t.rn, t.rerr
+	t.rbufs, t.rsizes, t.rerr = nil, nil, nil
+	switch {
+	case n > 0:
+		return n, nil
+	case err != nil:
+		return 0, t.ioErr(err)
+	default:
+		return 0, rerr
+	}
+}
+
+// readBatch runs under the poller's read lock: it reads frames until the
+// batch is full or the queue empty, and asks the poller to wait (returns
+// false) only while it has read nothing.
+func (t *TAP) readBatch(fd uintptr) bool {
+	limit := min(len(t.rbufs), len(t.rsizes), TAPBatchSize)
+	for t.rn < limit {
+		m, err := unix.Read(int(fd), t.rbufs[t.rn][t.roff:])
+		switch err {
+		case nil:
+			t.rsizes[t.rn] = m
+			t.rn++
+		case unix.EINTR:
+		case unix.EAGAIN:
+			return t.rn > 0
+		default:
+			t.rerr = err
+			return true
+		}
+	}
+	return true
+}
+
+// Write implements Device: one write(2) per frame.
+func (t *TAP) Write(bufs [][]byte, offset int) (int, error) {
+	for i, b := range bufs {
+		if _, err := t.f.Write(b[offset:]); err != nil {
+			return i, err
+		}
+	}
+	return len(bufs), nil
+}
+
+// ioErr turns the poller's error for a closed fd into os.ErrClosed.
+func (t *TAP) ioErr(err error) error {
+	if t.closed.Load() {
+		return os.ErrClosed
+	}
+	return err
+}
+
+// SetCarrier turns the netdev's carrier on or off (TUNSETCARRIER): the
+// daemon makes it follow the port's oper_state.
+func (t *TAP) SetCarrier(on bool) error {
+	v := 0
+	if on {
+		v = 1
+	}
+	var ierr error
+	if err := t.rc.Control(func(fd uintptr) {
+		ierr = unix.IoctlSetPointerInt(int(fd), unix.TUNSETCARRIER, v)
+	}); err != nil {
+		return fmt.Errorf("vnicd: TAP %s: set carrier: %w", t.name, t.ioErr(err))
+	}
+	if ierr != nil {
+		return fmt.Errorf("vnicd: TAP %s: set carrier: %w", t.name, ierr)
+	}
+	return nil
+}
+
+// SetMTU sets the netdev's MTU.
+func (t *TAP) SetMTU(mtu int) error {
+	return t.withLink("set MTU", func(h *netlink.Handle, l netlink.Link) error {
+		return h.LinkSetMTU(l, mtu)
+	})
+}
+
+// SetMAC sets the netdev's MAC address.
+func (t *TAP) SetMAC(mac [6]byte) error {
+	return t.withLink("set MAC", func(h *netlink.Handle, l netlink.Link) error {
+		return h.LinkSetHardwareAddr(l, mac[:])
+	})
+}
+
+// IsUp reports whether the netdev is administratively up (IFF_UP).
+func (t *TAP) IsUp() (bool, error) {
+	var up bool
+	err := t.withLink("get link", func(h *netlink.Handle, l netlink.Link) error {
+		cur, err := h.LinkByIndex(l.Attrs().Index)
+		if err == nil {
+			up = cur.Attrs().RawFlags&unix.IFF_UP != 0
+		}
+		return err
+	})
+	return up, err
+}
+
+// withLink runs f with the netlink handle and a link naming the netdev by
+// index, unless the TAP is closed: a closed netlink.Handle would silently
+// act on the caller's namespace instead.
+func (t *TAP) withLink(what string, f func(*netlink.Handle, netlink.Link) error) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.h == nil {
+		return fmt.Errorf("vnicd: TAP %s: %s: %w", t.name, what, os.ErrClosed)
+	}
+	l := &netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: t.index}}
+	if err := f(t.h, l); err != nil {
+		return fmt.Errorf("vnicd: TAP %s: %s: %w", t.name, what, err)
+	}
+	return nil
+}
+
+// Close stops the TAP's watchers, closes its fd, which unblocks Read and
+// Write (they return os.ErrClosed) and makes the kernel delete the netdev,
+// checks that the netdev is gone (deleting it if it is not) and releases the
+// TAP's namespace. Later calls return nil.
+func (t *TAP) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed.Swap(true) {
+		return nil
+	}
+	close(t.done)
+	err := t.f.Close()
+	// Watchers leave before the namespace handle they subscribe with closes.
+	t.watchers.Wait()
+	if t.h != nil {
+		if gerr := ensureGone(t.h, t.index, t.name); gerr != nil {
+			err = errors.Join(err, fmt.Errorf("vnicd: TAP %s: delete: %w", t.name, gerr))
+		}
+		t.h.Close()
+		t.h = nil
+	}
+	t.ns.Close()
+	return err
+}
+
+// Remove deletes the netdev: it is Close, under the name a caller tearing a
+// port down uses. The netdev is gone, in whichever namespace it was, when
+// Remove returns nil.
+func (t *TAP) Remove() error { return t.Close() }
+
+// ensureGone deletes the TAP's netdev if it outlived the fd. index 0 means
+// unknown (a failed move): then the name, unique in that case, is used.
+func ensureGone(h *netlink.Handle, index int, name string) error {
+	var (
+		l   netlink.Link
+		err error
+	)
+	if index > 0 {
+		l, err = h.LinkByIndex(index)
+	} else {
+		l, err = h.LinkByName(name)
+	}
+	var nf netlink.LinkNotFoundError
+	switch {
+	case errors.As(err, &nf):
+		return nil
+	case err != nil:
+		return err
+	case l.Type() != "tuntap":
+		return nil // the index went to another netdev
+	}
+	return h.LinkDel(l)
+}
+
+// LinkEvent is the state of a TAP's netdev, as the kernel reports it.
+type LinkEvent struct {
+	// Up is IFF_UP, the administrative state (ip link set up/down): the
+	// port's oper_state is FORWARDING only while it holds (kernel-reference
+	// §6).
+	Up bool
+	// MAC is the netdev's address; a change by the user is a VEMA trap.
+	MAC [6]byte
+	MTU int
+	// Deleted means the netdev left the namespace (deleted or moved); it is
+	// the last event.
+	Deleted bool
+	// Err is set on the last event when watching failed; the other fields
+	// then hold the last state seen.
+	Err error
+}
+
+// watchRetries bounds how often in a row a watcher re-subscribes after the
+// kernel dropped its subscription (ENOBUFS) without a single event between.
+const watchRetries = 3
+
+// Watch reports the netdev's state: first the current one, then each change
+// of Up, MAC or MTU, until ctx is done, the TAP is closed or the netdev is
+// gone (after a Deleted event); then the channel is closed. Events carry
+// state, not edges: a reader that falls behind gets the latest state, not
+// every step in between. Each Watch has a netlink subscription of its own in
+// the TAP's namespace, released when the channel closes.
+func (t *TAP) Watch(ctx context.Context) (<-chan LinkEvent, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.h == nil {
+		return nil, fmt.Errorf("vnicd: TAP %s: watch: %w", t.name, os.ErrClosed)
+	}
+	sub, err := subscribe(t.ns)
+	if err != nil {
+		return nil, fmt.Errorf("vnicd: TAP %s: watch: %w", t.name, err)
+	}
+	out := make(chan LinkEvent, 1)
+	t.watchers.Add(1)
+	go func() {
+		defer t.watchers.Done()
+		t.watch(ctx, sub, out)
+	}()
+	return out, nil
+}
+
+func (t *TAP) watch(ctx context.Context, sub *subscription, out chan<- LinkEvent) {
+	defer close(out)
+	defer func() { sub.stop() }()
+	var (
+		pending, last LinkEvent
+		havePending   bool
+		sentAny       bool
+		retries       int
+	)
+	for {
+		var send chan<- LinkEvent
+		if havePending {
+			send = out
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.done:
+			return
+		case send <- pending:
+			last, sentAny, havePending = pending, true, false
+			if last.Deleted || last.Err != nil {
+				return
+			}
+		case u, ok := <-sub.updates:
+			if !ok {
+				// The kernel dropped the subscription (its buffer overflowed):
+				// subscribe again, which lists the current state anew.
+				cause := sub.err()
+				sub.stop()
+				var err error
+				if retries++; retries > watchRetries {
+					err = fmt.Errorf("%w (%d times in a row)", cause, retries)
+				} else if sub, err = subscribe(t.ns); err != nil {
+					err = errors.Join(cause, err)
+				}
+				if err != nil {
+					// Deliver the last state seen with the error, then end.
+					sub = &subscription{}
+					if !havePending {
+						pending = last
+					}
+					pending.Err = fmt.Errorf("vnicd: TAP %s: watch: %w", t.name, err)
+					havePending = true
+				}
+				continue
+			}
+			if int(u.Index) != t.index {
+				continue
+			}
+			retries = 0
+			ev := LinkEvent{
+				Up:      u.IfInfomsg.Flags&unix.IFF_UP != 0,
+				MTU:     u.Link.Attrs().MTU,
+				Deleted: u.Header.Type == unix.RTM_DELLINK,
+			}
+			copy(ev.MAC[:], u.Link.Attrs().HardwareAddr)
+			cur := last
+			if havePending {
+				cur = pending
+			}
+			if (sentAny || havePending) && ev == cur {
+				continue
+			}
+			pending, havePending = ev, true
+		}
+	}
+}
+
+// subscription is one netlink link subscription: the library's goroutine
+// sends on updates (blocking, without looking at done) and closes it when
+// its socket fails or is closed.
+type subscription struct {
+	updates chan netlink.LinkUpdate
+	done    chan struct{}
+	errs    chan error
+}
+
+func subscribe(ns netns.NsHandle) (*subscription, error) {
+	s := &subscription{
+		updates: make(chan netlink.LinkUpdate, 16),
+		done:    make(chan struct{}),
+		errs:    make(chan error, 1),
+	}
+	// The socket is made on a thread in ns (no Namespace option: the
+	// library's own switch would unlock a thread it failed to switch back).
+	err := nlutil.Do(ns, func() error {
+		return netlink.LinkSubscribeWithOptions(s.updates, s.done, netlink.LinkSubscribeOptions{
+			ListExisting: true, // the first events are the current state
+			ErrorCallback: func(err error) {
+				select {
+				case s.errs <- err:
+				default:
+				}
+			},
+			ReceiveBufferSize: 1 << 20,
+		})
+	})
+	if err != nil {
+		close(s.done)
+		return nil, err
+	}
+	return s, nil
+}
+
+// err returns the first error the library reported, if any.
+func (s *subscription) err() error {
+	select {
+	case err := <-s.errs:
+		return err
+	default:
+		return errors.New("subscription closed")
+	}
+}
+
+// stop closes the socket and drains updates until the library's goroutine
+// has left (it might be blocked sending); bounded, so a stuck library costs
+// a goroutine, never a hang.
+func (s *subscription) stop() {
+	if s.done == nil {
+		return
+	}
+	select {
+	case <-s.done:
+	default:
+		close(s.done)
+	}
+	timeout := time.NewTimer(2 * time.Second)
+	defer timeout.Stop()
+	for {
+		select {
+		case _, ok := <-s.updates:
+			if !ok {
+				return
+			}
+		case <-timeout.C:
+			return
+		}
+	}
+}
