@@ -312,32 +312,16 @@ func TestTAPCloseUnblocks(t *testing.T) {
 	ns := lab(t, "close")
 	tap := openTAP(t, ns, 0)
 	name, index := tap.Name(), tap.Index()
-	errc := make(chan error, 1)
-	go func() {
-		bufs, sizes := [][]byte{make([]byte, 2048)}, make([]int, 1)
-		// Frames the kernel sends (IPv6 router solicitations) are read and
-		// skipped; only the error ends the loop.
-		for {
-			if _, err := tap.Read(bufs, sizes, 0); err != nil {
-				errc <- err
-				return
-			}
-		}
-	}()
+	errc := readUntilError(tap)
 	time.Sleep(100 * time.Millisecond)
 	start := time.Now()
 	if err := tap.Close(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-errc:
-		if !errors.Is(err, os.ErrClosed) {
-			t.Errorf("blocked Read returned %v, want os.ErrClosed", err)
-		}
-		t.Logf("Read returned %v after Close", time.Since(start))
-	case <-time.After(time.Second):
-		t.Fatal("Read still blocked 1 s after Close")
+	if err := errWithin(t, errc, "Close"); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("blocked Read returned %v, want os.ErrClosed", err)
 	}
+	t.Logf("Read returned %v after Close", time.Since(start))
 	requireGone(t, ns, name, index)
 
 	frame := make([]byte, 60)
@@ -377,26 +361,12 @@ func TestTAPExternalDelete(t *testing.T) {
 	if ev := nextEvent(t, events); !ev.Up {
 		t.Fatalf("first event %+v, want up", ev)
 	}
-	errc := make(chan error, 1)
-	go func() {
-		bufs, sizes := [][]byte{make([]byte, 2048)}, make([]int, 1)
-		for {
-			if _, err := tap.Read(bufs, sizes, 0); err != nil {
-				errc <- err
-				return
-			}
-		}
-	}()
+	errc := readUntilError(tap)
 	if _, err := ns.Exec(context.Background(), "ip", "link", "del", "dev", tap.Name()); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-errc:
-		if !errors.Is(err, unix.EBADFD) {
-			t.Errorf("Read after the netdev was deleted: %v, want EBADFD", err)
-		}
-	case <-time.After(time.Second):
-		t.Fatal("Read still blocked 1 s after the netdev was deleted")
+	if err := errWithin(t, errc, "the netdev was deleted"); !errors.Is(err, unix.EBADFD) {
+		t.Errorf("Read after the netdev was deleted: %v, want EBADFD", err)
 	}
 	// Deletion closes the netdev first: an event with Up false may come
 	// before the one with Deleted.
@@ -410,6 +380,34 @@ func TestTAPExternalDelete(t *testing.T) {
 		}
 	}
 	requireClosed(t, events)
+}
+
+// readUntilError reads from tap, skipping what the kernel sends (IPv6
+// router solicitations), until Read fails, and sends that error.
+func readUntilError(tap *vnicd.TAP) <-chan error {
+	errc := make(chan error, 1)
+	go func() {
+		bufs, sizes := [][]byte{make([]byte, 2048)}, make([]int, 1)
+		for {
+			if _, err := tap.Read(bufs, sizes, 0); err != nil {
+				errc <- err
+				return
+			}
+		}
+	}()
+	return errc
+}
+
+// errWithin waits at most 1 s after what happened for the reader's error.
+func errWithin(t *testing.T, errc <-chan error, what string) error {
+	t.Helper()
+	select {
+	case err := <-errc:
+		return err
+	case <-time.After(time.Second):
+		t.Fatalf("Read still blocked 1 s after %s", what)
+		return nil
+	}
 }
 
 // nextEvent waits at most 2 s for an event.
@@ -509,8 +507,8 @@ func TestTAPWatch(t *testing.T) {
 	}
 	cancel()
 	requireClosed(t, events)
-	if n := openFDs(t); n != fdsTAP {
-		t.Errorf("%d fds open after the watch ended, %d before it", n, fdsTAP)
+	if leaked := newFDs(t, fdsTAP); len(leaked) > 0 {
+		t.Errorf("fds left open by the ended watch: %v", leaked)
 	}
 
 	// Close ends a watch too, and releases all the TAP had.
@@ -525,18 +523,38 @@ func TestTAPWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	requireClosed(t, events)
-	if n := openFDs(t); n != fdsBefore {
-		t.Errorf("%d fds open after Close, %d before OpenTAP", n, fdsBefore)
+	if leaked := newFDs(t, fdsBefore); len(leaked) > 0 {
+		t.Errorf("fds left open after Close: %v", leaked)
 	}
 }
 
-func openFDs(t *testing.T) int {
+// openFDs returns the process's open fds, each as "number -> target".
+func openFDs(t *testing.T) map[string]bool {
 	t.Helper()
-	fds, err := os.ReadDir("/proc/self/fd")
+	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(fds)
+	fds := map[string]bool{}
+	for _, e := range ents {
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil {
+			fds[e.Name()+" -> "+target] = true
+		}
+	}
+	return fds
+}
+
+// newFDs returns the fds open now that were not in before. (Others may
+// have closed meanwhile: the runtime and earlier tests' finalizers.)
+func newFDs(t *testing.T, before map[string]bool) []string {
+	t.Helper()
+	var added []string
+	for fd := range openFDs(t) {
+		if !before[fd] {
+			added = append(added, fd)
+		}
+	}
+	return added
 }
 
 func TestTAPCarrier(t *testing.T) {
@@ -739,15 +757,25 @@ func TestTAPWriteReachesPacketSocket(t *testing.T) {
 	}
 }
 
-// echoLab opens a TAP with IPv6 off (no stray solicitations) and a
-// permanent neighbour, so that each echo request written gets exactly one
-// reply to read.
+// echoLab opens a TAP with IPv6 off from the start (no router
+// solicitation or MLD report to read) and a permanent neighbour, so that
+// each echo request written gets exactly one frame to read: its reply.
 func echoLab(t testing.TB, mtu int) *vnicd.TAP {
 	t.Helper()
 	ns := lab(t, "echo"+strconv.Itoa(mtu))
+	// Netdevs that arrive in the namespace take its defaults.
+	if err := ns.Do(func() error {
+		return os.WriteFile("/proc/sys/net/ipv6/conf/default/disable_ipv6", []byte("1"), 0)
+	}); err != nil {
+		t.Fatal(err)
+	}
 	tap := openTAP(t, ns, mtu, netip.PrefixFrom(tapIP, 24))
 	if err := ns.Do(func() error {
-		return os.WriteFile("/proc/sys/net/ipv6/conf/"+tap.Name()+"/disable_ipv6", []byte("1"), 0)
+		v, err := os.ReadFile("/proc/sys/net/ipv6/conf/" + tap.Name() + "/disable_ipv6")
+		if err == nil && string(v) != "1\n" {
+			err = errors.New("IPv6 is on: disable_ipv6 = " + string(v))
+		}
+		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -760,7 +788,7 @@ func echoLab(t testing.TB, mtu int) *vnicd.TAP {
 		t.Fatal(err)
 	}
 	// If a reply never comes, closing the TAP ends the blocked Read.
-	watchdog := time.AfterFunc(time.Minute, func() { tap.Close() })
+	watchdog := time.AfterFunc(30*time.Second, func() { tap.Close() })
 	t.Cleanup(func() { watchdog.Stop() })
 	return tap
 }
@@ -823,9 +851,13 @@ func TestTAPReadBatches(t *testing.T) {
 		}
 		t.Logf("Read returned %d frames", n)
 		for i := range n {
-			got = append(got, binary.BigEndian.Uint16(rbufs[i][headroom+14+20+6:]))
+			f := rbufs[i][headroom : headroom+sizes[i]]
+			if len(f) != 98 || binary.BigEndian.Uint16(f[12:]) != etherIPv4 || f[14+20] != 0 {
+				t.Fatalf("frame %d of the batch is no echo reply: % x", i, f)
+			}
+			got = append(got, binary.BigEndian.Uint16(f[14+20+6:]))
 		}
-		if len(got) == frames {
+		if len(got) >= frames {
 			break
 		}
 	}

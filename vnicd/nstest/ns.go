@@ -38,7 +38,9 @@ type NS struct {
 
 // NewNS makes the namespace RunID()+"-"+suffix with loopback up, after
 // sweeping dead runs' namespaces. On cleanup the processes in it are killed
-// and it is deleted. suffix is 1 to 32 letters, digits, '_' or '.'.
+// and it is deleted. suffix is 1 to 32 letters, digits, '_' or '.', and
+// unique among the run's namespaces alive at the time (parallel tests pick
+// different ones).
 func NewNS(t testing.TB, suffix string) *NS {
 	t.Helper()
 	RequireRoot(t)
