@@ -62,7 +62,6 @@ const (
 	maxVL          = 31
 	maxRC          = 7 // 3-bit routing control field
 	rcUnusedBits   = 0xFFFFFFFF &^ 0x07777777
-	netnsDir       = "/var/run/netns/"
 	netnsCanonical = "/run/netns/" // /var/run is a link to /run on every current distribution
 )
 
@@ -1248,7 +1247,7 @@ func checkNetNS(s string) error {
 	}
 	switch {
 	case strings.Contains(s, "/"):
-		return errors.New("must be a name (no '/') under " + netnsDir + " or an absolute path")
+		return errors.New("must be a name (no '/') under " + netnsDir + "/ or an absolute path")
 	case s == "." || s == "..":
 		return errors.New("not a valid namespace name")
 	case len(s) > maxNetNSName:

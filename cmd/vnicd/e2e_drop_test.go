@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/vnicd/nstest"
+)
+
+// TestE2EMalformedDatagrams sends hand-made datagrams to a running vnicd's HFI
+// port and checks that each lands in the right drop counter. The test itself
+// plays host a: it holds a's fabric endpoint, so its datagrams pass the
+// source check unless a case breaks it on purpose.
+func TestE2EMalformedDatagrams(t *testing.T) {
+	nstest.RequireRoot(t)
+	nstest.RequireTools(t, "ip")
+	a, b := nstest.NewNS(t, "a"), nstest.NewNS(t, "b")
+	nstest.Veth(t, a, b, pfx("10.200.0.1/24"), pfx("10.200.0.2/24"), 1500)
+	db := startVnicd(t, b, hostSpec{
+		name: "host-b", lid: lidB, listen: "10.200.0.2:4793",
+		peers:  map[int]string{lidA: "10.200.0.1:4793"},
+		groups: map[int][]int{mcRed: {lidA, lidB}},
+		vnics: []vnicSpec{{vport: 0, vesw: 1, pkey: 0x8001, mcast: mcRed, ifname: "vnic0",
+			addrs: []string{"192.168.101.2/24"}}},
+	})
+	var peer, stranger *net.UDPConn
+	if err := a.Do(func() (err error) {
+		if peer, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 200, 0, 1), Port: 4793}); err != nil {
+			return err
+		}
+		stranger, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 200, 0, 1), Port: 4794})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	defer stranger.Close()
+	dst := net.UDPAddrFromAddrPort(netip.MustParseAddrPort("10.200.0.2:4793"))
+
+	frame := make([]byte, 98) // an Ethernet frame to b's vnic0 MAC
+	mac := encap.MACForLID(lidB, 1)
+	copy(frame, mac[:])
+	copy(frame[6:], []byte{0x02, 0, 1, 0x10, 0, 0})
+	frame[12], frame[13] = 0x08, 0x00
+	build := func(dlid uint32, pkey encap.PKey, vesw encap.VESWID) []byte {
+		buf := make([]byte, 256)
+		copy(buf[encap.Headroom:], frame)
+		pkt, err := encap.EncapVNIC(buf, encap.Headroom, len(frame), &encap.VNICParams{
+			SLID: lidA, DLID: dlid, PKey: pkey, VESWID: vesw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append([]byte(nil), pkt...)
+	}
+	reseal := func(p []byte) []byte {
+		ic := encap.ICRC(p)
+		n := len(p)
+		p[n-5], p[n-4], p[n-3], p[n-2] = byte(ic), byte(ic>>8), byte(ic>>16), byte(ic>>24)
+		return p
+	}
+	good := build(lidB, 0x8001, 1)
+	badLen := append(append([]byte(nil), good...), make([]byte, 8)...)
+	badICRC := append([]byte(nil), good...)
+	badICRC[40] ^= 0x01
+	badL2 := append([]byte(nil), good...)
+	encap.Header16B(badL2).SetL2(1)
+	reseal(badL2)
+	unknownL4 := append([]byte(nil), good...)
+	encap.Header16B(unknownL4).SetL4(0x42)
+	reseal(unknownL4)
+	wrongDLID := build(0x77, 0x8001, 1)
+
+	cases := []struct {
+		name    string
+		pkt     []byte
+		from    *net.UDPConn
+		counter string // HFI counter, or "port:" + VNIC counter
+	}{
+		{"short", good[:10], peer, "rcv_malformed"},
+		{"bad LEN", badLen, peer, "rcv_malformed"},
+		{"bad L2", badL2, peer, "rcv_malformed"},
+		{"bad ICRC", badICRC, peer, "rcv_bad_icrc"},
+		{"unknown source", good, stranger, "rcv_bad_source"},
+		{"wrong DLID", wrongDLID, peer, "rcv_bad_dlid"},
+		{"unknown L4", unknownL4, peer, "rcv_unknown_l4"},
+		{"wrong vesw", build(lidB, 0x8001, 7), peer, "port:rx_bad_veswid"},
+		{"wrong PKEY", build(lidB, 0x8009, 1), peer, "port:rx_bad_pkey"},
+		{"good", good, peer, "port:rx_packets"},
+	}
+	read := func(name string) uint64 {
+		if len(name) > 5 && name[:5] == "port:" {
+			return db.counters(t, 0)[name[5:]]
+		}
+		return db.hfiCounters(t)[name]
+	}
+	for _, tc := range cases {
+		before := read(tc.counter)
+		beforeErr := db.hfiCounters(t)["PortRcvErrors"]
+		const n = 5
+		for range n {
+			if _, err := tc.from.WriteToUDP(tc.pkt, dst); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var got uint64
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if got = read(tc.counter) - before; got >= n {
+				break
+			}
+		}
+		if got != n {
+			t.Errorf("%s: %s rose by %d, want %d", tc.name, tc.counter, got, n)
+		}
+		errRise := db.hfiCounters(t)["PortRcvErrors"] - beforeErr
+		if hfiCheck := tc.counter[:5] != "port:"; hfiCheck && errRise != n || !hfiCheck && errRise != 0 {
+			t.Errorf("%s: PortRcvErrors rose by %d", tc.name, errRise)
+		}
+	}
+	// The daemon is still alive and serving.
+	if _, err := b.Exec(context.Background(), "ip", "link", "show", "vnic0"); err != nil {
+		t.Fatal(err)
+	}
+}

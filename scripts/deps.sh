@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what opavnic's scripts need on a Debian/Ubuntu machine, only what is
+# missing: Go modules, and (as root) iproute2, iperf3, ping, tcpdump, ethtool.
+# Sourced by demo.sh and test.sh; safe to run on its own.
+set -euo pipefail
+
+need_pkgs=()
+command -v ip >/dev/null 2>&1 || need_pkgs+=(iproute2)
+command -v iperf3 >/dev/null 2>&1 || need_pkgs+=(iperf3)
+command -v ping >/dev/null 2>&1 || need_pkgs+=(iputils-ping)
+command -v tcpdump >/dev/null 2>&1 || need_pkgs+=(tcpdump)
+command -v ethtool >/dev/null 2>&1 || need_pkgs+=(ethtool)
+
+if ((${#need_pkgs[@]})); then
+	if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+		echo "deps: installing ${need_pkgs[*]}" >&2
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq >/dev/null
+		apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+	else
+		echo "deps: missing ${need_pkgs[*]}; install them (as root: apt-get install ${need_pkgs[*]})" >&2
+	fi
+fi
+
+if ! command -v go >/dev/null 2>&1; then
+	if [[ -x /usr/local/go/bin/go ]]; then
+		export PATH=$PATH:/usr/local/go/bin
+	else
+		echo "deps: Go is missing; install Go 1.26 or newer (https://go.dev/dl/)" >&2
+		exit 1
+	fi
+fi
+go mod download

@@ -1,0 +1,233 @@
+package vnicd
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// The control protocol: a client connects to the daemon's Unix socket, writes
+// one JSON request on one line, reads one JSON response line, and the daemon
+// closes the connection.
+//
+//	request:  {"cmd": "vnics", "args": {...}}
+//	response: {"ok": true, "data": ...} or {"ok": false, "error": "..."}
+
+// Request is one control request.
+type Request struct {
+	Cmd  string          `json:"cmd"`
+	Args json.RawMessage `json:"args,omitempty"`
+}
+
+// Response is the answer to a Request.
+type Response struct {
+	OK    bool            `json:"ok"`
+	Error string          `json:"error,omitempty"`
+	Data  json.RawMessage `json:"data,omitempty"`
+}
+
+// Limits of the control protocol.
+const (
+	maxRequest     = 1 << 20
+	controlTimeout = 5 * time.Second
+)
+
+// Handler answers one command; args may be empty.
+type Handler func(args json.RawMessage) (any, error)
+
+// ControlServer serves the control socket.
+type ControlServer struct {
+	log      *zap.Logger
+	path     string
+	ln       *net.UnixListener
+	mu       sync.RWMutex
+	handlers map[string]Handler
+	wg       sync.WaitGroup
+}
+
+// ErrSocketInUse is returned when another live daemon serves the socket path.
+var ErrSocketInUse = errors.New("vnicd: control socket is in use by a running daemon")
+
+// ListenControl creates the control socket at path (making its directory),
+// replacing a stale socket file that nobody serves.
+func ListenControl(path string, log *zap.Logger) (*ControlServer, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("vnicd: control socket directory: %w", err)
+	}
+	if _, err := os.Stat(path); err == nil {
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("%w: %s", ErrSocketInUse, path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("vnicd: removing stale control socket: %w", err)
+		}
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("vnicd: control socket: %w", err)
+	}
+	ln.SetUnlinkOnClose(true)
+	if err := os.Chmod(path, 0o660); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("vnicd: control socket: %w", err)
+	}
+	s := &ControlServer{log: log.Named("control"), path: path, ln: ln, handlers: map[string]Handler{}}
+	s.Handle("commands", func(json.RawMessage) (any, error) { return s.commands(), nil })
+	return s, nil
+}
+
+// Path returns the socket path.
+func (s *ControlServer) Path() string { return s.path }
+
+// Handle registers h for cmd.
+func (s *ControlServer) Handle(cmd string, h Handler) {
+	s.mu.Lock()
+	s.handlers[cmd] = h
+	s.mu.Unlock()
+}
+
+func (s *ControlServer) commands() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]string, 0, len(s.handlers))
+	for k := range s.handlers {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Serve accepts connections until ctx is done or Close is called.
+func (s *ControlServer) Serve(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() { s.ln.Close() })
+	defer stop()
+	for {
+		c, err := s.ln.AcceptUnix()
+		if err != nil {
+			s.wg.Wait()
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("vnicd: control socket: %w", err)
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.serveConn(c)
+		}()
+	}
+}
+
+// Close stops the server and removes the socket file.
+func (s *ControlServer) Close() error { return s.ln.Close() }
+
+func (s *ControlServer) serveConn(c *net.UnixConn) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(controlTimeout))
+	r := bufio.NewReaderSize(c, 4096)
+	line, err := readLine(r, maxRequest)
+	resp := Response{}
+	var req Request
+	switch {
+	case err != nil:
+		resp.Error = "bad request: " + err.Error()
+	case json.Unmarshal(line, &req) != nil:
+		resp.Error = "bad request: not a JSON object with a cmd"
+	default:
+		s.mu.RLock()
+		h := s.handlers[req.Cmd]
+		s.mu.RUnlock()
+		if h == nil {
+			resp.Error = fmt.Sprintf("unknown command %q (try \"commands\")", req.Cmd)
+			break
+		}
+		data, err := h(req.Args)
+		if err != nil {
+			resp.Error = err.Error()
+			break
+		}
+		raw, err := json.Marshal(data)
+		if err != nil {
+			resp.Error = "internal: " + err.Error()
+			break
+		}
+		resp.OK, resp.Data = true, raw
+	}
+	out, _ := json.Marshal(resp)
+	_, _ = c.Write(append(out, '\n'))
+}
+
+// readLine reads one newline-terminated line of at most limit bytes.
+func readLine(r *bufio.Reader, limit int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > limit {
+			return nil, fmt.Errorf("request longer than %d bytes", limit)
+		}
+		switch {
+		case err == nil:
+			return line, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case len(line) > 0 && errors.Is(err, io.EOF):
+			return line, nil
+		default:
+			return nil, err
+		}
+	}
+}
+
+// Call sends one request to the daemon at path and decodes the data of a
+// successful answer into out (which may be nil).
+func Call(path, cmd string, args any, out any) error {
+	req := Request{Cmd: cmd}
+	if args != nil {
+		raw, err := json.Marshal(args)
+		if err != nil {
+			return err
+		}
+		req.Args = raw
+	}
+	c, err := net.DialTimeout("unix", path, controlTimeout)
+	if err != nil {
+		return fmt.Errorf("cannot reach the daemon at %s: %w", path, err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(controlTimeout))
+	b, _ := json.Marshal(req)
+	if _, err := c.Write(append(b, '\n')); err != nil {
+		return err
+	}
+	line, err := readLine(bufio.NewReader(c), 64<<20)
+	if err != nil {
+		return fmt.Errorf("reading the answer: %w", err)
+	}
+	var resp Response
+	if err := json.Unmarshal(line, &resp); err != nil {
+		return fmt.Errorf("bad answer from the daemon: %w", err)
+	}
+	if !resp.OK {
+		return errors.New(resp.Error)
+	}
+	if out != nil && len(resp.Data) > 0 {
+		return json.Unmarshal(resp.Data, out)
+	}
+	return nil
+}

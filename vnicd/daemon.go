@@ -1,0 +1,291 @@
+package vnicd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+
+	"github.com/vishvananda/netlink"
+	"go.uber.org/zap"
+
+	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/hfi"
+)
+
+// Daemon is a running vnicd in static mode: the HFI on its UDP socket, the
+// engine with its ports, and the control socket.
+type Daemon struct {
+	cfg    *Config
+	log    *zap.Logger
+	hfi    *hfi.HFI
+	engine *Engine
+	ctl    *ControlServer
+}
+
+// NewDaemon brings a node up from its config: it binds the HFI's socket,
+// installs the directory, creates every VNIC's netdev and opens the control
+// socket. Whatever it made is undone if a later step fails.
+func NewDaemon(cfg *Config, newDevice DeviceFactory, log *zap.Logger) (_ *Daemon, err error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	log = log.With(zap.String("node", cfg.Node.Name), zap.Stringer("lid", cfg.Node.LID))
+	tr, err := hfi.ListenUDP(cfg.Node.Listen, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			tr.Close()
+		}
+	}()
+	h := hfi.New(tr, hfi.Config{LID: cfg.Node.LID.To16B(), VerifyICRC: cfg.Node.VerifyICRC})
+	dir, err := cfg.Directory()
+	if err != nil {
+		return nil, err
+	}
+	h.SetDirectory(dir)
+	d := &Daemon{cfg: cfg, log: log, hfi: h}
+	d.engine = NewEngine(h, newDevice, log)
+	defer func() {
+		if err != nil {
+			d.engine.Close()
+		}
+	}()
+	for _, v := range cfg.VNICs {
+		if err := d.engine.SetPort(v.VPort, v.Port, v.Netdev, v.MACTable); err != nil {
+			return nil, err
+		}
+	}
+	d.ctl, err = ListenControl(cfg.Control.Socket, log)
+	if err != nil {
+		return nil, err
+	}
+	d.registerControl()
+	d.warnMTU()
+	log.Info("vnicd up", zap.Stringer("listen", tr.LocalAddr()), zap.Int("vnics", len(cfg.VNICs)),
+		zap.Int("peers", len(cfg.Peers)), zap.String("control", cfg.Control.Socket))
+	return d, nil
+}
+
+// Engine returns the daemon's engine.
+func (d *Daemon) Engine() *Engine { return d.engine }
+
+// HFI returns the daemon's fabric port.
+func (d *Daemon) HFI() *hfi.HFI { return d.hfi }
+
+// Run serves until ctx is done, then removes every netdev the daemon made and
+// the control socket.
+func (d *Daemon) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		errs <- d.hfi.Run(ctx)
+		cancel()
+	}()
+	go func() {
+		defer wg.Done()
+		errs <- d.ctl.Serve(ctx)
+		cancel()
+	}()
+	<-ctx.Done()
+	err := d.engine.Close()
+	d.ctl.Close()
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		err = errors.Join(err, e)
+	}
+	d.log.Info("vnicd stopped")
+	return err
+}
+
+// Directory builds the HFI directory of a static config: every peer and the
+// node itself, and the multicast groups.
+func (c *Config) Directory() (*hfi.Directory, error) {
+	eps := make(map[uint32]netip.AddrPort, len(c.Peers)+1)
+	for _, p := range c.Peers {
+		eps[p.LID.To16B()] = p.Addr
+	}
+	if c.Node.Listen.Addr().IsValid() && !c.Node.Listen.Addr().IsUnspecified() {
+		eps[c.Node.LID.To16B()] = c.Node.Listen
+	}
+	groups := make(map[uint32][]uint32, len(c.Multicast))
+	for _, g := range c.Multicast {
+		groups[g.LID] = g.Members
+	}
+	return hfi.NewDirectory(eps, groups)
+}
+
+// warnMTU warns when a full-size packet plus UDP/IP headers exceeds the
+// underlay interface's MTU: IP fragmentation will carry it, slower.
+func (d *Daemon) warnMTU() {
+	link, err := d.underlayLink()
+	if err != nil || link == nil {
+		d.log.Debug("underlay MTU not checked", zap.Error(err))
+		return
+	}
+	ipHdr := 20
+	if d.cfg.Node.Listen.Addr().Is6() && !d.cfg.Node.Listen.Addr().Is4In6() {
+		ipHdr = 40
+	}
+	for _, v := range d.cfg.VNICs {
+		pkt := encap.VNICPacketLen(int(v.Port.VESW.EthMTU)+maxFrameOverMTU) + 8 + ipHdr
+		if mtu := link.Attrs().MTU; pkt > mtu {
+			d.log.Warn("full-size VNIC packets exceed the underlay MTU; IP fragmentation will carry them, slower",
+				zap.Uint8("vnic", v.VPort), zap.Uint16("eth_mtu", v.Port.VESW.EthMTU),
+				zap.Int("packet_with_udp_ip", pkt), zap.String("underlay", link.Attrs().Name), zap.Int("underlay_mtu", mtu),
+				zap.Int("eth_mtu_that_fits", mtu-(pkt-int(v.Port.VESW.EthMTU))))
+		}
+	}
+}
+
+func (d *Daemon) underlayLink() (netlink.Link, error) {
+	if d.cfg.Node.UnderlayInterface != "" {
+		return netlink.LinkByName(d.cfg.Node.UnderlayInterface)
+	}
+	if len(d.cfg.Peers) == 0 {
+		return nil, nil
+	}
+	routes, err := netlink.RouteGet(d.cfg.Peers[0].Addr.Addr().AsSlice())
+	if err != nil || len(routes) == 0 {
+		return nil, err
+	}
+	return netlink.LinkByIndex(routes[0].LinkIndex)
+}
+
+// VNICStatus is one line of `vnicctl vnics`.
+type VNICStatus struct {
+	VPort       uint8  `json:"vport"`
+	IfName      string `json:"ifname"`
+	NetNS       string `json:"netns,omitempty"`
+	MAC         string `json:"mac"`
+	VESW        uint16 `json:"vesw_id"`
+	PKey        string `json:"pkey"`
+	EthMTU      uint16 `json:"eth_mtu"`
+	SLID        string `json:"encap_slid"`
+	McastDLID   string `json:"mcast_dlid"`
+	ConfigState string `json:"config_state"`
+	OperState   string `json:"oper_state"`
+	LinkUp      bool   `json:"link_up"`
+}
+
+// PortCounterSet is the counters of one port.
+type PortCounterSet struct {
+	VPort    uint8     `json:"vport"`
+	IfName   string    `json:"ifname"`
+	Counters []Counter `json:"counters"`
+}
+
+// HFIStatus is the answer to the "hfi" command.
+type HFIStatus struct {
+	Node       string             `json:"node"`
+	LID        string             `json:"lid"`
+	Extended   bool               `json:"extended_lid"`
+	State      string             `json:"state"`
+	Listen     string             `json:"listen"`
+	VerifyICRC bool               `json:"verify_icrc"`
+	Counters   []hfi.CounterValue `json:"counters"`
+}
+
+// FabricEntry is one directory entry.
+type FabricEntry struct {
+	LID      string `json:"lid"`
+	Endpoint string `json:"endpoint,omitempty"`
+	Members  string `json:"members,omitempty"`
+}
+
+func stateName(s uint8) string {
+	switch s {
+	case StateForwarding:
+		return "FORWARDING"
+	case StateDropAll:
+		return "DROP_ALL"
+	}
+	return fmt.Sprintf("%d", s)
+}
+
+func (d *Daemon) registerControl() {
+	d.ctl.Handle("vnics", func(json.RawMessage) (any, error) { return VNICStatuses(d.engine), nil })
+	d.ctl.Handle("counters", func(args json.RawMessage) (any, error) {
+		var a struct {
+			VPort *int `json:"vport"`
+		}
+		if len(args) > 0 {
+			if err := json.Unmarshal(args, &a); err != nil {
+				return nil, fmt.Errorf("bad arguments: %w", err)
+			}
+		}
+		var out []PortCounterSet
+		for _, p := range d.engine.Ports() {
+			if a.VPort == nil || *a.VPort == int(p.vport) {
+				out = append(out, PortCounterSet{VPort: p.vport, IfName: p.dev.Name(), Counters: p.Counters.Snapshot()})
+			}
+		}
+		if a.VPort != nil && len(out) == 0 {
+			return nil, fmt.Errorf("no vport %d", *a.VPort)
+		}
+		return out, nil
+	})
+	d.ctl.Handle("hfi", func(json.RawMessage) (any, error) {
+		cs := d.hfi.Counters.Snapshot()
+		cs = append(cs,
+			hfi.CounterValue{Name: "vnic_rx_bad_tail", Value: d.engine.RxBadTail.Load()},
+			hfi.CounterValue{Name: "vnic_rx_no_port", Value: d.engine.RxNoPort.Load()})
+		lid := encap.LIDFrom16B(d.hfi.LID())
+		return HFIStatus{
+			Node: d.cfg.Node.Name, LID: lid.String(), Extended: lid.IsExtended(), State: d.hfi.State().String(),
+			Listen: d.hfi.Transport().LocalAddr().String(), VerifyICRC: d.cfg.Node.VerifyICRC, Counters: cs,
+		}, nil
+	})
+	d.ctl.Handle("fabric", func(json.RawMessage) (any, error) { return FabricEntries(d.hfi.Directory()), nil })
+}
+
+// VNICStatuses describes every port of e.
+func VNICStatuses(e *Engine) []VNICStatus {
+	var out []VNICStatus
+	for _, p := range e.Ports() {
+		c := p.Config()
+		out = append(out, VNICStatus{
+			VPort: p.vport, IfName: p.dev.Name(), NetNS: p.netdev.NetNS,
+			MAC:  netMAC(c.Port.BaseMAC),
+			VESW: uint16(c.VESW.VESWID), PKey: c.VESW.PKey.String(), EthMTU: c.VESW.EthMTU,
+			SLID:        encap.LIDFrom16B(c.Port.EncapSLID).String(),
+			McastDLID:   fmt.Sprintf("0x%06X", c.VESW.McastDLID),
+			ConfigState: stateName(c.Port.ConfigState), OperState: stateName(p.OperState()), LinkUp: p.LinkUp(),
+		})
+	}
+	return out
+}
+
+// FabricEntries lists a directory, unicast LIDs first, each sorted.
+func FabricEntries(d *hfi.Directory) []FabricEntry {
+	var out []FabricEntry
+	eps := d.Endpoints()
+	for _, lid := range sortedKeys(eps) {
+		out = append(out, FabricEntry{LID: encap.LIDFrom16B(lid).String(), Endpoint: eps[lid].String()})
+	}
+	groups := d.Groups()
+	for _, mlid := range sortedKeys(groups) {
+		s := ""
+		for i, m := range groups[mlid] {
+			if i > 0 {
+				s += ","
+			}
+			s += encap.LID(m).String()
+		}
+		out = append(out, FabricEntry{LID: fmt.Sprintf("0x%06X", mlid), Members: s})
+	}
+	return out
+}
+
+func netMAC(m [6]byte) string {
+	return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5])
+}

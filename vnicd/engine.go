@@ -1,0 +1,334 @@
+package vnicd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+
+	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/hfi"
+)
+
+// DeviceSpec is what a DeviceFactory makes a netdev from.
+type DeviceSpec struct {
+	VPort  uint8
+	MAC    [6]byte
+	MTU    int
+	Netdev NetdevConfig
+}
+
+// DeviceFactory makes the netdev of a new port. The real one opens a TAP;
+// tests pass fakes.
+type DeviceFactory func(DeviceSpec) (Device, error)
+
+// Optional capabilities of a Device, used when present.
+type (
+	macSetter     interface{ SetMAC([6]byte) error }
+	mtuSetter     interface{ SetMTU(int) error }
+	carrierSetter interface{ SetCarrier(bool) error }
+)
+
+// Engine is the VNIC side of one HFI: its ports, their transmit goroutines,
+// and the receiver for L4 0x78 that steers packets to ports by vesw_id.
+type Engine struct {
+	log       *zap.Logger
+	hfi       *hfi.HFI
+	newDevice DeviceFactory
+
+	mu    sync.Mutex // control path: ports and the rx table
+	ports map[uint8]*Port
+	rx    atomic.Pointer[rxTable]
+
+	// Receive-goroutine state.
+	dirty []*Port
+
+	// RxBadTail counts VNIC packets whose tail pad count left no frame.
+	RxBadTail atomic.Uint64
+	// RxNoPort counts VNIC packets for a vesw no port is on (also counted as
+	// rx_bad_veswid on the lowest-numbered port, as the kernel did).
+	RxNoPort atomic.Uint64
+}
+
+// rxTable is the receive steering: vesw_id -> port, immutable once built.
+type rxTable struct {
+	byVESW map[encap.VESWID]*Port
+	first  *Port // lowest vport index, charged with rx_bad_veswid
+}
+
+// ErrPortConfig is wrapped by SetPort's validation errors.
+var ErrPortConfig = errors.New("vnicd: bad port config")
+
+// NewEngine makes an engine on h and registers it for L4 0x78.
+func NewEngine(h *hfi.HFI, newDevice DeviceFactory, log *zap.Logger) *Engine {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	e := &Engine{
+		log:       log.Named("engine"),
+		hfi:       h,
+		newDevice: newDevice,
+		ports:     make(map[uint8]*Port),
+	}
+	e.rx.Store(&rxTable{byVESW: map[encap.VESWID]*Port{}})
+	h.Register(encap.L4Ethernet, e)
+	return e
+}
+
+// HFI returns the engine's fabric port.
+func (e *Engine) HFI() *hfi.HFI { return e.hfi }
+
+// Port returns the port at vport, or nil.
+func (e *Engine) Port(vport uint8) *Port {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.ports[vport]
+}
+
+// Ports returns the ports ordered by vport index.
+func (e *Engine) Ports() []*Port {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]*Port, 0, len(e.ports))
+	for _, p := range e.ports {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b *Port) int { return int(a.vport) - int(b.vport) })
+	return out
+}
+
+// SetPort applies a port configuration, creating the port and its netdev if
+// vport has none (as a VESWPortInfo Set does). On an existing port the netdev
+// follows as the kernel's did: a new base MAC becomes its address, an MTU above
+// eth_mtu is lowered to it (never raised), and config_state decides carrier
+// and oper state. nd is used only when the port is created. macs replaces the
+// MAC table when non-nil.
+func (e *Engine) SetPort(vport uint8, cfg PortConfig, nd NetdevConfig, macs []MACEntry) error {
+	if vport == 0xFF {
+		return fmt.Errorf("%w: vport index 255 is reserved", ErrPortConfig)
+	}
+	if cfg.VESW.EthMTU != 0 && int(cfg.VESW.EthMTU)+maxFrameOverMTU > encap.MaxFrameLen {
+		return fmt.Errorf("%w: eth_mtu %d: a full frame (MTU+18) does not fit a 16B packet (max eth_mtu %d)",
+			ErrPortConfig, cfg.VESW.EthMTU, encap.MaxFrameLen-maxFrameOverMTU)
+	}
+	if cfg.VESW.EthMTU == 0 {
+		cfg.VESW.EthMTU = 1500
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	vesw := cfg.VESW.VESWID & encap.VESWIDMask
+	for _, q := range e.ports {
+		if q.vport != vport && vesw != 0 && q.st.Load().cfg.VESW.VESWID&encap.VESWIDMask == vesw {
+			return fmt.Errorf("%w: vesw %d is already used by vport %d", ErrPortConfig, vesw, q.vport)
+		}
+	}
+	p := e.ports[vport]
+	if macs == nil && p != nil {
+		macs = p.MACTable()
+	}
+	st := newPortState(cfg, macs)
+	if p == nil {
+		dev, err := e.newDevice(DeviceSpec{VPort: vport, MAC: cfg.Port.BaseMAC, MTU: int(cfg.VESW.EthMTU), Netdev: nd})
+		if err != nil {
+			return fmt.Errorf("vnicd: vport %d: %w", vport, err)
+		}
+		p = &Port{vport: vport, dev: dev, netdev: nd, txDone: make(chan struct{})}
+		p.st.Store(st)
+		p.linkUp.Store(true)
+		p.mtu.Store(int32(cfg.VESW.EthMTU))
+		e.ports[vport] = p
+		go p.txLoop(e.hfi.NewSender())
+		if w, ok := dev.(linkWatcher); ok {
+			e.watchLink(p, w)
+		}
+		e.log.Info("vnic port created", zap.Uint8("vnic", vport), zap.String("ifname", dev.Name()),
+			zap.Uint16("vesw", uint16(vesw)), zap.Stringer("pkey", cfg.VESW.PKey))
+	} else {
+		old := p.st.Load().cfg
+		p.st.Store(st)
+		if old.Port.BaseMAC != cfg.Port.BaseMAC {
+			if ms, ok := p.dev.(macSetter); ok {
+				if err := ms.SetMAC(cfg.Port.BaseMAC); err != nil {
+					e.log.Warn("cannot set MAC", zap.Uint8("vnic", vport), zap.Error(err))
+				}
+			}
+		}
+		if ms, ok := p.dev.(mtuSetter); ok && int(p.mtu.Load()) > int(cfg.VESW.EthMTU) {
+			if err := ms.SetMTU(int(cfg.VESW.EthMTU)); err != nil {
+				e.log.Warn("cannot lower MTU", zap.Uint8("vnic", vport), zap.Error(err))
+			} else {
+				p.mtu.Store(int32(cfg.VESW.EthMTU))
+			}
+		}
+	}
+	e.applyState(p)
+	e.rebuildRx()
+	return nil
+}
+
+// applyState sets carrier and oper state from config_state and the link.
+func (e *Engine) applyState(p *Port) {
+	p.updateOper()
+	if cs, ok := p.dev.(carrierSetter); ok {
+		on := p.st.Load().cfg.Port.ConfigState == StateForwarding
+		if err := cs.SetCarrier(on); err != nil {
+			e.log.Warn("cannot set carrier", zap.Uint8("vnic", p.vport), zap.Error(err))
+		}
+	}
+}
+
+// SetLinkUp records the netdev's administrative state (from a link watcher)
+// and recomputes the port's oper state.
+func (e *Engine) SetLinkUp(vport uint8, up bool) {
+	e.mu.Lock()
+	p := e.ports[vport]
+	e.mu.Unlock()
+	if p != nil {
+		e.setLinkUp(p, up)
+	}
+}
+
+func (e *Engine) setLinkUp(p *Port, up bool) {
+	p.linkUp.Store(up)
+	p.updateOper()
+}
+
+// DeletePort removes a port and its netdev.
+func (e *Engine) DeletePort(vport uint8) error {
+	e.mu.Lock()
+	p := e.ports[vport]
+	delete(e.ports, vport)
+	e.rebuildRx()
+	e.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("vnicd: no vport %d", vport)
+	}
+	return e.closePort(p)
+}
+
+func (e *Engine) closePort(p *Port) error {
+	p.closing.Store(true)
+	err := p.dev.Close()
+	<-p.txDone
+	e.log.Info("vnic port removed", zap.Uint8("vnic", p.vport), zap.String("ifname", p.dev.Name()))
+	return err
+}
+
+// Close removes every port.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	ports := e.ports
+	e.ports = make(map[uint8]*Port)
+	e.rebuildRx()
+	e.mu.Unlock()
+	var errs []error
+	for _, p := range ports {
+		errs = append(errs, e.closePort(p))
+	}
+	return errors.Join(errs...)
+}
+
+// rebuildRx rebuilds the receive steering table; e.mu is held.
+func (e *Engine) rebuildRx() {
+	t := &rxTable{byVESW: make(map[encap.VESWID]*Port, len(e.ports))}
+	for _, p := range e.ports {
+		if v := p.st.Load().cfg.VESW.VESWID & encap.VESWIDMask; v != 0 {
+			t.byVESW[v] = p
+		}
+		if t.first == nil || p.vport < t.first.vport {
+			t.first = p
+		}
+	}
+	e.rx.Store(t)
+}
+
+// Receive implements hfi.Receiver for L4 0x78: the kernel's per-port receive
+// checks, then the frame is queued for its TAP until Flush.
+func (e *Engine) Receive(pkt []byte, h encap.Header16B, _ netip.AddrPort) {
+	frame, vesw, err := encap.VNICFrame(pkt)
+	if err != nil {
+		e.RxBadTail.Add(1)
+		return
+	}
+	t := e.rx.Load()
+	p := t.byVESW[vesw]
+	if p == nil {
+		e.RxNoPort.Add(1)
+		if t.first != nil {
+			t.first.Counters.RxBadVESWID.Add(1)
+		}
+		return
+	}
+	c := &p.Counters
+	if !p.fwd.Load() {
+		c.RxDropState.Add(1)
+		return
+	}
+	st := p.st.Load()
+	if h.PKey() != st.cfg.VESW.PKey {
+		c.RxBadPKey.Add(1)
+		return
+	}
+	n := len(frame)
+	c.RxPackets.Add(1)
+	c.RxBytes.Add(uint64(n) + 4)
+	c.RxLen[lenBucket(n)].Add(1)
+	if n > st.maxFrame {
+		c.RxOversize.Add(1)
+		return
+	}
+	if n < encap.MinFrameLen {
+		c.RxRunt.Add(1)
+		return
+	}
+	if encap.IsMulticastMAC(frame) {
+		c.RxMcastBcast.Add(1)
+	} else {
+		c.RxUnicast.Add(1)
+	}
+	if isVLAN(frame) {
+		c.RxVLAN.Add(1)
+	} else {
+		c.RxUntagged.Add(1)
+	}
+	if len(p.rxq) == 0 {
+		e.dirty = append(e.dirty, p)
+	}
+	p.rxq = append(p.rxq, frame)
+}
+
+// Flush implements hfi.Receiver: each port with frames writes them to its
+// TAP in one batch.
+func (e *Engine) Flush() {
+	for _, p := range e.dirty {
+		// Write stops at a frame the device refuses: count it, go on.
+		for q := p.rxq; len(q) > 0 && !p.closing.Load(); {
+			n, err := p.dev.Write(q, 0)
+			if err == nil {
+				break
+			}
+			if isClosed(err) {
+				p.Counters.RxFifoErrors.Add(uint64(len(q) - n))
+				break
+			}
+			p.Counters.RxFifoErrors.Add(1)
+			q = q[n+1:]
+		}
+		clear(p.rxq)
+		p.rxq = p.rxq[:0]
+	}
+	clear(e.dirty)
+	e.dirty = e.dirty[:0]
+}
+
+// isClosed reports errors that mean the device is gone.
+func isClosed(err error) bool {
+	return errors.Is(err, os.ErrClosed) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF)
+}

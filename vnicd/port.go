@@ -1,0 +1,223 @@
+package vnicd
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+	"time"
+
+	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/hfi"
+)
+
+// txBufLen is a transmit buffer: headroom for the 20-byte header, the
+// largest frame a 16B packet can carry plus one byte (to see truncation), and
+// the tailroom for pad, ICRC and tail.
+const txBufLen = encap.Headroom + encap.MaxFrameLen + 1 + encap.Tailroom
+
+// readErrorBackoff is the pause after a failed TAP read, so that a device in
+// a bad state is never spun on.
+const readErrorBackoff = 10 * time.Millisecond
+
+// maxFrameOverMTU is what a frame may add to the MTU: an Ethernet header with
+// one VLAN tag (VLAN_ETH_HLEN). Receivers drop longer frames as oversize.
+const maxFrameOverMTU = 18
+
+// portState is one immutable configuration of a port with everything the
+// data path derives from it. A change builds a new one and swaps it in, so
+// the transmit and receive goroutines never lock.
+type portState struct {
+	cfg      PortConfig
+	flows    encap.FlowTable
+	macs     map[[6]byte]uint32 // destination MAC -> DLID (source-MAC entries left out)
+	maxFrame int
+	params   encap.VNICParams // SLID, PKey, VESWID filled in
+}
+
+func newPortState(cfg PortConfig, macs []MACEntry) *portState {
+	s := &portState{
+		cfg:      cfg,
+		flows:    encap.NewFlowTable(cfg.VESW.DefPortMask),
+		maxFrame: int(cfg.VESW.EthMTU) + maxFrameOverMTU,
+		params: encap.VNICParams{
+			SLID:   cfg.Port.EncapSLID,
+			PKey:   cfg.VESW.PKey,
+			VESWID: cfg.VESW.VESWID,
+		},
+	}
+	if len(macs) > 0 {
+		s.macs = make(map[[6]byte]uint32, len(macs))
+		for _, m := range macs {
+			if _, dup := s.macs[m.MAC]; !dup && m.DLID != 0 {
+				s.macs[m.MAC] = m.DLID & encap.LID16BMask
+			}
+		}
+	}
+	return s
+}
+
+// dlid chooses the destination as opa_vnic_get_dlid: the MAC table, then the
+// vesw's multicast DLID, then the LID in a locally administered MAC, then the
+// default port's unknown-unicast DLID; 0 when none applies.
+func (s *portState) dlid(frame []byte, fi *encap.FrameInfo, entropy uint8) uint32 {
+	if s.macs != nil {
+		if d, ok := s.macs[[6]byte(frame[0:6])]; ok {
+			return d
+		}
+	}
+	if fi.Multicast {
+		return s.cfg.VESW.McastDLID & encap.LID16BMask
+	}
+	if encap.IsLocalMAC(frame) {
+		return encap.DLIDFromMAC(frame)
+	}
+	if dp := s.flows.Port(entropy); dp < encap.MaxDefaultPort {
+		return s.cfg.VESW.UcastDLID[dp] & encap.LID16BMask
+	}
+	return 0
+}
+
+// Port is one VNIC port: a netdev and the configuration the VEMA gave it.
+type Port struct {
+	vport  uint8
+	dev    Device
+	netdev NetdevConfig
+	st     atomic.Pointer[portState]
+	linkUp atomic.Bool  // the netdev is administratively up
+	mtu    atomic.Int32 // the netdev's MTU, as last seen
+	fwd    atomic.Bool  // oper_state FORWARDING: config FORWARDING and link up
+
+	// Counters are the port's counters, under the kernel's names.
+	Counters PortCounters
+
+	rxq     [][]byte // frames of the current receive batch, aliasing HFI buffers
+	txDone  chan struct{}
+	closing atomic.Bool
+}
+
+// VPort returns the port's vport index.
+func (p *Port) VPort() uint8 { return p.vport }
+
+// Device returns the port's netdev.
+func (p *Port) Device() Device { return p.dev }
+
+// Config returns the port's current configuration.
+func (p *Port) Config() PortConfig { return p.st.Load().cfg }
+
+// MACTable returns the port's MAC-table entries (unordered).
+func (p *Port) MACTable() []MACEntry {
+	st := p.st.Load()
+	out := make([]MACEntry, 0, len(st.macs))
+	for mac, d := range st.macs {
+		out = append(out, MACEntry{MAC: mac, DLID: d})
+	}
+	return out
+}
+
+// OperState returns StateForwarding or StateDropAll.
+func (p *Port) OperState() uint8 {
+	if p.fwd.Load() {
+		return StateForwarding
+	}
+	return StateDropAll
+}
+
+// LinkUp reports whether the netdev is administratively up.
+func (p *Port) LinkUp() bool { return p.linkUp.Load() }
+
+func (p *Port) updateOper() {
+	p.fwd.Store(p.st.Load().cfg.Port.ConfigState == StateForwarding && p.linkUp.Load())
+}
+
+// txLoop is the port's transmit goroutine: it owns its buffers from TAP read
+// to UDP send and returns when the device is closed.
+func (p *Port) txLoop(s *hfi.Sender) {
+	defer close(p.txDone)
+	batch := max(p.dev.BatchSize(), 1)
+	bufs := make([][]byte, batch)
+	backing := make([]byte, batch*txBufLen)
+	for i := range bufs {
+		bufs[i] = backing[i*txBufLen : (i+1)*txBufLen : (i+1)*txBufLen]
+	}
+	sizes := make([]int, batch)
+	pkts := make([][]byte, 0, batch)
+	for {
+		n, err := p.dev.Read(bufs, sizes, encap.Headroom)
+		if err != nil && n == 0 {
+			if p.closing.Load() {
+				return
+			}
+			// A read error on a live TAP (rare): count it and go on, but
+			// never spin.
+			p.Counters.TxFifoErrors.Add(1)
+			if isClosed(err) {
+				return
+			}
+			time.Sleep(readErrorBackoff)
+			continue
+		}
+		st := p.st.Load()
+		fwd := p.fwd.Load()
+		pkts = pkts[:0]
+		for i := range n {
+			if pkt := p.encap(st, fwd, bufs[i], sizes[i]); pkt != nil {
+				pkts = append(pkts, pkt)
+			}
+		}
+		if len(pkts) > 0 {
+			s.Send(pkts)
+		}
+		clear(pkts)
+	}
+}
+
+// encap makes the transmit decisions for one frame (at buf[Headroom:]) and
+// wraps it; nil means dropped (and counted).
+func (p *Port) encap(st *portState, fwd bool, buf []byte, n int) []byte {
+	c := &p.Counters
+	c.TxPackets.Add(1)
+	c.TxBytes.Add(uint64(n) + 4)
+	c.TxLen[lenBucket(n)].Add(1)
+	if !fwd {
+		c.TxDropState.Add(1)
+		return nil
+	}
+	if n < 14 || n > encap.MaxFrameLen {
+		c.TxFifoErrors.Add(1)
+		return nil
+	}
+	frame := buf[encap.Headroom : encap.Headroom+n]
+	fi := encap.ParseFrame(frame)
+	entropy := encap.FoldEntropy(encap.FlowHash(frame, &fi))
+	dlid := st.dlid(frame, &fi, entropy)
+	if dlid == 0 {
+		c.TxDLIDZero.Add(1)
+		return nil
+	}
+	params := st.params
+	params.DLID = dlid
+	params.SC = st.cfg.Port.SC.SC(&fi)
+	params.RC = encap.SelectRC(st.cfg.VESW.RC, &fi)
+	params.Entropy = uint16(entropy)
+	pkt, err := encap.EncapVNIC(buf, encap.Headroom, n, &params)
+	if err != nil {
+		c.TxFifoErrors.Add(1)
+		return nil
+	}
+	if fi.Multicast {
+		c.TxMcastBcast.Add(1)
+	} else {
+		c.TxUnicast.Add(1)
+	}
+	if fi.Tagged {
+		c.TxVLAN.Add(1)
+	} else {
+		c.TxUntagged.Add(1)
+	}
+	return pkt
+}
+
+// isVLAN reports an in-band 802.1Q or 802.1ad tag.
+func isVLAN(frame []byte) bool {
+	et := binary.BigEndian.Uint16(frame[12:])
+	return et == encap.EtherTypeVLAN || et == encap.EtherTypeQinQ
+}

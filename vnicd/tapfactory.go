@@ -1,0 +1,69 @@
+package vnicd
+
+import (
+	"context"
+	"fmt"
+
+	"go.uber.org/zap"
+)
+
+// TAPFactory returns the DeviceFactory that makes real TAP netdevs: named as
+// the port's NetdevConfig says (vnic<vport> by default), with the port's MAC
+// and MTU, placed in its namespace, up, with its addresses.
+func TAPFactory(log *zap.Logger) DeviceFactory {
+	return func(s DeviceSpec) (Device, error) {
+		name := s.Netdev.IfName
+		if name == "" {
+			name = fmt.Sprintf("vnic%d", s.VPort)
+		}
+		t, err := OpenTAP(TAPConfig{
+			Name: name, MAC: s.MAC, MTU: s.MTU, NetNS: s.Netdev.NetNS, Addresses: s.Netdev.Addresses,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return t, nil
+	}
+}
+
+// linkWatcher is a Device that reports its netdev's state (the TAP does).
+type linkWatcher interface {
+	Watch(ctx context.Context) (<-chan LinkEvent, error)
+}
+
+// watchLink follows a port's netdev: its administrative state drives the
+// port's oper state, and its MTU is remembered so that a smaller eth_mtu can
+// lower it. It returns when the device is closed.
+func (e *Engine) watchLink(p *Port, w linkWatcher) {
+	ch, err := w.Watch(context.Background())
+	if err != nil {
+		e.log.Warn("cannot watch the netdev; its link state is taken as up", zap.Uint8("vnic", p.vport), zap.Error(err))
+		return
+	}
+	go func() {
+		var lastMAC [6]byte
+		first := true
+		for ev := range ch {
+			if ev.Err != nil {
+				e.log.Warn("netdev watch ended", zap.Uint8("vnic", p.vport), zap.Error(ev.Err))
+			}
+			if ev.Deleted {
+				if !p.closing.Load() {
+					e.log.Warn("netdev deleted from outside vnicd", zap.Uint8("vnic", p.vport),
+						zap.String("ifname", p.dev.Name()))
+					e.setLinkUp(p, false)
+				}
+				continue
+			}
+			p.mtu.Store(int32(ev.MTU))
+			if p.linkUp.Load() != ev.Up {
+				e.log.Info("netdev link changed", zap.Uint8("vnic", p.vport), zap.Bool("up", ev.Up))
+			}
+			e.setLinkUp(p, ev.Up)
+			if !first && ev.MAC != lastMAC {
+				e.log.Info("netdev MAC changed", zap.Uint8("vnic", p.vport), zap.String("mac", netMAC(ev.MAC)))
+			}
+			first, lastMAC = false, ev.MAC
+		}
+	}()
+}
