@@ -101,8 +101,8 @@ for i in $(seq 50); do
 	((i == 50)) && { echo "demo: vnicd did not come up within 10 s" >&2; exit 1; }
 	sleep 0.2
 done
-"$bin/vnicctl" "${ctl_a[@]}" hfi | head -4
-"$bin/vnicctl" "${ctl_b[@]}" hfi | head -4
+"$bin/vnicctl" "${ctl_a[@]}" hfi | sed -n 1,4p
+"$bin/vnicctl" "${ctl_b[@]}" hfi | sed -n 1,4p
 
 step "ip link: the VNICs are real netdevs"
 for ns in "$A" "$A-blue" "$B" "$B-blue"; do

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"go.uber.org/zap"
@@ -32,6 +33,7 @@ func run(args []string) int {
 	configPath := fs.String("config", "", "path of the YAML config (required)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	format := fs.String("log-format", "console", "log format: console or json")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this file until vnicd stops (for performance work)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -61,6 +63,19 @@ func run(args []string) int {
 			return 2
 		}
 		return 1
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			log.Error("cannot write the CPU profile", zap.Error(err))
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Error("cannot start the CPU profile", zap.Error(err))
+			return 1
+		}
+		defer pprof.StopCPUProfile()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
