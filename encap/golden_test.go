@@ -699,6 +699,37 @@ func TestEncapMgmtQPNMask(t *testing.T) {
 	}
 }
 
+// TestEncapVNICMasksParams gives EncapVNIC parameters wider than their
+// fields: each is cut to its width and nothing spills into a neighbour (the
+// kernel let an SC above 31 spill into RC; VNICParams documents SC as 5 bits).
+func TestEncapVNICMasksParams(t *testing.T) {
+	p := encap.VNICParams{
+		SLID: 0xFF0C000A, // 24 bits kept: 0x0C000A
+		DLID: 0x12F00001, // 24 bits kept: 0xF00001
+		SC:   0xE5,       // 5 bits kept: 0x05
+		RC:   0xFA,       // 3 bits kept: 0x2
+		PKey: 0x8001, Entropy: 0x00A5, VESWID: 0x001,
+	}
+	// lrh0 = 0xC000A | 11<<20 = 0x00BC000A; lrh1 = 0x00001 | 5<<20 | 2<<25 |
+	// 2<<29 | 1<<31 = 0xC4500001; lrh2 = 0x78 | 0<<8 | 0xF<<12 | 0x8001<<16
+	// = 0x8001F078.
+	want := []byte{
+		0x0A, 0x00, 0xBC, 0x00, // lrh0: SLID[19:0] 0xC000A, LEN 11
+		0x01, 0x00, 0x50, 0xC4, // lrh1: DLID[19:0] 0x00001, SC 5, RC 2, FECN 0, L2 2, LT 1
+		0x78, 0xF0, 0x01, 0x80, // lrh2: L4 0x78, SLID[23:20] 0, DLID[23:20] 0xF, PKEY 0x8001
+		0xA5, 0x00, 0x00, 0x00, // lrh3: entropy 0x00A5
+		0x00, 0x00, 0x01, 0x00, // vesw_id 0x0001
+	}
+	buf := make([]byte, 88)
+	pkt, err := encap.EncapVNIC(buf, 20, 60, &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(pkt[:20], want) {
+		diffBytes(t, pkt[:20], want)
+	}
+}
+
 func TestEncapErrors(t *testing.T) {
 	p := base
 	mp := encap.MgmtParams{SLID: 1, DLID: 2, PKey: 0xFFFF, DestQPN: 1, SrcQPN: 1}
@@ -744,6 +775,12 @@ func TestEncapErrors(t *testing.T) {
 	}
 	if _, err := encap.AppendMgmt(nil, &mp, make([]byte, 7)); !errors.Is(err, encap.ErrMADLength) {
 		t.Errorf("AppendMgmt(7 bytes) = %v", err)
+	}
+	// A failed append leaves dst as it was.
+	dst := []byte{1, 2, 3}
+	if got, err := encap.AppendMgmt(dst, &mp, make([]byte, 16344+8)); !errors.Is(err, encap.ErrFrameTooLong) ||
+		!bytes.Equal(got, []byte{1, 2, 3}) {
+		t.Errorf("AppendMgmt(too long) = %d bytes, %v", len(got), err)
 	}
 }
 

@@ -412,6 +412,8 @@ func TestFlowHash(t *testing.T) {
 		{"TCP-dest-address", ref, tcp(ip4A, ip4C, 40000, 80, 1, 64, 1)},
 		{"TCP-vs-UDP", ref, eth(macA, nil, 0x0800, ip4(17, ip4A, ip4B, 1, 64, 0x4000, l4(40000, 80, payload(1)...)))},
 		{"UDP6-ports", udp6(5000, 53, 0, 1), udp6(5001, 53, 0, 1)},
+		{"UDP6-source-address", udp6(5000, 53, 0, 1), eth(macA, nil, 0x86DD, ip6(17, ip6B, ip6B, 0, l4(5000, 53, payload(1)...)))},
+		{"UDP6-dest-address", udp6(5000, 53, 0, 1), eth(macA, nil, 0x86DD, ip6(17, ip6A, ip6A, 0, l4(5000, 53, payload(1)...)))},
 		{"IPv6-vs-IPv4", udp6(5000, 53, 0, 1), eth(macA, nil, 0x0800, ip4(17, ip4A, ip4B, 1, 64, 0, l4(5000, 53)))},
 		{"non-IP-dest-MAC", raw(macA, 0x88B5, 1), raw(macMC, 0x88B5, 1)},
 		{"non-IP-EtherType", raw(macA, 0x88B5, 1), raw(macA, 0x88B6, 1)},
