@@ -5,14 +5,38 @@ import (
 	"hash/crc32"
 )
 
-// icrcMask holds, for each header byte, the bits a switch may change in
-// flight; the ICRC counts them as ones (WIRE.md §5): BECN (QW0 bit 31), SC
-// (QW0 bits 52-56), FECN (QW0 bit 60) and Age (QW1 bits 48-55).
-var icrcMask = [HeaderLen]byte{
-	3:  0x80,        // BECN
-	6:  0xF0,        // SC[3:0]
-	7:  0x01 | 0x10, // SC[4], FECN
-	14: 0xFF,        // Age
+// icrcMask holds, per little-endian header QW, the bits a switch may change
+// in flight; the ICRC counts them as ones (WIRE.md §5): in QW0 BECN (bit 31),
+// SC (bits 52-56) and FECN (bit 60), in QW1 Age (bits 48-55).
+var icrcMask = [2]uint64{
+	becnBit | scMask<<(32+scShift) | fecnBit<<32,
+	ageMask << (32 + ageShift),
+}
+
+// crcTab8 is the slicing-by-8 table of the IEEE polynomial: crcTab8[0] is
+// crc32.IEEETable, crcTab8[k][b] the CRC of byte b followed by k zero bytes.
+// hash/crc32 keeps its own copy unexported; this one costs 8 KiB, built once.
+var crcTab8 = func() *[8][256]uint32 {
+	t := new([8][256]uint32)
+	t[0] = *crc32.IEEETable
+	for i := range 256 {
+		crc := t[0][i]
+		for k := 1; k < 8; k++ {
+			crc = t[0][byte(crc)] ^ crc>>8
+			t[k][i] = crc
+		}
+	}
+	return t
+}()
+
+// update8 advances a raw (uncomplemented) CRC register by the 8 bytes of
+// the little-endian word v.
+func update8(crc uint32, v uint64) uint32 {
+	t := crcTab8
+	lo := uint32(v) ^ crc
+	hi := uint32(v >> 32)
+	return t[7][byte(lo)] ^ t[6][byte(lo>>8)] ^ t[5][byte(lo>>16)] ^ t[4][lo>>24] ^
+		t[3][byte(hi)] ^ t[2][byte(hi>>8)] ^ t[1][byte(hi>>16)] ^ t[0][hi>>24]
 }
 
 // ICRC computes the 16B ICRC of pkt (WIRE.md §5): CRC-32 (IEEE, as
@@ -20,14 +44,28 @@ var icrcMask = [HeaderLen]byte{
 // fields counted as all ones. pkt is the whole packet, at least 24 bytes; the
 // last 5 bytes (ICRC and tail) are not read. It neither writes nor keeps pkt.
 func ICRC(pkt []byte) uint32 {
-	tab := crc32.IEEETable
-	crc := ^uint32(0)
-	// The masked header goes through the table byte by byte: copying it into
-	// a local array for crc32.Update would make that array escape.
-	for i, b := range pkt[:HeaderLen] {
-		crc = tab[byte(crc)^(b|icrcMask[i])] ^ crc>>8
+	le := binary.LittleEndian
+	// The masked header goes through the slicing table a word at a time:
+	// copying it into a local array for crc32.Update would make that array
+	// escape, and a byte loop costs a table lookup chain per byte.
+	crc := update8(^uint32(0), le.Uint64(pkt[0:])|icrcMask[0])
+	crc = update8(crc, le.Uint64(pkt[8:])|icrcMask[1])
+	// hash/crc32 takes whole 16-byte blocks (carry-less multiply when the
+	// CPU has it) but finishes a remainder below 16 bytes a byte at a time;
+	// so hand it the blocks and finish here, 8 bytes at a time when possible.
+	body := pkt[HeaderLen : len(pkt)-TrailerLen]
+	n := len(body) &^ 15
+	crc = ^crc32.Update(^crc, crc32.IEEETable, body[:n])
+	rest := body[n:]
+	if len(rest) >= 8 {
+		crc = update8(crc, le.Uint64(rest))
+		rest = rest[8:]
 	}
-	return crc32.Update(^crc, tab, pkt[HeaderLen:len(pkt)-TrailerLen])
+	tab := crc32.IEEETable
+	for _, b := range rest {
+		crc = tab[byte(crc)^b] ^ crc>>8
+	}
+	return ^crc
 }
 
 // CheckICRC reports whether the ICRC stored in pkt matches its contents.

@@ -108,9 +108,15 @@ func (l LID) String() string { return "0x" + strings.ToUpper(strconv.FormatUint(
 // ErrBadLID is returned by ParseLID for text that is not a LID.
 var ErrBadLID = errors.New("encap: bad LID")
 
-// ParseLID parses a LID written in decimal or 0x-hex. It rejects 0.
+// ParseLID parses a LID written in decimal or 0x-hex. It rejects 0. A leading
+// zero does not make a number octal ("010" is ten), and no other prefix or
+// digit separator is accepted.
 func ParseLID(s string) (LID, error) {
-	v, err := strconv.ParseUint(strings.TrimSpace(s), 0, 32)
+	t, base := strings.TrimSpace(s), 10
+	if len(t) > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X') {
+		t, base = t[2:], 16
+	}
+	v, err := strconv.ParseUint(t, base, 32)
 	if err != nil || v == 0 {
 		return 0, fmt.Errorf("%w: %q", ErrBadLID, s)
 	}

@@ -224,8 +224,11 @@ func FlowHash(frame []byte, fi *FrameInfo) uint32 {
 		ip := frame[fi.L3Off:]
 		mix(ip[12:20])
 		h ^= uint32(fi.Proto)
+		// Ports only when the datagram is not fragmented (MF clear, offset
+		// 0): the first fragment carries the ports and later ones do not,
+		// so hashing none of them with ports keeps a datagram on one path.
 		if ihl := int(ip[0]&0xF) * 4; ihl >= 20 && ip[6]&0x3F == 0 && ip[7] == 0 {
-			l4 = fi.L3Off + ihl // first fragment or unfragmented only
+			l4 = fi.L3Off + ihl
 		}
 	case fi.L3Off != 0 && fi.EtherType == EtherTypeIPv6:
 		mix(frame[fi.L3Off+8 : fi.L3Off+40])
