@@ -7,6 +7,15 @@ import (
 	"testing"
 )
 
+// Run one target at a time on the shared machine, for example
+//
+//	go test -run='^$' -fuzz='^FuzzSMP$' -fuzztime=60s -parallel 1 -fuzzminimizetime=3s ./vema
+//
+// The list decoders (VESWPortMACEntries, IfaceMACs) and SMP take inputs up to
+// 2 KiB; without a short -fuzzminimizetime the fuzzer spends most of its time
+// minimizing each new input. Crashers land in testdata/fuzz/ and stay there
+// as regression inputs.
+
 // fuzzDecoder is the property every decoder holds for any input: it either
 // fails with one of the package's errors, or what it decoded encodes back to
 // the bytes it read and decodes again to the same value. It is seeded with the
