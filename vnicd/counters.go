@@ -57,7 +57,8 @@ type Counter struct {
 	Value uint64 `json:"value"`
 }
 
-// Snapshot returns the 38 counters of the kernel's ethtool -S, in its order,
+// Snapshot returns the counters of the kernel's ethtool -S (the 39 entries of
+// opa_vnic_ethtool.c's vnic_gstrings_stats), in its order,
 // then rx_bad_veswid and rx_bad_pkey.
 func (c *PortCounters) Snapshot() []Counter {
 	txErr := c.TxFifoErrors.Load() + c.TxCarrierErrors.Load() + c.TxDropState.Load() + c.TxDLIDZero.Load()
