@@ -25,7 +25,7 @@ func vnicdBinary(t *testing.T) string {
 			return
 		}
 		builtBin = filepath.Join(dir, "vnicd")
-		out, err := exec.Command("go", "build", "-o", builtBin, ".").CombinedOutput()
+		out, err := exec.Command("go", "build", "-buildvcs=false", "-o", builtBin, ".").CombinedOutput()
 		if err != nil {
 			buildErr = err
 			builtBin = string(out)

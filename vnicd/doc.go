@@ -1,0 +1,20 @@
+// Package vnicd is the engine of the opavnic per-host daemon: VNIC ports on
+// TAP netdevs (created, placed in a network namespace and configured over
+// netlink), the configuration each port runs with (the kernel's opa_vesw_info
+// and opa_per_veswport_info), the transmit decisions (DLID from the MAC
+// table, the multicast DLID, the LID in a locally administered MAC or the
+// default port; SC, RC, entropy, PKEY, vesw_id), the receive checks after the
+// HFI's (vesw_id, port state, PKEY, runt and oversize), the kernel's counter
+// set, the static-mode config, and the control socket.
+//
+// It implements ../shared/spec/kernel-reference.md §2 (transmit), §3
+// (receive), §5 (counters) and §6 (netdev behaviour) on top of package hfi
+// and package encap (WIRE.md). It knows nothing of UDP: the HFI carries its
+// packets.
+//
+// Data path: each port has one transmit goroutine that owns its buffers from
+// TAP read to HFI send; receive runs on the HFI's goroutine, which queues a
+// batch's frames per port and writes each port's frames to its TAP in one
+// call. Port configuration is an immutable snapshot swapped atomically, so
+// neither direction takes a lock, logs or allocates per frame.
+package vnicd
