@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
 
@@ -21,33 +18,16 @@ func TestE2EShutdownRemovesTAPs(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			a, other := nstest.NewNS(t, "sd"+sig.String()[3:6]), nstest.NewNS(t, "sdo"+sig.String()[3:6])
-			dir := t.TempDir()
 			h := hostSpec{
 				name: "host-a", lid: lidA, listen: "127.0.0.1:4793",
-				socket: filepath.Join(dir, "vnicd.sock"),
 				groups: map[int][]int{mcRed: {lidA}, mcBlue: {lidA}},
 				vnics: []vnicSpec{
 					{vport: 0, vesw: 1, pkey: 0x8001, mcast: mcRed, ifname: "vnic0", addrs: []string{"192.168.101.1/24"}},
 					{vport: 1, vesw: 2, pkey: 0x8002, mcast: mcBlue, ifname: "vnic1", netns: other.Path()},
 				},
 			}
-			path := filepath.Join(dir, "a.yaml")
-			if err := os.WriteFile(path, []byte(h.yaml()), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			cmd, err := a.Start(context.Background(), vnicdBinary(t), "--config", path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-				var v []vnicd.VNICStatus
-				if vnicd.Call(h.socket, "vnics", nil, &v) == nil && len(v) == 2 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("vnicd did not come up")
-				}
-			}
+			d := startVnicd(t, a, h)
+			cmd := d.cmd
 			start := time.Now()
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
@@ -72,7 +52,7 @@ func TestE2EShutdownRemovesTAPs(t *testing.T) {
 					t.Errorf("%s still exists in %s after shutdown", c.name, c.ns.Name())
 				}
 			}
-			if _, err := os.Stat(h.socket); err == nil {
+			if _, err := os.Stat(d.socket); err == nil {
 				t.Error("control socket left behind")
 			}
 			if took > time.Second {

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -104,6 +105,7 @@ func (h hostSpec) yaml() string {
 // daemon is a vnicd started by a test.
 type daemon struct {
 	socket string
+	cmd    *exec.Cmd
 }
 
 // startVnicd writes the config and starts vnicd in ns; it returns once the
@@ -123,10 +125,11 @@ func startVnicd(t *testing.T, ns *nstest.NS, h hostSpec) *daemon {
 	if h.verbose {
 		args = append(args, "--log-level", "debug")
 	}
-	if _, err := ns.Start(context.Background(), bin, args...); err != nil {
+	cmd, err := ns.Start(context.Background(), bin, args...)
+	if err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{socket: h.socket}
+	d := &daemon{socket: h.socket, cmd: cmd}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var v []vnicd.VNICStatus
