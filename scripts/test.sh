@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # All of opavnic's tests: vet and format checks, unit tests with the fuzz seed
-# corpora, and, as root, the end-to-end tests in network namespaces (which
+# corpora under the race detector, and, as root, the end-to-end tests in network namespaces (which
 # build their own namespaces and always remove them).
 #
 #   scripts/test.sh            # everything
@@ -22,5 +22,5 @@ go vet ./...
 if [[ $(id -u) -ne 0 ]]; then
 	echo "== note: not root, so the namespace end-to-end tests will skip" >&2
 fi
-echo "== go test"
-go test -count=1 -timeout 30m "$@" ./...
+echo "== go test -race"
+go test -race -count=1 -timeout 30m "$@" ./...
