@@ -313,10 +313,10 @@ type rawConfig struct {
 	Node            rawNode              `yaml:"node"`
 	TrustedManagers leaf                 `yaml:"trusted_managers"`
 	Netdevs         map[string]rawNetdev `yaml:"netdevs"`
-	Peers     []rawPeer  `yaml:"peers"`
-	Multicast []rawGroup `yaml:"multicast"`
-	Control   rawControl `yaml:"control"`
-	VNICs     []rawVNIC  `yaml:"vnics"`
+	Peers           []rawPeer            `yaml:"peers"`
+	Multicast       []rawGroup           `yaml:"multicast"`
+	Control         rawControl           `yaml:"control"`
+	VNICs           []rawVNIC            `yaml:"vnics"`
 }
 
 type rawNode struct {
