@@ -293,7 +293,14 @@ func (d *Daemon) registerControl() {
 		}
 		lid, err := encap.ParseLID(a.LID)
 		if err != nil {
-			return nil, err
+			for _, p := range d.cfg.Peers {
+				if p.Name != "" && p.Name == a.LID {
+					lid, err = p.LID, nil
+				}
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither a LID nor the name of a configured peer", a.LID)
 		}
 		rec, err := d.mgmt.Path(context.Background(), lid)
 		if err != nil {
