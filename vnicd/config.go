@@ -68,7 +68,13 @@ const (
 // Config is a node's static-mode configuration, every value typed, validated
 // and defaulted. ParseConfig and LoadConfig make one; Marshal writes it back.
 type Config struct {
-	Node      NodeConfig
+	Node NodeConfig
+	// TrustedManagers are the endpoints a static node takes management
+	// Get/Set MADs from (PROTOCOL.md §6); nil when there are none.
+	TrustedManagers []netip.AddrPort
+	// Netdevs names, places and addresses the netdevs of vports the EM
+	// creates (managed mode), by vport index; nil when there are none.
+	Netdevs   map[uint8]NetdevConfig
 	Peers     []Peer           // nil when there are none
 	Multicast []MulticastGroup // nil when there are none
 	Control   ControlConfig
@@ -93,7 +99,15 @@ type NodeConfig struct {
 	// UnderlayInterface names the interface whose MTU the daemon checks; ""
 	// means the one that routes to the first peer.
 	UnderlayInterface string
+	// FabricManager is the FM's UDP endpoint (managed mode); the zero value
+	// means static mode. In managed mode LID may be 0: wait for the SM.
+	FabricManager netip.AddrPort
+	// FMLID is the FM's LID (16B unicast), 1 by default.
+	FMLID encap.LID
 }
+
+// Managed reports whether the node is in managed mode.
+func (n *NodeConfig) Managed() bool { return n.FabricManager.IsValid() }
 
 // Peer is one entry of the static directory: a 16B unicast LID and the UDP
 // endpoint of the host that has it.
@@ -296,11 +310,13 @@ func (l leaf) line() int {
 // The raw tree: structs where the file has mappings with fixed keys (so that
 // KnownFields rejects unknown ones), leaves for every value.
 type rawConfig struct {
-	Node      rawNode    `yaml:"node"`
-	Peers     []rawPeer  `yaml:"peers"`
-	Multicast []rawGroup `yaml:"multicast"`
-	Control   rawControl `yaml:"control"`
-	VNICs     []rawVNIC  `yaml:"vnics"`
+	Node            rawNode              `yaml:"node"`
+	TrustedManagers leaf                 `yaml:"trusted_managers"`
+	Netdevs         map[string]rawNetdev `yaml:"netdevs"`
+	Peers           []rawPeer            `yaml:"peers"`
+	Multicast       []rawGroup           `yaml:"multicast"`
+	Control         rawControl           `yaml:"control"`
+	VNICs           []rawVNIC            `yaml:"vnics"`
 }
 
 type rawNode struct {
@@ -311,6 +327,14 @@ type rawNode struct {
 	SubnetPrefix      leaf `yaml:"subnet_prefix"`
 	VerifyICRC        leaf `yaml:"verify_icrc"`
 	UnderlayInterface leaf `yaml:"underlay_interface"`
+	FabricManager     leaf `yaml:"fabric_manager"`
+	FMLID             leaf `yaml:"fm_lid"`
+}
+
+type rawNetdev struct {
+	IfName    leaf `yaml:"ifname"`
+	NetNS     leaf `yaml:"netns"`
+	Addresses leaf `yaml:"addresses"`
 }
 
 type rawPeer struct {
@@ -713,6 +737,8 @@ func (r *rawConfig) build() (*Config, error) {
 		return nil, c.err
 	}
 	cfg.Control.Socket = c.buildSocket(r.Control.Socket, cfg.Node.Name)
+	cfg.TrustedManagers = c.buildTrusted(r.TrustedManagers, cfg.Node.Managed())
+	cfg.Netdevs = c.buildNetdevs(r.Netdevs)
 	cfg.VNICs = c.buildVNICs(r.VNICs, cfg, known, groups)
 	if c.err != nil {
 		return nil, c.err
@@ -747,7 +773,24 @@ func (c *checker) buildNode(r *rawNode) NodeConfig {
 		}
 		n.GUID = v
 	}
-	if c.required(r.LID, "node.lid") {
+	n.FMLID = 1
+	if r.FMLID.present() {
+		if l := c.unicastLID(r.FMLID, "node.fm_lid"); l != 0 {
+			n.FMLID = encap.LID(l)
+		}
+	}
+	if s, _ := c.text(r.FabricManager, "node.fabric_manager"); s != "" {
+		ap, err := resolveEndpoint(s)
+		if err != nil {
+			c.failf("node.fabric_manager", r.FabricManager, "%q: %v", s, err)
+		}
+		n.FabricManager = ap
+	}
+	if n.Managed() {
+		if r.LID.present() {
+			n.LID = encap.LID(c.unicastLID(r.LID, "node.lid"))
+		}
+	} else if c.required(r.LID, "node.lid") {
 		n.LID = encap.LID(c.unicastLID(r.LID, "node.lid"))
 	}
 	n.Listen = netip.AddrPortFrom(netip.IPv6Unspecified(), DefaultUDPPort)
@@ -1500,4 +1543,66 @@ func (c *Config) Summary() string {
 		}
 	}
 	return b.String()
+}
+
+// resolveEndpoint is parseEndpoint, and for a host name (host or host:port)
+// its first address.
+func resolveEndpoint(s string) (netip.AddrPort, error) {
+	if ap, err := parseEndpoint(s); err == nil {
+		return ap, nil
+	}
+	host, port := s, strconv.Itoa(DefaultUDPPort)
+	if h, p, err := net.SplitHostPort(s); err == nil {
+		host, port = h, p
+	}
+	ua, err := net.ResolveUDPAddr("udp", net.JoinHostPort(host, port))
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("neither an IP address nor a host name that resolves: %v", err)
+	}
+	ap := ua.AddrPort()
+	if ap.Port() == 0 {
+		return netip.AddrPort{}, errors.New("port 0")
+	}
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), nil
+}
+
+func (c *checker) buildTrusted(l leaf, managed bool) []netip.AddrPort {
+	var out []netip.AddrPort
+	items := c.list(l, "trusted_managers")
+	if len(items) > 0 && managed {
+		c.failf("trusted_managers", l, "only in static mode (with node.fabric_manager the FM is the one trusted manager)")
+		return nil
+	}
+	for i, e := range items {
+		path := fmt.Sprintf("trusted_managers[%d]", i)
+		if !c.required(e, path) {
+			break
+		}
+		s, _ := c.text(e, path)
+		ap, err := parseEndpoint(s)
+		if err != nil {
+			c.failf(path, e, "%q: %v", s, err)
+			continue
+		}
+		out = append(out, ap)
+	}
+	return out
+}
+
+func (c *checker) buildNetdevs(raw map[string]rawNetdev) map[uint8]NetdevConfig {
+	if len(raw) == 0 {
+		return nil
+	}
+	out := map[uint8]NetdevConfig{}
+	for _, k := range sortedKeys(raw) {
+		path := "netdevs." + k
+		r := raw[k]
+		v, err := strconv.ParseUint(k, 10, 8)
+		if err != nil || v > 254 {
+			c.failf(path, r.IfName, "%q is not a vport index (0..254)", k)
+			continue
+		}
+		out[uint8(v)] = c.buildNetdev(&rawPort{IfName: r.IfName, NetNS: r.NetNS, Addresses: r.Addresses}, path, v)
+	}
+	return out
 }

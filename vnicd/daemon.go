@@ -13,6 +13,7 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
+	"github.com/opavnic/opavnic/vema"
 )
 
 // Daemon is a running vnicd in static mode: the HFI on its UDP socket, the
@@ -22,6 +23,7 @@ type Daemon struct {
 	log    *zap.Logger
 	hfi    *hfi.HFI
 	engine *Engine
+	mgmt   *Mgmt
 	ctl    *ControlServer
 }
 
@@ -55,8 +57,11 @@ func NewDaemon(cfg *Config, newDevice DeviceFactory, log *zap.Logger) (_ *Daemon
 			d.engine.Close()
 		}
 	}()
+	d.mgmt = NewMgmt(d.engine, cfg.MgmtConfig(), log)
+	// Static mode configures its ports through its own VEMA agent, as the
+	// EM would (DESIGN.md: the agent is the only way a port's config changes).
 	for _, v := range cfg.VNICs {
-		if err := d.engine.SetPort(v.VPort, v.Port, v.Netdev, v.MACTable); err != nil {
+		if err := d.mgmt.configurePort(v.VPort, &v.Port, v.MACTable); err != nil {
 			return nil, err
 		}
 	}
@@ -84,7 +89,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
-	wg.Add(2)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		d.mgmt.Run(ctx)
+	}()
 	go func() {
 		defer wg.Done()
 		errs <- d.hfi.Run(ctx)
@@ -107,14 +116,40 @@ func (d *Daemon) Run(ctx context.Context) error {
 	return err
 }
 
-// Directory builds the HFI directory of a static config: every peer and the
-// node itself, and the multicast groups.
+// MgmtConfig is the management plane's part of the config.
+func (c *Config) MgmtConfig() MgmtConfig {
+	return MgmtConfig{
+		NodeGUID: c.Node.GUID, PortGUID: c.Node.GUID, Description: c.Node.Name,
+		FM: c.Node.FabricManager, FMLID: c.Node.FMLID.To16B(), Trusted: c.TrustedManagers,
+		SubnetPrefix: c.Node.SubnetPrefix, Netdev: c.NetdevFor,
+	}
+}
+
+// NetdevFor is the netdev of vport: from vnics, else from netdevs, else
+// vnic<vport> in vnicd's own namespace.
+func (c *Config) NetdevFor(vport uint8) NetdevConfig {
+	for _, v := range c.VNICs {
+		if v.VPort == vport {
+			return v.Netdev
+		}
+	}
+	if n, ok := c.Netdevs[vport]; ok {
+		return n
+	}
+	return NetdevConfig{IfName: fmt.Sprintf("vnic%d", vport)}
+}
+
+// Directory builds the HFI directory of a config: every peer and the node
+// itself, and the multicast groups; in managed mode, the FM too.
 func (c *Config) Directory() (*hfi.Directory, error) {
 	eps := make(map[uint32]netip.AddrPort, len(c.Peers)+1)
 	for _, p := range c.Peers {
 		eps[p.LID.To16B()] = p.Addr
 	}
-	if c.Node.Listen.Addr().IsValid() && !c.Node.Listen.Addr().IsUnspecified() {
+	if c.Node.Managed() {
+		eps[c.Node.FMLID.To16B()] = c.Node.FabricManager
+	}
+	if c.Node.LID != 0 && c.Node.Listen.Addr().IsValid() && !c.Node.Listen.Addr().IsUnspecified() {
 		eps[c.Node.LID.To16B()] = c.Node.Listen
 	}
 	groups := make(map[uint32][]uint32, len(c.Multicast))
@@ -238,7 +273,9 @@ func (d *Daemon) registerControl() {
 		cs := d.hfi.Counters.Snapshot()
 		cs = append(cs,
 			hfi.CounterValue{Name: "vnic_rx_bad_tail", Value: d.engine.RxBadTail.Load()},
-			hfi.CounterValue{Name: "vnic_rx_no_port", Value: d.engine.RxNoPort.Load()})
+			hfi.CounterValue{Name: "vnic_rx_no_port", Value: d.engine.RxNoPort.Load()},
+			hfi.CounterValue{Name: "mgmt_untrusted", Value: d.mgmt.Untrusted.Load()},
+			hfi.CounterValue{Name: "mgmt_bad", Value: d.mgmt.Bad.Load()})
 		lid := encap.LIDFrom16B(d.hfi.LID())
 		return HFIStatus{
 			Node: d.cfg.Node.Name, LID: lid.String(), Extended: lid.IsExtended(), State: d.hfi.State().String(),
@@ -246,6 +283,31 @@ func (d *Daemon) registerControl() {
 		}, nil
 	})
 	d.ctl.Handle("fabric", func(json.RawMessage) (any, error) { return FabricEntries(d.hfi.Directory()), nil })
+	d.ctl.Handle("vesws", func(json.RawMessage) (any, error) { return VESWStatuses(d.engine), nil })
+	d.ctl.Handle("path", func(args json.RawMessage) (any, error) {
+		var a struct {
+			LID string `json:"lid"`
+		}
+		if err := json.Unmarshal(args, &a); err != nil {
+			return nil, fmt.Errorf("bad arguments: %w", err)
+		}
+		lid, err := encap.ParseLID(a.LID)
+		if err != nil {
+			for _, p := range d.cfg.Peers {
+				if p.Name != "" && p.Name == a.LID {
+					lid, err = p.LID, nil
+				}
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither a LID nor the name of a configured peer", a.LID)
+		}
+		rec, err := d.mgmt.Path(context.Background(), lid)
+		if err != nil {
+			return nil, err
+		}
+		return PathStatusOf(&rec), nil
+	})
 }
 
 // VNICStatuses describes every port of e.
@@ -288,4 +350,55 @@ func FabricEntries(d *hfi.Directory) []FabricEntry {
 
 func netMAC(m [6]byte) string {
 	return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5])
+}
+
+// VESWStatus is one line of `vnicctl vesws`: the vesw config of a local port.
+type VESWStatus struct {
+	VPort        uint8    `json:"vport"`
+	IfName       string   `json:"ifname"`
+	VESWID       uint16   `json:"vesw_id"`
+	FabricID     uint16   `json:"fabric_id"`
+	PKey         string   `json:"pkey"`
+	McastDLID    string   `json:"mcast_dlid"`
+	DefaultPorts []string `json:"default_ports"` // "index:dlid"
+	RC           string   `json:"rc"`
+	EthMTU       uint16   `json:"eth_mtu"`
+}
+
+// VESWStatuses describes the vesw of every port of e.
+func VESWStatuses(e *Engine) []VESWStatus {
+	out := []VESWStatus{}
+	for _, p := range e.Ports() {
+		c := p.Config().VESW
+		s := VESWStatus{VPort: p.vport, IfName: p.dev.Name(), VESWID: uint16(c.VESWID), FabricID: c.FabricID,
+			PKey: c.PKey.String(), McastDLID: fmt.Sprintf("0x%06X", c.McastDLID), RC: fmt.Sprintf("0x%08X", c.RC),
+			EthMTU: c.EthMTU, DefaultPorts: []string{}}
+		for i := range c.UcastDLID {
+			if c.DefPortMask&(1<<i) != 0 {
+				s.DefaultPorts = append(s.DefaultPorts, fmt.Sprintf("%d:%v", i, encap.LIDFrom16B(c.UcastDLID[i])))
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// PathStatus is the answer to the "path" command: an SA PathRecord.
+type PathStatus struct {
+	SGID     string `json:"sgid"`
+	DGID     string `json:"dgid"`
+	SLID     string `json:"slid"`
+	DLID     string `json:"dlid"`
+	HopLimit uint8  `json:"hop_limit"`
+	PKey     string `json:"pkey"`
+	MTU      uint8  `json:"mtu"`
+	Rate     uint8  `json:"rate"`
+	SL       uint8  `json:"sl"`
+}
+
+// PathStatusOf describes a path record.
+func PathStatusOf(r *vema.PathRecord) PathStatus {
+	return PathStatus{SGID: netip.AddrFrom16(r.SGID).String(), DGID: netip.AddrFrom16(r.DGID).String(),
+		SLID: r.SLID.String(), DLID: r.DLID.String(), HopLimit: r.HopLimit, PKey: r.PKey.String(),
+		MTU: r.MTU, Rate: r.Rate, SL: r.SL}
 }

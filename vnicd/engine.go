@@ -50,6 +50,8 @@ type Engine struct {
 	// Receive-goroutine state.
 	dirty []*Port
 
+	hook atomic.Pointer[func(PortEvent)]
+
 	// RxBadTail counts VNIC packets whose tail pad count left no frame.
 	RxBadTail atomic.Uint64
 	// RxNoPort counts VNIC packets for a vesw no port is on (also counted as

@@ -56,14 +56,50 @@ func (e *Engine) watchLink(p *Port, w linkWatcher) {
 				continue
 			}
 			p.mtu.Store(int32(ev.MTU))
-			if p.linkUp.Load() != ev.Up {
+			changed := p.linkUp.Load() != ev.Up
+			if changed {
 				e.log.Info("netdev link changed", zap.Uint8("vnic", p.vport), zap.Bool("up", ev.Up))
 			}
 			e.setLinkUp(p, ev.Up)
-			if !first && ev.MAC != lastMAC {
-				e.log.Info("netdev MAC changed", zap.Uint8("vnic", p.vport), zap.String("mac", netMAC(ev.MAC)))
+			if changed {
+				e.event(PortEvent{VPort: p.vport, Kind: EventLink, Up: ev.Up})
+			}
+			if first || ev.MAC != lastMAC {
+				if !first {
+					e.log.Info("netdev MAC changed", zap.Uint8("vnic", p.vport), zap.String("mac", netMAC(ev.MAC)))
+				}
+				e.event(PortEvent{VPort: p.vport, Kind: EventMAC, MAC: ev.MAC, Initial: first})
 			}
 			first, lastMAC = false, ev.MAC
 		}
 	}()
+}
+
+// EventKind is what changed on a port's netdev.
+type EventKind uint8
+
+// Port events.
+const (
+	EventLink EventKind = iota + 1 // administrative up/down
+	EventMAC                       // the netdev's MAC
+)
+
+// PortEvent is a change on a port's netdev that the management plane hears
+// about (VEMA traps, kernel-reference.md §4.9).
+type PortEvent struct {
+	VPort   uint8
+	Kind    EventKind
+	Up      bool    // EventLink
+	MAC     [6]byte // EventMAC: the netdev's MAC now
+	Initial bool    // EventMAC: the first reading, not a change
+}
+
+// SetEventHook sets the function told about port events (nil: none). It is
+// called from the link watchers' goroutines.
+func (e *Engine) SetEventHook(f func(PortEvent)) { e.hook.Store(&f) }
+
+func (e *Engine) event(ev PortEvent) {
+	if f := e.hook.Load(); f != nil && *f != nil {
+		(*f)(ev)
+	}
 }

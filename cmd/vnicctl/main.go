@@ -6,6 +6,8 @@
 //	vnicctl [--socket PATH] [--json] counters [VPORT]
 //	vnicctl [--socket PATH] [--json] hfi
 //	vnicctl [--socket PATH] [--json] fabric
+//	vnicctl [--socket PATH] [--json] vesws
+//	vnicctl [--socket PATH] [--json] path LID|NODE
 //
 // Without --socket it uses the only socket in /run/opavnic. Exit codes: 0
 // success, 1 the daemon could not answer, 2 bad usage.
@@ -38,6 +40,9 @@ commands:
   counters [VPORT]   per-port counters under the kernel's ethtool names
   hfi                the fabric port: LID, state, drop counters
   fabric             the LID directory and multicast groups
+  vesws              the vesw config of each local port
+  path LID|NODE      SA path record from this node to a LID (or a peer's name),
+                     asked of the fabric manager
 `)
 }
 
@@ -139,6 +144,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 				for _, e := range v {
 					fmt.Fprintf(tw, "%s\t%s\t%s\n", e.LID, dash(e.Endpoint), dash(e.Members))
 				}
+			})
+		}
+	case "vesws":
+		var v []vnicd.VESWStatus
+		if err = vnicd.Call(path, "vesws", nil, &v); err == nil {
+			err = show(stdout, *asJSON, v, func(tw *tabwriter.Writer) {
+				fmt.Fprintln(tw, "VPORT\tIFNAME\tVESW\tFABRIC\tPKEY\tMCAST\tDEFAULT_PORTS\tRC\tETH_MTU")
+				for _, s := range v {
+					fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%d\n", s.VPort, s.IfName, s.VESWID, s.FabricID,
+						s.PKey, s.McastDLID, dash(strings.Join(s.DefaultPorts, ",")), s.RC, s.EthMTU)
+				}
+			})
+		}
+	case "path":
+		if len(rest) != 1 {
+			usage(stderr)
+			return 2
+		}
+		var v vnicd.PathStatus
+		if err = vnicd.Call(path, "path", map[string]string{"lid": rest[0]}, &v); err == nil {
+			err = show(stdout, *asJSON, v, func(tw *tabwriter.Writer) {
+				fmt.Fprintln(tw, "SGID\tDGID\tSLID\tDLID\tHOP_LIMIT\tPKEY\tMTU\tRATE")
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%d\n", v.SGID, v.DGID, v.SLID, v.DLID, v.HopLimit, v.PKey, v.MTU, v.Rate)
 			})
 		}
 	default:

@@ -1,0 +1,349 @@
+package vema
+
+import (
+	"errors"
+	"net/netip"
+	"slices"
+)
+
+// The directory class (PROTOCOL.md §3, emulation: no kernel counterpart).
+// The FM tells each node the LID -> UDP endpoint of every member and the
+// members of every multicast group with Sets of class 0x3F; the MAD has
+// VEMA's 40-byte vendor header (OUI 00 06 6A) and 2048 bytes.
+const (
+	ClassDirectory        Class  = 0x3F
+	DirectoryClassVersion uint8  = 0x80
+	AttrDirectoryBlock    uint16 = 0xFF10
+	AttrMulticastBlock    uint16 = 0xFF11
+
+	DirBlockHeaderLen    = 16
+	DirEntryLen          = 24
+	MaxDirEntriesPerMAD  = (VEMADataLen - DirBlockHeaderLen) / DirEntryLen // 83
+	MaxDirEntries        = 4096                                            // unicast entries in a generation
+	MaxDirGroups         = 256                                             // groups in a generation
+	MaxDirGroupMembers   = 1024                                            // members of one group
+	dirGroupHeaderLen    = 8
+	maxDirGroupDataBytes = VEMADataLen - DirBlockHeaderLen
+)
+
+// Directory errors.
+var (
+	ErrDirBlock  = errors.New("vema: bad directory block")
+	ErrDirBounds = errors.New("vema: directory beyond its bounds")
+)
+
+// DirBlockHeader starts the data of a DirectoryBlock and of a MulticastBlock:
+//
+//	off size field
+//	  0    4 generation
+//	  4    2 block        (0-based)
+//	  6    2 num_blocks   (of this kind in the generation, >= 1)
+//	  8    2 count        (num_entries or num_groups)
+//	 10    6 reserved
+type DirBlockHeader struct {
+	Generation uint32
+	Block      uint16
+	NumBlocks  uint16
+	Count      uint16
+	Reserved   [6]byte
+}
+
+func (h *DirBlockHeader) appendTo(b []byte) []byte {
+	b = be.AppendUint32(b, h.Generation) // 0
+	b = be.AppendUint16(b, h.Block)      // 4
+	b = be.AppendUint16(b, h.NumBlocks)  // 6
+	b = be.AppendUint16(b, h.Count)      // 8
+	return append(b, h.Reserved[:]...)   // 10
+}
+
+func (h *DirBlockHeader) decode(d *dec) {
+	h.Generation = d.u32()
+	h.Block = d.u16()
+	h.NumBlocks = d.u16()
+	h.Count = d.u16()
+	d.read(h.Reserved[:])
+}
+
+func (h *DirBlockHeader) check() error {
+	if h.NumBlocks == 0 || h.Block >= h.NumBlocks {
+		return ErrDirBlock
+	}
+	return nil
+}
+
+// DirEntry is one unicast directory entry (24 bytes):
+//
+//	off size field
+//	  0    4 LID (16B form)
+//	  4   16 address (IPv6; IPv4 as ::ffff:a.b.c.d)
+//	 20    2 port
+//	 22    2 flags (0)
+type DirEntry struct {
+	LID   uint32
+	Addr  netip.AddrPort
+	Flags uint16
+}
+
+// DirectoryBlock is the data of attribute 0xFF10.
+type DirectoryBlock struct {
+	DirBlockHeader
+	Entries []DirEntry
+}
+
+// AppendBinary appends the block to b. Count is taken from len(Entries).
+func (m *DirectoryBlock) AppendBinary(b []byte) ([]byte, error) {
+	if len(m.Entries) > MaxDirEntriesPerMAD {
+		return b, ErrTooManyEntries
+	}
+	h := m.DirBlockHeader
+	h.Count = uint16(len(m.Entries))
+	b = h.appendTo(b)
+	for _, e := range m.Entries {
+		b = be.AppendUint32(b, e.LID)
+		a := e.Addr.Addr().As16() // IPv4 comes out as ::ffff:a.b.c.d
+		b = append(b, a[:]...)
+		b = be.AppendUint16(b, e.Addr.Port())
+		b = be.AppendUint16(b, e.Flags)
+	}
+	return b, nil
+}
+
+// MarshalBinary returns the encoded block.
+func (m *DirectoryBlock) MarshalBinary() ([]byte, error) {
+	return marshal(DirBlockHeaderLen+DirEntryLen*len(m.Entries), m.AppendBinary)
+}
+
+// UnmarshalBinary decodes a block from a data area. It checks the header
+// (block < num_blocks, num_blocks >= 1) and the entry count (<= 83).
+func (m *DirectoryBlock) UnmarshalBinary(b []byte) error {
+	if len(b) < DirBlockHeaderLen {
+		return errShort("DirectoryBlock", DirBlockHeaderLen, len(b))
+	}
+	d := dec{b}
+	var h DirBlockHeader
+	h.decode(&d)
+	if err := h.check(); err != nil {
+		return err
+	}
+	if h.Count > MaxDirEntriesPerMAD {
+		return ErrTooManyEntries
+	}
+	if need := DirBlockHeaderLen + DirEntryLen*int(h.Count); len(b) < need {
+		return errShort("DirectoryBlock", need, len(b))
+	}
+	ents := make([]DirEntry, h.Count)
+	for i := range ents {
+		ents[i].LID = d.u32()
+		var a [16]byte
+		d.read(a[:])
+		port := d.u16()
+		ents[i].Addr = netip.AddrPortFrom(netip.AddrFrom16(a).Unmap(), port)
+		ents[i].Flags = d.u16()
+	}
+	m.DirBlockHeader, m.Entries = h, ents
+	return nil
+}
+
+// DirGroup is one multicast group of a MulticastBlock:
+//
+//	off size field
+//	  0    4 MLID (16B multicast)
+//	  4    2 num_members
+//	  6    2 reserved
+//	  8  4*n members (16B unicast LIDs)
+type DirGroup struct {
+	MLID    uint32
+	Members []uint32
+}
+
+// MulticastBlock is the data of attribute 0xFF11. Groups do not span blocks.
+type MulticastBlock struct {
+	DirBlockHeader
+	Groups []DirGroup
+}
+
+// Len is the encoded size.
+func (m *MulticastBlock) Len() int {
+	n := DirBlockHeaderLen
+	for _, g := range m.Groups {
+		n += dirGroupHeaderLen + 4*len(g.Members)
+	}
+	return n
+}
+
+// AppendBinary appends the block to b; ErrTooLong when it does not fit a
+// MAD's data area. Count is taken from len(Groups).
+func (m *MulticastBlock) AppendBinary(b []byte) ([]byte, error) {
+	if m.Len() > VEMADataLen {
+		return b, ErrTooLong
+	}
+	h := m.DirBlockHeader
+	h.Count = uint16(len(m.Groups))
+	b = h.appendTo(b)
+	for _, g := range m.Groups {
+		b = be.AppendUint32(b, g.MLID)
+		b = be.AppendUint16(b, uint16(len(g.Members)))
+		b = append(b, 0, 0)
+		for _, l := range g.Members {
+			b = be.AppendUint32(b, l)
+		}
+	}
+	return b, nil
+}
+
+// MarshalBinary returns the encoded block.
+func (m *MulticastBlock) MarshalBinary() ([]byte, error) { return marshal(m.Len(), m.AppendBinary) }
+
+// UnmarshalBinary decodes a block from a data area (at most 2008 bytes are
+// read). It checks the header and that every group fits the data area.
+func (m *MulticastBlock) UnmarshalBinary(b []byte) error {
+	if len(b) < DirBlockHeaderLen {
+		return errShort("MulticastBlock", DirBlockHeaderLen, len(b))
+	}
+	if len(b) > VEMADataLen {
+		b = b[:VEMADataLen]
+	}
+	d := dec{b}
+	var h DirBlockHeader
+	h.decode(&d)
+	if err := h.check(); err != nil {
+		return err
+	}
+	if int(h.Count)*dirGroupHeaderLen > maxDirGroupDataBytes {
+		return ErrTooManyEntries
+	}
+	groups := make([]DirGroup, 0, h.Count)
+	for range h.Count {
+		if len(d.b) < dirGroupHeaderLen {
+			return errShort("MulticastBlock group", dirGroupHeaderLen, len(d.b))
+		}
+		g := DirGroup{MLID: d.u32()}
+		n := int(d.u16())
+		d.u16()
+		if n > MaxDirGroupMembers {
+			return ErrDirBounds
+		}
+		if len(d.b) < 4*n {
+			return errShort("MulticastBlock members", 4*n, len(d.b))
+		}
+		g.Members = make([]uint32, n)
+		for i := range g.Members {
+			g.Members[i] = d.u32()
+		}
+		groups = append(groups, g)
+	}
+	m.DirBlockHeader, m.Groups = h, groups
+	return nil
+}
+
+// DirAssembler is the node side of the directory class: it collects the
+// blocks of a generation and hands out the whole generation once it holds
+// every DirectoryBlock and every MulticastBlock of it (each kind has at
+// least one block; an empty one has count 0). A newer generation discards a
+// partial older one; a generation below the installed one is ignored. Not
+// safe for concurrent use.
+type DirAssembler struct {
+	installed uint32
+	have      bool // a generation was installed
+	gen       uint32
+	uni       map[uint16][]DirEntry
+	uniN      uint16
+	mc        map[uint16][]DirGroup
+	mcN       uint16
+}
+
+// Installed returns the generation last completed (0, false before any).
+func (a *DirAssembler) Installed() (uint32, bool) { return a.installed, a.have }
+
+func (a *DirAssembler) start(gen uint32) {
+	a.gen, a.uni, a.mc, a.uniN, a.mcN = gen, map[uint16][]DirEntry{}, map[uint16][]DirGroup{}, 0, 0
+}
+
+// AddDirectoryBlock adds a DirectoryBlock. done is true when it completed a
+// generation; endpoints and groups are then that generation's whole
+// directory. An error means the block is out of bounds (status 0x001C); a
+// stale block is ignored with no error.
+func (a *DirAssembler) AddDirectoryBlock(b *DirectoryBlock) (endpoints map[uint32]netip.AddrPort, groups map[uint32][]uint32, done bool, err error) {
+	if !a.accept(b.Generation) {
+		return nil, nil, false, nil
+	}
+	if a.uniN != 0 && a.uniN != b.NumBlocks {
+		return nil, nil, false, ErrDirBlock
+	}
+	if int(b.NumBlocks)*MaxDirEntriesPerMAD > MaxDirEntries+MaxDirEntriesPerMAD-1 {
+		return nil, nil, false, ErrDirBounds
+	}
+	a.uniN = b.NumBlocks
+	a.uni[b.Block] = slices.Clone(b.Entries)
+	n := 0
+	for _, e := range a.uni {
+		n += len(e)
+	}
+	if n > MaxDirEntries {
+		delete(a.uni, b.Block)
+		return nil, nil, false, ErrDirBounds
+	}
+	return a.complete()
+}
+
+// AddMulticastBlock adds a MulticastBlock; as AddDirectoryBlock.
+func (a *DirAssembler) AddMulticastBlock(b *MulticastBlock) (endpoints map[uint32]netip.AddrPort, groups map[uint32][]uint32, done bool, err error) {
+	if !a.accept(b.Generation) {
+		return nil, nil, false, nil
+	}
+	if a.mcN != 0 && a.mcN != b.NumBlocks {
+		return nil, nil, false, ErrDirBlock
+	}
+	if int(b.NumBlocks) > MaxDirGroups {
+		return nil, nil, false, ErrDirBounds
+	}
+	for _, g := range b.Groups {
+		if len(g.Members) > MaxDirGroupMembers {
+			return nil, nil, false, ErrDirBounds
+		}
+	}
+	a.mcN = b.NumBlocks
+	a.mc[b.Block] = b.Groups
+	n := 0
+	for _, g := range a.mc {
+		n += len(g)
+	}
+	if n > MaxDirGroups {
+		delete(a.mc, b.Block)
+		return nil, nil, false, ErrDirBounds
+	}
+	return a.complete()
+}
+
+// accept reports whether a block of gen is to be kept, starting a new
+// partial generation when gen differs from the one being assembled.
+func (a *DirAssembler) accept(gen uint32) bool {
+	if a.have && gen < a.installed {
+		return false
+	}
+	if a.uni == nil || gen != a.gen {
+		a.start(gen)
+	}
+	return true
+}
+
+func (a *DirAssembler) complete() (map[uint32]netip.AddrPort, map[uint32][]uint32, bool, error) {
+	if a.uniN == 0 || a.mcN == 0 || len(a.uni) != int(a.uniN) || len(a.mc) != int(a.mcN) {
+		return nil, nil, false, nil
+	}
+	eps := map[uint32]netip.AddrPort{}
+	for _, es := range a.uni {
+		for _, e := range es {
+			eps[e.LID] = e.Addr
+		}
+	}
+	groups := map[uint32][]uint32{}
+	for _, gs := range a.mc {
+		for _, g := range gs {
+			groups[g.MLID] = append(groups[g.MLID], g.Members...)
+		}
+	}
+	a.installed, a.have = a.gen, true
+	a.uni, a.mc = nil, nil
+	return eps, groups, true, nil
+}

@@ -1,0 +1,239 @@
+package vema
+
+import (
+	"encoding/binary"
+	"sync"
+
+	"github.com/opavnic/opavnic/encap"
+)
+
+// SMAPort is the node's view of its one fabric port as the SMA reports and
+// sets it (PROTOCOL.md §2; kernel-reference.md §9.7): LIDs in the 32-bit
+// space, where 16B unicast LIDs have the same value.
+type SMAPort struct {
+	LID          encap.LID
+	SMLID        encap.LID
+	SubnetPrefix uint64
+	State        uint8 // PortState*
+	SMTrapQP     uint32
+	SAQP         uint32
+}
+
+// SMA is the node's subnet management agent for directed-route and
+// LID-routed SMPs: Get NodeInfo, NodeDescription and PortInfo, Set PortInfo.
+// The emulation takes lid, sm_lid, subnet_prefix and the state at once (no
+// Init->Armed->Active walk). Safe for concurrent use.
+type SMA struct {
+	nodeGUID, portGUID uint64
+	desc               NodeDescription
+	// OnSet, when non-nil, is called (under the SMA's lock, after a valid
+	// Set PortInfo) with the port as set, so that the caller applies it.
+	onSet func(SMAPort)
+
+	mu   sync.Mutex
+	port SMAPort
+}
+
+// NewSMA returns the SMA of a node. port is the initial state (LID 0 and
+// state Init for a node that waits for the SM); onSet may be nil.
+func NewSMA(nodeGUID, portGUID uint64, description string, port SMAPort, onSet func(SMAPort)) *SMA {
+	return &SMA{nodeGUID: nodeGUID, portGUID: portGUID, desc: NodeDescriptionFrom(description), port: port, onSet: onSet}
+}
+
+// Port returns the port as the SMA has it.
+func (s *SMA) Port() SMAPort {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.port
+}
+
+// SetPort replaces the port state (a local change, such as a static LID).
+func (s *SMA) SetPort(p SMAPort) {
+	s.mu.Lock()
+	s.port = p
+	s.mu.Unlock()
+}
+
+// NodeInfo is the node's opa_node_info: a CA with one port.
+func (s *SMA) NodeInfo() NodeInfo {
+	return NodeInfo{
+		BaseVersion: BaseVersion, ClassVersion: SMPClassVersion, NodeType: NodeTypeCA, NumPorts: 1,
+		SystemImageGUID: s.nodeGUID, NodeGUID: s.nodeGUID, PortGUID: s.portGUID,
+		PartitionCap: 16, LocalPortNum: 1, VendorID: IntelOUI,
+	}
+}
+
+// PortInfo is the node's opa_port_info with the fields the emulation keeps.
+func (s *SMA) PortInfo() PortInfo {
+	s.mu.Lock()
+	p := s.port
+	s.mu.Unlock()
+	return portInfoOf(p)
+}
+
+func portInfoOf(p SMAPort) PortInfo {
+	pi := PortInfo{
+		LID: p.LID, SMLID: p.SMLID, SubnetPrefix: p.SubnetPrefix,
+		SMTrapQP: p.SMTrapQP & piMaskQPN, SAQP: p.SAQP & piMaskQPN,
+		CollectiveMaskMulticastMask: 0x0C, PortLinkMode: 0x1084,
+		PacketFormatSupported: 0x000A, PacketFormatEnabled: 0x000A, FlitInterleave: 0x1400,
+		IBCapMask:         CapIsTrapSupported | CapIsNoticeSupported | CapIsSystemImageGUIDSupported | CapIsClientReregSupported,
+		OPACapMask:        Cap3IsEthOnFabricSupported,
+		ReplayDepthBuffer: 0x80, MTUCap: 5, RespTimeValue: 3, LocalPortNum: 1,
+	}
+	phys := PhysStateLinkUp
+	if p.State == PortStateDown {
+		phys = PhysStatePolling
+	}
+	pi.PortPhysStatePortState = phys<<4 | p.State&piMaskPortState
+	return pi
+}
+
+// Handle answers one SMP (class 0x81 or 0x01) as hfi1's SMA does
+// (kernel-reference.md §9.10): method GetResp, the D bit for directed
+// route, length round_up(header + attribute, 8). ok is false for what gets
+// no answer: responses, Trap and TrapRepress (the caller handles those),
+// SMPs shorter than their header, a DR SMP with hop_cnt >= 64.
+func (s *SMA) Handle(req []byte) (resp []byte, ok bool) {
+	if len(req) < SMPLIDHeaderLen {
+		return nil, false
+	}
+	class := Class(req[1])
+	hlen := SMPLIDHeaderLen
+	switch class {
+	case ClassSubnDirectedRoute:
+		hlen = SMPDRHeaderLen
+		if len(req) < hlen || req[7] >= SMPMaxPathHops {
+			return nil, false
+		}
+	case ClassSubnLIDRouted:
+	default:
+		return nil, false
+	}
+	m := Method(req[3])
+	if m.IsResponse() || m == MethodTrap || m == MethodTrapRepress {
+		return nil, false
+	}
+	attr := binary.BigEndian.Uint16(req[16:])
+	am := binary.BigEndian.Uint32(req[20:])
+	data := req[hlen:]
+
+	var st Status
+	var attrData []byte
+	switch {
+	case req[2] != SMPClassVersion:
+		st = StatusBadVersion
+	case m != MethodGet && m != MethodSet:
+		st = StatusUnsupportedMethod
+	default:
+		st, attrData = s.attr(m, attr, am, data)
+	}
+	n := (hlen + len(attrData) + 7) &^ 7
+	resp = make([]byte, n)
+	copy(resp, req[:hlen])
+	copy(resp[hlen:], attrData)
+	resp[3] = byte(MethodGetResp)
+	if class == ClassSubnDirectedRoute {
+		st |= StatusDirection
+		// The MAD core's return-path fixup (smi.c C14-13): the SMA got the
+		// SMP with hop_ptr = hop_cnt + 1 and sends it back one hop lower.
+		if resp[6] > 0 {
+			resp[6]--
+		}
+	}
+	binary.BigEndian.PutUint16(resp[4:], uint16(st))
+	return resp, true
+}
+
+func (s *SMA) attr(m Method, attr uint16, am uint32, data []byte) (Status, []byte) {
+	switch attr {
+	case SMPAttrNodeInfo:
+		if m != MethodGet {
+			return StatusUnsupportedMethodAttr, nil
+		}
+		if am != 0 {
+			return StatusInvalidAttrValue, nil
+		}
+		ni := s.NodeInfo()
+		b, _ := ni.MarshalBinary()
+		return StatusSuccess, b
+	case SMPAttrNodeDescription:
+		if m != MethodGet {
+			return StatusUnsupportedMethodAttr, nil
+		}
+		if am != 0 {
+			return StatusInvalidAttrValue, nil
+		}
+		return StatusSuccess, append([]byte(nil), s.desc[:]...)
+	case SMPAttrPortInfo:
+		if am>>24 != 1 {
+			return StatusInvalidAttrValue, nil
+		}
+		st := StatusSuccess
+		s.mu.Lock()
+		if m == MethodSet {
+			st = s.setPortInfo(data)
+		}
+		pi := portInfoOf(s.port)
+		s.mu.Unlock()
+		b, _ := pi.MarshalBinary()
+		return st, b
+	}
+	return StatusUnsupportedMethodAttr, nil
+}
+
+// setPortInfo applies a Set PortInfo (s.mu held): lid, sm_lid,
+// subnet_prefix, state (0 = no change), sm_trap_qp, sa_qp. A LID or SM LID
+// that is 0, has bits above 23, or is 16B multicast/permissive, or a state
+// above ActiveDefer, is refused whole with 0x001C.
+func (s *SMA) setPortInfo(data []byte) Status {
+	var pi PortInfo
+	var buf [PortInfoLen]byte
+	copy(buf[:], data)
+	_ = pi.UnmarshalBinary(buf[:])
+	bad := func(l encap.LID) bool { return l == 0 || !encap.Is16BUnicast(uint32(l)) }
+	if bad(pi.LID) || bad(pi.SMLID) || pi.PortState() > PortStateActiveDefer {
+		return StatusInvalidAttrValue
+	}
+	p := s.port
+	p.LID, p.SMLID, p.SubnetPrefix = pi.LID, pi.SMLID, pi.SubnetPrefix
+	if st := pi.PortState(); st != PortStateNOP {
+		p.State = st
+	}
+	p.SMTrapQP, p.SAQP = pi.SMTrapQPN(), pi.SAQPN()
+	s.port = p
+	if s.onSet != nil {
+		s.onSet(p)
+	}
+	return StatusSuccess
+}
+
+// AnnounceLen is the size of the announce trap SMP: hfi1 sends traps in a
+// 256-byte MAD (kernel-reference.md §11.3).
+const AnnounceLen = IBMADSize
+
+// Announce builds the node's announce (PROTOCOL.md §2.1): a LID-routed SMP
+// Trap (class 0x01, method 0x05, attr Notice, attr_mod 0) with trap 144,
+// generic type 0x84, producer CA, issuer_lid = the node's LID (0 without),
+// issuer_gid = subnet prefix (fe80:: until the SM sets one) + port GUID,
+// details lid = the LID, new_cap_mask 0, cap_mask3 IsEthOnFabricSupported.
+// 256 bytes.
+func (s *SMA) Announce(tid uint64) []byte {
+	p := s.Port()
+	prefix := p.SubnetPrefix
+	if prefix == 0 {
+		prefix = encap.DefaultSubnetPrefix
+	}
+	b := make([]byte, AnnounceLen)
+	h := SMPHeader{BaseVersion: BaseVersion, MgmtClass: ClassSubnLIDRouted, ClassVersion: SMPClassVersion,
+		Method: MethodTrap, TID: tid, AttrID: SMPAttrNotice}
+	_, _ = h.AppendBinary(b[:0])
+	n := SMPNotice{GenericType: NoticeGenericInfo, ProdTypeLSB: NoticeProdCA, TrapNum: TrapChangeCapability,
+		IssuerLID: p.LID}
+	binary.BigEndian.PutUint64(n.IssuerGID[0:], prefix)
+	binary.BigEndian.PutUint64(n.IssuerGID[8:], s.portGUID)
+	binary.BigEndian.PutUint32(n.Details[0:], uint32(p.LID))               // ntc_144.lid
+	binary.BigEndian.PutUint16(n.Details[10:], Cap3IsEthOnFabricSupported) // cap_mask3
+	_, _ = n.AppendBinary(b[SMPLIDHeaderLen:SMPLIDHeaderLen])
+	return b
+}

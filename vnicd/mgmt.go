@@ -1,0 +1,455 @@
+package vnicd
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/hfi"
+	"github.com/opavnic/opavnic/vema"
+)
+
+// MgmtConfig is what the management plane needs from the node's config.
+type MgmtConfig struct {
+	NodeGUID, PortGUID uint64
+	Description        string
+	// FM is the fabric manager's UDP endpoint (managed mode); invalid in
+	// static mode.
+	FM    netip.AddrPort
+	FMLID uint32 // 16B; default 1
+	// Trusted are the endpoints a static node takes Get/Set MADs from.
+	Trusted      []netip.AddrPort
+	SubnetPrefix uint64
+	// Netdev names the netdev of a vport (nil: vnic<vport> in vnicd's netns).
+	Netdev func(vport uint8) NetdevConfig
+}
+
+// Mgmt is the node's management plane (PROTOCOL.md): the hfi.Receiver of
+// L4 0x08, with the SMA, the VEMA agent, the directory assembler, the SA
+// client, the announce loop and the traps.
+type Mgmt struct {
+	log    *zap.Logger
+	hfi    *hfi.HFI
+	cfg    MgmtConfig
+	Agent  *vema.Agent
+	SMA    *vema.SMA
+	Ports  *EnginePorts
+	sendMu sync.Mutex
+	sender *hfi.Sender
+
+	dirMu sync.Mutex
+	dir   vema.DirAssembler
+
+	lastSM  atomic.Int64 // unix nanos of the last trusted SMP from the SM
+	tid     atomic.Uint64
+	pendMu  sync.Mutex
+	pending map[uint64]chan []byte
+
+	// Untrusted counts Get/Set MADs from a source that is not the manager,
+	// and responses nobody asked for (mgmt_untrusted).
+	Untrusted atomic.Uint64
+	// Bad counts management packets that do not parse (mgmt_bad).
+	Bad atomic.Uint64
+}
+
+// Management framing (PROTOCOL.md §1).
+const (
+	scSMP      = 15
+	pkeyFull   = encap.PKey(0xFFFF)
+	pkeyLimit  = encap.PKey(0x7FFF)
+	saTimeout  = 2 * time.Second
+	announceIv = time.Second
+	smSilence  = 3 * time.Second
+)
+
+// NewMgmt makes the management plane of engine e's HFI and registers it for
+// L4 0x08.
+func NewMgmt(e *Engine, cfg MgmtConfig, log *zap.Logger) *Mgmt {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if cfg.FMLID == 0 {
+		cfg.FMLID = 1
+	}
+	if cfg.SubnetPrefix == 0 {
+		cfg.SubnetPrefix = encap.DefaultSubnetPrefix
+	}
+	h := e.HFI()
+	m := &Mgmt{log: log.Named("mgmt"), hfi: h, cfg: cfg, sender: h.NewSender(), pending: map[uint64]chan []byte{}}
+	m.Ports = NewEnginePorts(e, cfg.Netdev)
+	m.Agent = vema.NewAgent(m.Ports, nil)
+	state := vema.PortStateInit
+	if h.LID() != 0 {
+		state = vema.PortStateActive
+	}
+	m.SMA = vema.NewSMA(cfg.NodeGUID, cfg.PortGUID, cfg.Description,
+		vema.SMAPort{LID: encap.LIDFrom16B(h.LID()), SubnetPrefix: cfg.SubnetPrefix, State: state, SAQP: 1},
+		m.applyPort)
+	e.SetEventHook(m.portEvent)
+	h.Register(encap.L4FabricMgt, m)
+	return m
+}
+
+// Managed reports whether the node has a fabric manager.
+func (m *Mgmt) Managed() bool { return m.cfg.FM.IsValid() }
+
+func (m *Mgmt) applyPort(p vema.SMAPort) {
+	if uint32(p.LID) != m.hfi.LID() {
+		m.log.Info("LID set by the SM", zap.Stringer("lid", p.LID), zap.Stringer("sm_lid", p.SMLID))
+		m.hfi.SetLID(uint32(p.LID))
+	}
+	if p.State == vema.PortStateActive && p.LID != 0 {
+		m.hfi.SetState(hfi.StateActive)
+	}
+}
+
+// smLID is the LID management MADs must come from.
+func (m *Mgmt) smLID() uint32 {
+	if l := uint32(m.SMA.Port().SMLID); l != 0 {
+		return l
+	}
+	return m.cfg.FMLID
+}
+
+func (m *Mgmt) trusted(slid uint32, src netip.AddrPort) bool {
+	src = netip.AddrPortFrom(src.Addr().Unmap(), src.Port())
+	if m.Managed() {
+		fm := netip.AddrPortFrom(m.cfg.FM.Addr().Unmap(), m.cfg.FM.Port())
+		return slid == m.smLID() && src == fm
+	}
+	return slices.ContainsFunc(m.cfg.Trusted, func(t netip.AddrPort) bool {
+		return netip.AddrPortFrom(t.Addr().Unmap(), t.Port()) == src
+	})
+}
+
+// Receive handles one management packet (hfi.Receiver).
+func (m *Mgmt) Receive(pkt []byte, h encap.Header16B, src netip.AddrPort) {
+	mp, err := encap.MgmtPayload(pkt)
+	if err != nil || len(mp.MAD) < vema.MADHeaderLen {
+		m.Bad.Add(1)
+		return
+	}
+	mad := mp.MAD
+	method := vema.Method(mad[3])
+	tid := binary.BigEndian.Uint64(mad[8:])
+	if method.IsResponse() || method == vema.MethodTrapRepress {
+		if !m.deliver(tid, mad) {
+			m.Untrusted.Add(1)
+		}
+		return
+	}
+	slid := h.SLID()
+	if !m.trusted(slid, src) {
+		m.Untrusted.Add(1)
+		return
+	}
+	var resp []byte
+	var ok bool
+	sc, pkey, class := uint8(0), pkeyFull, vema.Class(mad[1])
+	switch class {
+	case vema.ClassSubnDirectedRoute, vema.ClassSubnLIDRouted:
+		m.lastSM.Store(time.Now().UnixNano())
+		resp, ok = m.SMA.Handle(mad)
+		sc, pkey = scSMP, pkeyLimit
+	case vema.ClassVEMA:
+		resp, ok = m.Agent.Handle(mad)
+	case vema.ClassDirectory:
+		resp, ok = m.handleDirectory(mad)
+	default:
+		m.Bad.Add(1)
+		return
+	}
+	if !ok {
+		m.Bad.Add(1)
+		return
+	}
+	m.send(resp, slid, sc, pkey, mp.SrcQPN, mp.DestQPN, src)
+}
+
+// Flush is part of hfi.Receiver; management packets are handled at once.
+func (m *Mgmt) Flush() {}
+
+func (m *Mgmt) selfLID() uint32 {
+	if l := m.hfi.LID(); l != 0 {
+		return l
+	}
+	return encap.LID16BPermissive
+}
+
+// send frames mad and sends it to ep (or, when ep is invalid, by the
+// directory to dlid).
+func (m *Mgmt) send(mad []byte, dlid uint32, sc uint8, pkey encap.PKey, dqp, sqp uint32, ep netip.AddrPort) {
+	pkt, err := encap.AppendMgmt(nil, &encap.MgmtParams{SLID: m.selfLID(), DLID: dlid, SC: sc, PKey: pkey,
+		DestQPN: dqp, SrcQPN: sqp}, mad)
+	if err != nil {
+		m.log.Warn("cannot frame a MAD", zap.Error(err))
+		return
+	}
+	m.sendMu.Lock()
+	defer m.sendMu.Unlock()
+	if ep.IsValid() {
+		m.sender.SendTo(pkt, ep)
+	} else {
+		m.sender.Send([][]byte{pkt})
+	}
+}
+
+func (m *Mgmt) deliver(tid uint64, mad []byte) bool {
+	m.pendMu.Lock()
+	ch, ok := m.pending[tid]
+	delete(m.pending, tid)
+	m.pendMu.Unlock()
+	if ok {
+		ch <- slices.Clone(mad)
+	}
+	return ok
+}
+
+// handleDirectory answers a directory-class MAD (PROTOCOL.md §3).
+func (m *Mgmt) handleDirectory(req []byte) ([]byte, bool) {
+	if len(req) < vema.VendorHeaderLen {
+		return nil, false
+	}
+	resp := make([]byte, vema.MADSize)
+	copy(resp, req[:vema.VendorHeaderLen])
+	copy(resp[vema.VendorHeaderLen:], req[vema.VendorHeaderLen:])
+	resp[3] = byte(vema.MethodGetResp)
+	st := m.applyDirectory(req)
+	binary.BigEndian.PutUint16(resp[4:], uint16(st))
+	return resp, true
+}
+
+func (m *Mgmt) applyDirectory(req []byte) vema.Status {
+	if vema.Method(req[3]) != vema.MethodSet {
+		return vema.StatusUnsupportedMethodAttr
+	}
+	data := req[vema.VendorHeaderLen:]
+	m.dirMu.Lock()
+	defer m.dirMu.Unlock()
+	var eps map[uint32]netip.AddrPort
+	var groups map[uint32][]uint32
+	var done bool
+	var err error
+	switch binary.BigEndian.Uint16(req[16:]) {
+	case vema.AttrDirectoryBlock:
+		var b vema.DirectoryBlock
+		if err = b.UnmarshalBinary(data); err == nil {
+			eps, groups, done, err = m.dir.AddDirectoryBlock(&b)
+		}
+	case vema.AttrMulticastBlock:
+		var b vema.MulticastBlock
+		if err = b.UnmarshalBinary(data); err == nil {
+			eps, groups, done, err = m.dir.AddMulticastBlock(&b)
+		}
+	default:
+		return vema.StatusUnsupportedMethodAttr
+	}
+	if err != nil {
+		return vema.StatusInvalidAttrValue
+	}
+	if !done {
+		return vema.StatusSuccess
+	}
+	if m.Managed() { // the FM stays reachable whatever the directory says
+		if _, ok := eps[m.cfg.FMLID]; !ok {
+			eps[m.cfg.FMLID] = m.cfg.FM
+		}
+	}
+	d, err := hfi.NewDirectory(eps, groups)
+	if err != nil {
+		m.log.Warn("directory from the FM refused", zap.Error(err))
+		return vema.StatusInvalidAttrValue
+	}
+	m.hfi.SetDirectory(d)
+	gen, _ := m.dir.Installed()
+	m.log.Info("directory installed", zap.Uint32("generation", gen), zap.Int("endpoints", len(eps)), zap.Int("groups", len(groups)))
+	return vema.StatusSuccess
+}
+
+// portEvent turns netdev changes into VEMA traps (kernel-reference.md §4.9).
+func (m *Mgmt) portEvent(ev PortEvent) {
+	switch ev.Kind {
+	case EventMAC:
+		if m.Ports.netdevMAC(ev.VPort, ev.MAC, ev.Initial) {
+			m.Trap(ev.VPort, vema.TrapIfaceUcastMACChange)
+		}
+	case EventLink:
+		m.Trap(ev.VPort, vema.TrapEthLinkStatusChange)
+	}
+}
+
+// Trap sends a VEMA trap of vport to the stored trap_lid, if the agent
+// lets it go (trap_lid set, rate limit).
+func (m *Mgmt) Trap(vport, opcode uint8) {
+	mad, dlid, _, ok := m.Agent.Trap(vport, opcode)
+	if !ok {
+		return
+	}
+	var ep netip.AddrPort
+	if m.Managed() && dlid.To16B() == m.cfg.FMLID {
+		ep = m.cfg.FM
+	}
+	m.send(mad, dlid.To16B(), 0, pkeyFull, encap.QPNGSI, encap.QPNGSI, ep)
+}
+
+// Run sends announces (managed mode) until ctx is done: every second while
+// the node has no LID or has not heard from the SM for 3 s.
+func (m *Mgmt) Run(ctx context.Context) {
+	if !m.Managed() {
+		return
+	}
+	t := time.NewTicker(announceIv)
+	defer t.Stop()
+	for {
+		last := time.Unix(0, m.lastSM.Load())
+		if m.hfi.LID() == 0 || time.Since(last) > smSilence {
+			tid := m.tid.Add(1)
+			m.send(m.SMA.Announce(tid), m.cfg.FMLID, scSMP, pkeyLimit, encap.QPNSMI, encap.QPNSMI, m.cfg.FM)
+			m.expect(tid) // a TrapRepress is a response we asked for
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (m *Mgmt) expect(tid uint64) chan []byte {
+	ch := make(chan []byte, 1)
+	m.pendMu.Lock()
+	if len(m.pending) > 64 { // forget unanswered announces
+		for k, v := range m.pending {
+			if cap(v) == 1 && k != tid {
+				delete(m.pending, k)
+			}
+		}
+	}
+	m.pending[tid] = ch
+	m.pendMu.Unlock()
+	return ch
+}
+
+// ErrNoFM is returned by Path when the node has no fabric manager.
+var ErrNoFM = errors.New("vnicd: no fabric manager configured")
+
+// ErrSATimeout is returned by Path when the SA does not answer in time.
+var ErrSATimeout = errors.New("vnicd: the SA did not answer within 2 s")
+
+// Path asks the SA (the FM) for the path record from this node to dlid
+// (PROTOCOL.md §5).
+func (m *Mgmt) Path(ctx context.Context, dlid encap.LID) (vema.PathRecord, error) {
+	if !m.Managed() {
+		return vema.PathRecord{}, ErrNoFM
+	}
+	tid := m.tid.Add(1)
+	q := vema.SAMAD{SAHeader: vema.SAHeader{
+		MADHeader: vema.MADHeader{BaseVersion: vema.BaseVersion, MgmtClass: vema.ClassSubnAdm,
+			ClassVersion: vema.SAClassVersion, Method: vema.MethodGet, TID: tid, AttrID: vema.SAAttrPathRecord},
+		CompMask: 1<<5 | 1<<4,
+	}}
+	rec := vema.PathRecord{SLID: encap.LIDFrom16B(m.hfi.LID()), DLID: dlid}
+	data, err := rec.MarshalBinary()
+	if err != nil {
+		return vema.PathRecord{}, err
+	}
+	q.Data = make([]byte, vema.SADataLen)
+	copy(q.Data, data)
+	mad, _ := q.MarshalBinary()
+	ch := m.expect(tid)
+	m.send(mad, m.cfg.FMLID, 0, pkeyFull, encap.QPNGSI, encap.QPNGSI, m.cfg.FM)
+	ctx, cancel := context.WithTimeout(ctx, saTimeout)
+	defer cancel()
+	select {
+	case resp := <-ch:
+		var r vema.SAMAD
+		if err := r.UnmarshalBinary(resp); err != nil {
+			return vema.PathRecord{}, fmt.Errorf("vnicd: SA answer: %w", err)
+		}
+		if st := r.Status; st != vema.StatusSuccess {
+			return vema.PathRecord{}, fmt.Errorf("vnicd: SA answered status %v", st)
+		}
+		var p vema.PathRecord
+		if err := p.UnmarshalBinary(r.Data); err != nil {
+			return vema.PathRecord{}, fmt.Errorf("vnicd: SA answer: %w", err)
+		}
+		return p, nil
+	case <-ctx.Done():
+		m.pendMu.Lock()
+		delete(m.pending, tid)
+		m.pendMu.Unlock()
+		return vema.PathRecord{}, ErrSATimeout
+	}
+}
+
+// configurePort runs a VNIC of the static config through the agent, as the
+// EM would set it: Set VESWPortInfo, then the MAC table in Sets of at most
+// 125 entries (DESIGN.md: the VEMA agent is the only way a port's config
+// changes).
+func (m *Mgmt) configurePort(vport uint8, pc *PortConfig, macs []MACEntry) error {
+	info := VESWPortInfoFrom(pc)
+	var req vema.MAD
+	req.BaseVersion, req.MgmtClass, req.ClassVersion, req.Method = vema.BaseVersion, vema.ClassVEMA, vema.VEMAClassVersion, vema.MethodSet
+	req.OUI = vema.IntelOUI
+	req.AttrID, req.AttrMod = vema.AttrVESWPortInfo, uint32(vport)
+	req.TID = m.tid.Add(1)
+	_, _ = info.AppendBinary(req.Data[:0])
+	if err := m.local(&req); err != nil {
+		return err
+	}
+	if len(macs) == 0 {
+		return nil
+	}
+	ents := make([]vema.MACTableEntry, len(macs))
+	for i, e := range macs {
+		ents[i] = vema.MACTableEntry{MAC: e.MAC, Mask: [6]byte{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}, DLIDSD: vema.MakeDLIDSD(e.DLID, false)}
+	}
+	digest := MACTableDigest(ents)
+	for off := 0; off < len(ents); off += vema.MaxMACEntriesPerMAD {
+		chunk := ents[off:min(off+vema.MaxMACEntriesPerMAD, len(ents))]
+		t := vema.VESWPortMACEntries{MACTableHeader: vema.MACTableHeader{Offset: uint16(off), NumEntries: uint16(len(chunk)), Digest: digest}, Entries: chunk}
+		req.AttrID, req.TID = vema.AttrVESWPortMACEntries, m.tid.Add(1)
+		clear(req.Data[:])
+		if _, err := t.AppendBinary(req.Data[:0]); err != nil {
+			return err
+		}
+		if err := m.local(&req); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MACTableDigest is the EM's mac_tbl_digest (PROTOCOL.md §4.3): CRC-32
+// (IEEE) of the encoded entries.
+func MACTableDigest(ents []vema.MACTableEntry) uint32 {
+	var b []byte
+	for i := range ents {
+		b, _ = ents[i].AppendBinary(b)
+	}
+	return crc32IEEE(b)
+}
+
+func (m *Mgmt) local(req *vema.MAD) error {
+	b, _ := req.MarshalBinary()
+	resp, ok := m.Agent.Handle(b)
+	if !ok {
+		return errors.New("vnicd: the VEMA agent did not answer")
+	}
+	if st := vema.Status(binary.BigEndian.Uint16(resp[4:])); st != vema.StatusSuccess {
+		if err := m.Ports.takeErr(); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: vport %d: %s %v", ErrPortConfig, req.AttrMod&0xFF, vema.VEMAAttrName(req.AttrID), st)
+	}
+	return nil
+}

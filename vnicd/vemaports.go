@@ -1,0 +1,229 @@
+package vnicd
+
+import (
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/vema"
+)
+
+// EnginePorts is the VEMA agent's vema.PortController on top of an Engine:
+// it keeps what the kernel's adapter keeps beyond the engine's PortConfig
+// (reserved fields, the PCP->VL maps, the MAC table with masks, side bits
+// and digest, the gen counts) and converts to PortConfig for the engine.
+type EnginePorts struct {
+	e *Engine
+	// netdev names, places and addresses the netdev of a vport the agent
+	// creates (from the config; IfName "" means vnic<vport>).
+	netdev func(vport uint8) NetdevConfig
+
+	mu      sync.Mutex
+	st      map[uint8]*vportState
+	lastErr error // the engine's last refusal, for the static-mode caller
+}
+
+func (c *EnginePorts) takeErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	err := c.lastErr
+	c.lastErr = nil
+	return err
+}
+
+func (c *EnginePorts) setErr(err error) error {
+	c.mu.Lock()
+	c.lastErr = err
+	c.mu.Unlock()
+	return err
+}
+
+type vportState struct {
+	info  vema.VESWPortInfo
+	table vema.MACTable
+	mac   [6]byte // the netdev's MAC as last seen
+	ucGen uint16
+}
+
+var _ vema.PortController = (*EnginePorts)(nil)
+
+// NewEnginePorts returns the controller of e's ports.
+func NewEnginePorts(e *Engine, netdev func(vport uint8) NetdevConfig) *EnginePorts {
+	if netdev == nil {
+		netdev = func(uint8) NetdevConfig { return NetdevConfig{} }
+	}
+	return &EnginePorts{e: e, netdev: netdev, st: map[uint8]*vportState{}}
+}
+
+// PortConfigFrom converts a VESWPortInfo into the engine's PortConfig: LIDs
+// in their 16B form (a 16B value stays as it is, as the kernel's cut to 24
+// bits keeps it; a 32-bit multicast LID is converted).
+func PortConfigFrom(v *vema.VESWPortInfo) PortConfig {
+	var c PortConfig
+	w, p := &v.VESW, &v.VPort
+	c.VESW = VESWConfig{FabricID: w.FabricID, VESWID: w.VESWID, DefPortMask: w.DefPortMask, PKey: w.PKey,
+		McastDLID: w.UMcastDLID.To16B(), RC: w.RC, EthMTU: w.EthMTU}
+	for i, l := range w.UUcastDLID {
+		c.VESW.UcastDLID[i] = l.To16B()
+	}
+	c.Port = VPortConfig{PortNum: p.PortNum, BaseMAC: p.BaseMACAddr, ConfigState: p.ConfigState,
+		EncapSLID: p.EncapSLID.To16B(),
+		SC:        encap.SCMap{PCPToSCUC: p.PCPToSCUC, PCPToSCMC: p.PCPToSCMC, NonVLANUC: p.NonVLANSCUC, NonVLANMC: p.NonVLANSCMC},
+		PCPToVLUC: p.PCPToVLUC, PCPToVLMC: p.PCPToVLMC, NonVLANVL: [2]uint8{p.NonVLANVLUC, p.NonVLANVLMC}}
+	return c
+}
+
+// VESWPortInfoFrom is the Set a config's PortConfig makes (static mode).
+func VESWPortInfoFrom(c *PortConfig) vema.VESWPortInfo {
+	v := vema.PowerOnVESWPortInfo()
+	w, p := &v.VESW, &v.VPort
+	w.FabricID, w.VESWID, w.DefPortMask, w.PKey = c.VESW.FabricID, c.VESW.VESWID, c.VESW.DefPortMask, c.VESW.PKey
+	w.UMcastDLID, w.RC, w.EthMTU = encap.LID(c.VESW.McastDLID), c.VESW.RC, c.VESW.EthMTU // 16B form: the kernel cuts to 24 bits
+	for i, l := range c.VESW.UcastDLID {
+		w.UUcastDLID[i] = encap.LID(l)
+	}
+	p.PortNum, p.BaseMACAddr, p.ConfigState, p.EncapSLID = c.Port.PortNum, c.Port.BaseMAC, c.Port.ConfigState, encap.LID(c.Port.EncapSLID)
+	p.PCPToSCUC, p.PCPToSCMC, p.NonVLANSCUC, p.NonVLANSCMC = c.Port.SC.PCPToSCUC, c.Port.SC.PCPToSCMC, c.Port.SC.NonVLANUC, c.Port.SC.NonVLANMC
+	p.PCPToVLUC, p.PCPToVLMC, p.NonVLANVLUC, p.NonVLANVLMC = c.Port.PCPToVLUC, c.Port.PCPToVLMC, c.Port.NonVLANVL[0], c.Port.NonVLANVL[1]
+	return v
+}
+
+// macEntries is the engine's view of a VEMA MAC table: source-MAC entries
+// left out (they never choose a DLID), in index order.
+func macEntries(t vema.MACTable) []MACEntry {
+	out := []MACEntry{}
+	for _, idx := range slices.Sorted(maps.Keys(t.Entries)) {
+		e := t.Entries[idx]
+		if e.IsSourceMAC() {
+			continue
+		}
+		out = append(out, MACEntry{MAC: e.MAC, DLID: e.DLID()})
+	}
+	return out
+}
+
+func (c *EnginePorts) VESWPortInfo(vport uint8) (vema.VESWPortInfo, bool) {
+	p := c.e.Port(vport)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.st[vport]
+	if p == nil || s == nil {
+		return vema.VESWPortInfo{}, false
+	}
+	info := s.info
+	info.VPort.OperState, info.VPort.EthLinkStatus = vema.StateDropAll, vema.EthLinkDown
+	if p.OperState() == StateForwarding {
+		info.VPort.OperState, info.VPort.EthLinkStatus = vema.StateForwarding, vema.EthLinkUp
+	}
+	info.VPort.MaxMACTblEnt, info.VPort.MaxSMACEnt = vema.MACTableMaxEntries, vema.MaxSMACEntries
+	info.VPort.MACTblDigest = s.table.Digest
+	info.VPort.UCMACsGenCount = s.ucGen
+	return info, true
+}
+
+func (c *EnginePorts) SetVESWPortInfo(vport uint8, info *vema.VESWPortInfo) error {
+	c.mu.Lock()
+	s := c.st[vport]
+	var macs []MACEntry
+	if s != nil {
+		macs = macEntries(s.table)
+	}
+	c.mu.Unlock()
+	if err := c.e.SetPort(vport, PortConfigFrom(info), c.netdev(vport), macs); err != nil {
+		return c.setErr(err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s = c.st[vport]; s == nil {
+		s = &vportState{mac: info.VPort.BaseMACAddr}
+		c.st[vport] = s
+	}
+	s.info = *info
+	return nil
+}
+
+func (c *EnginePorts) MACTable(vport uint8) (vema.MACTable, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.st[vport]
+	if s == nil || c.e.Port(vport) == nil {
+		return vema.MACTable{}, false
+	}
+	return vema.MACTable{Entries: maps.Clone(s.table.Entries), Digest: s.table.Digest}, true
+}
+
+func (c *EnginePorts) SetMACTable(vport uint8, t vema.MACTable) error {
+	c.mu.Lock()
+	s := c.st[vport]
+	if s == nil {
+		c.mu.Unlock()
+		return nil
+	}
+	s.table = t
+	info := s.info
+	c.mu.Unlock()
+	return c.setErr(c.e.SetPort(vport, PortConfigFrom(&info), c.netdev(vport), macEntries(t)))
+}
+
+// IfaceMACs reports the netdev's MAC as its dev_addrs; vnicd does not follow
+// secondary unicast or multicast lists (they read as empty).
+func (c *EnginePorts) IfaceMACs(vport uint8, mcast bool) (vema.IfaceMACList, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.st[vport]
+	if s == nil {
+		return vema.IfaceMACList{}, false
+	}
+	if mcast {
+		return vema.IfaceMACList{}, true
+	}
+	return vema.IfaceMACList{DevAddrs: [][6]byte{s.mac}, GenCount: s.ucGen}, true
+}
+
+// Counters maps the port's counters onto the VEMA counter MADs
+// (kernel-reference.md §4.8).
+func (c *EnginePorts) Counters(vport uint8) (vema.SummaryCounters, vema.ErrorCounters, bool) {
+	p := c.e.Port(vport)
+	if p == nil {
+		return vema.SummaryCounters{}, vema.ErrorCounters{}, false
+	}
+	k := &p.Counters
+	txErr := k.TxFifoErrors.Load() + k.TxCarrierErrors.Load() + k.TxDropState.Load() + k.TxDLIDZero.Load()
+	rxErr := k.RxFifoErrors.Load() + k.RxBadVESWID.Load() + k.RxDropState.Load() + k.RxOversize.Load() +
+		k.RxRunt.Load() + k.RxBadPKey.Load()
+	s := vema.SummaryCounters{TxErrors: txErr, RxErrors: rxErr,
+		TxPackets: k.TxPackets.Load(), RxPackets: k.RxPackets.Load(), TxBytes: k.TxBytes.Load(), RxBytes: k.RxBytes.Load(),
+		TxUnicast: k.TxUnicast.Load(), TxMcastBcast: k.TxMcastBcast.Load(), TxUntagged: k.TxUntagged.Load(), TxVLAN: k.TxVLAN.Load(),
+		Tx64: k.TxLen[0].Load(), Tx65To127: k.TxLen[1].Load(), Tx128To255: k.TxLen[2].Load(), Tx256To511: k.TxLen[3].Load(),
+		Tx512To1023: k.TxLen[4].Load(), Tx1024To1518: k.TxLen[5].Load(), Tx1519Max: k.TxLen[6].Load(),
+		RxUnicast: k.RxUnicast.Load(), RxMcastBcast: k.RxMcastBcast.Load(), RxUntagged: k.RxUntagged.Load(), RxVLAN: k.RxVLAN.Load(),
+		Rx64: k.RxLen[0].Load(), Rx65To127: k.RxLen[1].Load(), Rx128To255: k.RxLen[2].Load(), Rx256To511: k.RxLen[3].Load(),
+		Rx512To1023: k.RxLen[4].Load(), Rx1024To1518: k.RxLen[5].Load(), Rx1519Max: k.RxLen[6].Load()}
+	e := vema.ErrorCounters{TxErrors: txErr, RxErrors: rxErr, TxDLIDZero: k.TxDLIDZero.Load(),
+		TxLogic: k.TxFifoErrors.Load() + k.TxCarrierErrors.Load(), TxDropState: k.TxDropState.Load(),
+		RxBadVESWID: k.RxBadVESWID.Load(), RxRunt: k.RxRunt.Load(), RxOversize: k.RxOversize.Load(),
+		RxDropState: k.RxDropState.Load(), RxLogic: k.RxFifoErrors.Load()}
+	return s, e, true
+}
+
+// netdevMAC records the netdev's MAC; it reports whether the change is the
+// user's (a trap with opcode 1 is due): not the first reading, and not the
+// EM's base_mac_addr being applied. A user change bumps uc_macs_gen_count.
+func (c *EnginePorts) netdevMAC(vport uint8, mac [6]byte, initial bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.st[vport]
+	if s == nil || s.mac == mac {
+		if s != nil {
+			s.mac = mac
+		}
+		return false
+	}
+	s.mac = mac
+	if initial || mac == s.info.VPort.BaseMACAddr {
+		return false
+	}
+	s.ucGen++
+	return true
+}
