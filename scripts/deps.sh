@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what opavnic's scripts need on a Debian/Ubuntu machine, only what is
-# missing: Go modules, and (as root) iproute2, iperf3, ping, tcpdump, ethtool.
+# missing: Go modules, and (as root) iproute2, iperf3, ping, tcpdump, ethtool, jq.
 # Sourced by demo.sh and test.sh; safe to run on its own.
 set -euo pipefail
 
@@ -10,6 +10,7 @@ command -v iperf3 >/dev/null 2>&1 || need_pkgs+=(iperf3)
 command -v ping >/dev/null 2>&1 || need_pkgs+=(iputils-ping)
 command -v tcpdump >/dev/null 2>&1 || need_pkgs+=(tcpdump)
 command -v ethtool >/dev/null 2>&1 || need_pkgs+=(ethtool)
+command -v jq >/dev/null 2>&1 || need_pkgs+=(jq)
 
 if ((${#need_pkgs[@]})); then
 	if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then

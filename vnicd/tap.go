@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -33,6 +34,12 @@ const TAPBatchSize = 64
 
 // netnsDir is where iproute2 keeps named network namespaces.
 const netnsDir = "/var/run/netns"
+
+// TAPTxQueueLen is the length of a TAP's kernel transmit queue (frames the
+// stack has sent and vnicd has not yet read). The kernel's default, 1000, is
+// less than one wake-up's worth of a TCP burst at 10 Gbit/s: the overflow is
+// dropped (tx_dropped) and becomes a TCP retransmit.
+const TAPTxQueueLen = 10000
 
 // netlinkTimeout bounds every netlink request a TAP makes.
 const netlinkTimeout = 5 * time.Second
@@ -87,6 +94,13 @@ type TAP struct {
 	rn     int
 	rerr   error
 	readFn func(fd uintptr) bool
+	vbuf   []byte       // one read(2): virtio_net_hdr and a frame of up to 64 KB
+	seg    tsoSegmenter // the super-frame being cut, across Reads
+	maxSeg int          // longest frame a segment may be: MTU + 18
+
+	// OffloadDrops counts frames from the kernel that could not be finished
+	// (segmented or checksummed) and were dropped.
+	OffloadDrops atomic.Uint64
 
 	mu       sync.Mutex
 	h        *netlink.Handle // in the TAP's namespace; nil once closed
@@ -145,6 +159,11 @@ func OpenTAP(cfg TAPConfig) (*TAP, error) {
 	}
 	t := &TAP{f: f, rc: rc, name: created, ns: here, done: make(chan struct{})}
 	t.readFn = t.readBatch
+	t.vbuf = make([]byte, vnetHdrLen+maxSuperFrameLen)
+	t.maxSeg = 1500 + maxFrameOverMTU
+	if cfg.MTU != 0 {
+		t.maxSeg = cfg.MTU + maxFrameOverMTU
+	}
 	fail := func(step string, err error) (*TAP, error) {
 		if cerr := t.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("rollback: %w", cerr))
@@ -204,6 +223,9 @@ func OpenTAP(cfg TAPConfig) (*TAP, error) {
 			return fail(fmt.Sprintf("set MTU %d", cfg.MTU), err)
 		}
 	}
+	if err := t.h.LinkSetTxQLen(link, TAPTxQueueLen); err != nil {
+		return fail("set txqueuelen", err)
+	}
 	if err := t.h.LinkSetUp(link); err != nil {
 		return fail("set up", err)
 	}
@@ -247,7 +269,10 @@ func validIfName(name string) error {
 }
 
 // createTAP makes a TAP netdev in the calling thread's namespace and returns
-// its fd (non-blocking, close-on-exec, in the runtime poller) and name.
+// its fd (non-blocking, close-on-exec, in the runtime poller) and name. Every
+// frame read or written carries a virtio_net_hdr (IFF_VNET_HDR); the TAP
+// takes TCP super-frames and partial checksums (offload.go) when the kernel
+// allows it, and plain frames otherwise.
 // IFF_TUN_EXCL makes a name clash an error (EBUSY) where the kernel would
 // otherwise attach to an existing persistent TAP of that name.
 func createTAP(name string) (*os.File, string, error) {
@@ -257,13 +282,16 @@ func createTAP(name string) (*os.File, string, error) {
 	}
 	ifr, err := unix.NewIfreq(name)
 	if err == nil {
-		ifr.SetUint16(unix.IFF_TAP | unix.IFF_NO_PI | unix.IFF_TUN_EXCL)
+		ifr.SetUint16(unix.IFF_TAP | unix.IFF_NO_PI | unix.IFF_TUN_EXCL | unix.IFF_VNET_HDR)
 		err = unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr)
 	}
 	if err != nil {
 		unix.Close(fd)
 		return nil, "", fmt.Errorf("TUNSETIFF: %w", err)
 	}
+	// No USO: UDP super-frames are cut by the kernel. A kernel that refuses
+	// these offloads hands the TAP finished frames.
+	_ = unix.IoctlSetInt(fd, unix.TUNSETOFFLOAD, unix.TUN_F_CSUM|unix.TUN_F_TSO4|unix.TUN_F_TSO6)
 	// os.NewFile sees O_NONBLOCK and registers the fd with the poller.
 	return os.NewFile(uintptr(fd), "/dev/net/tun"), ifr.Name(), nil
 }
@@ -286,12 +314,17 @@ func (t *TAP) Index() int { return t.index }
 // BatchSize returns TAPBatchSize.
 func (t *TAP) BatchSize() int { return TAPBatchSize }
 
-// Read implements Device. One frame is one read(2); a batch is the frames
-// the kernel has queued when the first arrives, so a batch costs one wake-up.
-// The kernel cuts a frame too long for its buffer to the buffer's length.
+// Read implements Device. One frame from the kernel is one read(2); a batch
+// is the frames the kernel has queued when the first arrives, so a batch costs
+// one wake-up. A TCP super-frame comes out as the frames it is cut into, in
+// this Read and, when they do not all fit, the next ones. The kernel cuts a
+// frame too long for its buffer to the buffer's length.
 func (t *TAP) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 	t.rbufs, t.rsizes, t.roff, t.rn, t.rerr = bufs, sizes, offset, 0, nil
-	err := t.rc.Read(t.readFn)
+	var err error
+	if t.drainSegments(); t.rn < min(len(bufs), len(sizes), TAPBatchSize) {
+		err = t.rc.Read(t.readFn)
+	}
 	n, rerr := t.rn, t.rerr
 	t.rbufs, t.rsizes, t.rerr = nil, nil, nil
 	switch {
@@ -304,17 +337,32 @@ func (t *TAP) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 	}
 }
 
+// drainSegments writes segments of the current super-frame into the batch.
+func (t *TAP) drainSegments() {
+	limit := min(len(t.rbufs), len(t.rsizes), TAPBatchSize)
+	for !t.seg.done() && t.rn < limit {
+		dst := t.rbufs[t.rn][t.roff:]
+		if len(dst) < t.seg.hdrLen+t.seg.mss {
+			// A caller's buffer too short for a segment: drop the rest.
+			t.OffloadDrops.Add(1)
+			t.seg.frame = nil
+			return
+		}
+		t.rsizes[t.rn] = t.seg.next(dst)
+		t.rn++
+	}
+}
+
 // readBatch runs under the poller's read lock: it reads frames until the
 // batch is full or the queue empty, and asks the poller to wait (returns
 // false) only while it has read nothing.
 func (t *TAP) readBatch(fd uintptr) bool {
 	limit := min(len(t.rbufs), len(t.rsizes), TAPBatchSize)
 	for t.rn < limit {
-		m, err := unix.Read(int(fd), t.rbufs[t.rn][t.roff:])
+		m, err := unix.Read(int(fd), t.vbuf)
 		switch err {
 		case nil:
-			t.rsizes[t.rn] = m
-			t.rn++
+			t.frameIn(t.vbuf[:m])
 		case unix.EINTR:
 		case unix.EAGAIN:
 			return t.rn > 0
@@ -326,14 +374,95 @@ func (t *TAP) readBatch(fd uintptr) bool {
 	return true
 }
 
-// Write implements Device: one write(2) per frame.
+// frameIn finishes one frame read with its virtio_net_hdr: a plain frame is
+// copied into the batch (its checksum completed if partial), a super-frame
+// is cut into it.
+func (t *TAP) frameIn(b []byte) {
+	if len(b) < vnetHdrLen {
+		t.OffloadDrops.Add(1)
+		return
+	}
+	h := parseVnetHdr(b)
+	frame := b[vnetHdrLen:]
+	if h.gsoType != vnetGSONone {
+		if err := t.seg.start(frame, h, t.maxSeg); err != nil {
+			t.OffloadDrops.Add(1)
+			return
+		}
+		t.drainSegments()
+		return
+	}
+	if h.flags&vnetFNeedsCsum != 0 && finishCsum(frame, h) != nil {
+		t.OffloadDrops.Add(1)
+		return
+	}
+	t.rsizes[t.rn] = copy(t.rbufs[t.rn][t.roff:], frame)
+	t.rn++
+}
+
+// zeroVnetHdr is the virtio_net_hdr of a finished frame: no GSO, checksums
+// complete. The kernel only reads it.
+var zeroVnetHdr [vnetHdrLen]byte
+
+// Write implements Device: one writev(2) per frame, behind a zero
+// virtio_net_hdr.
 func (t *TAP) Write(bufs [][]byte, offset int) (int, error) {
 	for i, b := range bufs {
-		if _, err := t.f.Write(b[offset:]); err != nil {
+		if err := t.writeFrame(b[offset:]); err != nil {
 			return i, err
 		}
 	}
 	return len(bufs), nil
+}
+
+// tapWrite is one writer's writev state; pooled, because Write may be called
+// concurrently and must not allocate per frame.
+type tapWrite struct {
+	iov [2]unix.Iovec
+	err error
+	fn  func(fd uintptr) bool
+}
+
+var tapWrites = sync.Pool{New: func() any {
+	w := &tapWrite{}
+	w.iov[0].Base = &zeroVnetHdr[0]
+	w.iov[0].SetLen(vnetHdrLen)
+	w.fn = w.do
+	return w
+}}
+
+func (w *tapWrite) do(fd uintptr) bool {
+	for {
+		_, _, e := unix.Syscall(unix.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&w.iov[0])), 2)
+		switch e {
+		case 0:
+			w.err = nil
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		default:
+			w.err = e
+		}
+		return true
+	}
+}
+
+func (t *TAP) writeFrame(frame []byte) error {
+	w := tapWrites.Get().(*tapWrite)
+	defer tapWrites.Put(w)
+	w.iov[1] = unix.Iovec{}
+	if len(frame) > 0 {
+		w.iov[1].Base = &frame[0]
+	}
+	w.iov[1].SetLen(len(frame))
+	w.err = nil
+	err := t.rc.Write(w.fn)
+	w.iov[1].Base = nil // no reference to the caller's buffer
+	if err != nil {
+		return t.ioErr(err)
+	}
+	return w.err
 }
 
 // ioErr turns the poller's error for a closed fd into os.ErrClosed.

@@ -1,0 +1,304 @@
+#!/usr/bin/env bash
+# The side-by-side benchmark of issue 5: the bare veth underlay, kernel VXLAN
+# over it (the reference) and vnicd over it, measured in one run, interleaved
+# (each round measures every path, in a rotating order), medians of the rounds.
+#
+# Two hosts are two network namespaces joined by a veth; all three paths
+# exist at once between them:
+#   veth   10.201.0.1 <-> 10.201.0.2   the underlay itself
+#   vxlan  10.202.0.1 <-> 10.202.0.2   kernel VXLAN (VNI 42, UDP 4789), MTU underlay-50
+#   vnicd  10.203.0.1 <-> 10.203.0.2   one VNIC per host, eth_mtu as large as fits
+# Figures per path: iperf3 TCP 1 stream and 4 streams, 64-byte UDP packets
+# per second delivered (iperf3 -u -l 64 -b 0, no rate limit; the receiver's
+# count), ping RTT average and p99 (200 pings, 10 ms apart), and, for vnicd,
+# the CPU time both daemons used per gigabit carried (utime+stime from
+# /proc/PID/stat over the TCP tests). Underlay MTU 1500 and 9000.
+#
+# eth_mtu that fits: a full frame is eth_mtu+18 (one VLAN tag), the 16B packet
+# is 20 + frame + pad + 5 rounded up to 8 bytes, plus 28 bytes of UDP/IPv4.
+# At 1500: 1472 bytes of UDP payload = 184 QWs, frame <= 1447, eth_mtu <= 1429
+# (1428 used). At 9000: 8972 -> 8968 (1121 QWs), frame <= 8943, eth_mtu <= 8925
+# (8924 used). VXLAN adds 50 bytes: MTU 1450 and 8950.
+#
+# Prints the table (each figure with its ratio to VXLAN) and writes it, with
+# the machine's load, to a markdown file. Everything it makes carries a name
+# unique to the run and is removed on exit, Ctrl-C or failure. Run as root:
+#
+#   scripts/bench.sh [--runs N] [--seconds N] [--quick] [--mtu 1500|9000|both]
+#                    [--out FILE] [--cpuprofile DIR]
+#
+#   --runs N        rounds; medians are taken over them (default 3)
+#   --seconds N     duration of each iperf3 test (default 5)
+#   --quick         1 round of 2-second tests, 50 pings: a smoke test for CI
+#   --mtu M         underlay MTU variants to run (default both)
+#   --out FILE      the markdown results (default bench/RESULTS.md)
+#   --cpuprofile D  run both vnicds with --cpuprofile, profiles kept in D
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+runs=3 seconds=5 pings=200 mtus="1500 9000" out=bench/RESULTS.md profdir=""
+while (($#)); do
+	case $1 in
+	--runs) runs=$2; shift 2 ;;
+	--seconds) seconds=$2; shift 2 ;;
+	--quick) runs=1 seconds=2 pings=50; shift ;;
+	--mtu) mtus=${2/both/1500 9000}; shift 2 ;;
+	--out) out=$2; shift 2 ;;
+	--cpuprofile) profdir=$2; shift 2 ;;
+	-h | --help) sed -n '2,36p' "$0"; exit 0 ;;
+	*) echo "bench: unknown argument $1" >&2; exit 2 ;;
+	esac
+done
+[[ $runs =~ ^[1-9][0-9]*$ && $seconds =~ ^[1-9][0-9]*$ ]] || { echo "bench: --runs and --seconds take positive integers" >&2; exit 2; }
+for m in $mtus; do [[ $m == 1500 || $m == 9000 ]] || { echo "bench: --mtu takes 1500, 9000 or both" >&2; exit 2; }; done
+if [[ $(id -u) -ne 0 ]]; then
+	echo "bench: must run as root (it makes network namespaces, TAP and VXLAN devices)" >&2
+	exit 1
+fi
+source scripts/deps.sh
+for tool in ip iperf3 ping jq; do
+	command -v "$tool" >/dev/null 2>&1 || { echo "bench: $tool is missing (scripts/deps.sh could not install it)" >&2; exit 1; }
+done
+
+run="ovb$(printf '%x' $$)"
+work=$(mktemp -d "/tmp/opavnic-bench.XXXXXX")
+A=$run-a B=$run-b
+pids=() vnicd_pids=()
+tck=$(getconf CLK_TCK)
+
+stop_pids() {
+	local pid
+	for pid in "$@"; do kill -TERM "$pid" 2>/dev/null || true; done
+	for pid in "$@"; do
+		for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+}
+teardown() {
+	stop_pids "${pids[@]}"
+	pids=() vnicd_pids=()
+	for ns in "$A" "$B"; do
+		ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+		ip netns del "$ns" 2>/dev/null || true
+	done
+}
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	teardown
+	if ((rc != 0)); then
+		echo "bench: FAILED (exit $rc); daemon logs:" >&2
+		tail -n 20 "$work"/*.log 2>/dev/null >&2 || true
+	fi
+	rm -rf "$work"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+inns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
+say() { printf '%s\n' "$*" >&2; }
+
+if ! modprobe vxlan 2>/dev/null && ! grep -qw vxlan /proc/modules 2>/dev/null; then
+	probe=$run-vxprobe
+	if ! ip link add "$probe" type vxlan id 1 dstport 4789 dev lo 2>/dev/null; then
+		say "bench: kernel VXLAN is not available (no vxlan module); the reference cannot be measured"
+		exit 1
+	fi
+	ip link del "$probe"
+fi
+
+say "bench: building vnicd"
+go build -o "$work/vnicd" ./cmd/vnicd
+
+# setup MTU: the two hosts, the underlay, VXLAN and the two vnicds.
+setup() {
+	local mtu=$1 ethmtu vxmtu
+	case $mtu in 1500) ethmtu=1428 vxmtu=1450 ;; 9000) ethmtu=8924 vxmtu=8950 ;; esac
+	ip netns add "$A"
+	ip netns add "$B"
+	inns "$A" ip link set lo up
+	inns "$B" ip link set lo up
+	ip link add "${run}ua" mtu "$mtu" type veth peer name "${run}ub" mtu "$mtu"
+	ip link set "${run}ua" netns "$A"
+	ip link set "${run}ub" netns "$B"
+	local i ns dev peer p
+	for i in 1 2; do
+		if ((i == 1)); then ns=$A dev=${run}ua peer=2; else ns=$B dev=${run}ub peer=1; fi
+		inns "$ns" ip addr add "10.201.0.$i/24" dev "$dev"
+		inns "$ns" ip link set "$dev" up
+		inns "$ns" ip link add vx0 mtu "$vxmtu" type vxlan id 42 dstport 4789 \
+			local "10.201.0.$i" remote "10.201.0.$peer" dev "$dev"
+		inns "$ns" ip addr add "10.202.0.$i/24" dev vx0
+		inns "$ns" ip link set vx0 up
+		cat >"$work/host$i.yaml" <<-EOF
+			node: {name: bench$i, lid: $((0x10 + i)), listen: "10.201.0.$i:4793", underlay_interface: $dev}
+			peers:
+			  - {lid: $((0x10 + peer)), address: "10.201.0.$peer:4793", name: bench$peer}
+			multicast:
+			  - {lid: 0xF00001, members: [0x11, 0x12]}
+			control: {socket: $work/host$i.sock}
+			vnics:
+			  - vport: 0
+			    vesw: {id: 1, pkey: 0x8001, eth_mtu: $ethmtu, mcast_dlid: 0xF00001}
+			    port: {ifname: vnic0, addresses: ["10.203.0.$i/24"]}
+		EOF
+		local prof=()
+		[[ -n $profdir ]] && prof=(--cpuprofile "$profdir/vnicd-mtu$mtu-host$i.pprof")
+		ip netns exec "$ns" "$work/vnicd" --config "$work/host$i.yaml" --log-level warn "${prof[@]}" >"$work/host$i.log" 2>&1 &
+		pids+=($!) vnicd_pids+=($!)
+	done
+	for i in $(seq 50); do
+		if inns "$A" ping -c 1 -W 1 -q 10.203.0.2 >/dev/null 2>&1 &&
+			inns "$A" ping -c 1 -W 1 -q 10.202.0.2 >/dev/null 2>&1; then
+			break
+		fi
+		for p in "${vnicd_pids[@]}"; do kill -0 "$p" 2>/dev/null || { say "bench: a vnicd exited"; exit 1; }; done
+		((i == 50)) && { say "bench: paths did not come up within 10 s"; exit 1; }
+		sleep 0.2
+	done
+	# iperf3 servers on host b, one per path so no test waits for another's
+	# server to come back.
+	for p in 1 2 3; do
+		ip netns exec "$B" iperf3 -s -p $((5200 + p)) -B "10.20$p.0.2" >/dev/null 2>&1 &
+		pids+=($!)
+	done
+	sleep 0.5
+}
+
+# cpu_ticks: utime+stime of both vnicds.
+cpu_ticks() {
+	local t=0 pid f
+	for pid in "${vnicd_pids[@]}"; do
+		read -ra f <"/proc/$pid/stat"
+		# fields 14 and 15 (1-based) follow the "(comm)" field, which has no spaces here
+		t=$((t + f[13] + f[14]))
+	done
+	echo "$t"
+}
+
+# iperf PATHNO ARGS...: runs a bounded iperf3 client from host a, prints its JSON.
+iperf() {
+	local p=$1; shift
+	local try
+	for try in 1 2 3; do
+		if timeout $((seconds + 15)) ip netns exec "$A" iperf3 -c "10.20$p.0.2" -p $((5200 + p)) \
+			-t "$seconds" -J "$@" >"$work/iperf.json" 2>/dev/null; then
+			cat "$work/iperf.json"
+			return
+		fi
+		sleep 0.5 # the server may still be resetting from the last test
+	done
+	echo '{}'
+}
+
+# measure PATHNO NAME: one round of every figure on one path; appends
+# "name figure value" lines to $work/samples.
+measure() {
+	local p=$1 name=$2 j c0 c1 v
+	c0=$(cpu_ticks)
+	j=$(iperf "$p")
+	v=$(jq -r '.end.sum_received.bits_per_second // 0' <<<"$j")
+	echo "$name tcp1 $v" >>"$work/samples"
+	local bits=$(jq -r '.end.sum_received.bytes // 0' <<<"$j")
+	j=$(iperf "$p" -P 4)
+	v=$(jq -r '.end.sum_received.bits_per_second // 0' <<<"$j")
+	echo "$name tcp4 $v" >>"$work/samples"
+	bits=$(jq -rn "($bits + $(jq -r '.end.sum_received.bytes // 0' <<<"$j")) * 8")
+	c1=$(cpu_ticks)
+	if [[ $name == vnicd ]]; then
+		# CPU seconds of both daemons per gigabit carried, over both TCP tests.
+		jq -rn "if $bits > 0 then \"$name cpu \" + ((($c1 - $c0) / $tck) / ($bits / 1e9) | tostring) else empty end" >>"$work/samples"
+	fi
+	j=$(iperf "$p" -u -l 64 -b 0)
+	# sum_received is the server's count of packets and losses.
+	jq -r --arg n "$name" '(.end.sum_received // .end.sum) as $s | if $s.packets then
+		"\($n) udp64 \((($s.packets - $s.lost_packets) / $s.seconds))" else "\($n) udp64 0" end' <<<"$j" >>"$work/samples"
+	inns "$A" ping -n -c "$pings" -i 0.01 -W 1 "10.20$p.0.2" 2>/dev/null |
+		sed -n 's/.*time=\([0-9.]*\) ms.*/\1/p' | sort -n >"$work/rtt" || true
+	if [[ -s $work/rtt ]]; then
+		awk -v n="$name" '{ s += $1; a[NR] = $1 } END {
+			i = int(NR * 0.99 + 0.999999); if (i > NR) i = NR
+			printf "%s ping_avg %.6f\n%s ping_p99 %.6f\n", n, s / NR * 1000, n, a[i] * 1000 }' "$work/rtt" >>"$work/samples"
+	fi
+}
+
+median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+med() { awk -v n="$1" -v f="$2" '$1 == n && $2 == f { print $3 }' "$work/samples" | median; }
+
+# report MTU: the markdown table of one variant.
+report() {
+	local mtu=$1 f label unit scale name v x ref
+	echo
+	echo "### Underlay MTU $mtu ($2)"
+	echo
+	echo "| figure | bare veth | kernel VXLAN (reference) | vnicd | vnicd / VXLAN |"
+	echo "|---|---|---|---|---|"
+	for f in tcp1 tcp4 udp64 ping_avg ping_p99 cpu; do
+		case $f in
+		tcp1) label="TCP, 1 stream" unit="Gbit/s" scale=1e-9 ;;
+		tcp4) label="TCP, 4 streams" unit="Gbit/s" scale=1e-9 ;;
+		udp64) label="64 B UDP delivered" unit="kpps" scale=1e-3 ;;
+		ping_avg) label="ping RTT avg" unit="us" scale=1 ;;
+		ping_p99) label="ping RTT p99" unit="us" scale=1 ;;
+		cpu) label="vnicd CPU per Gbit (both daemons)" unit="ms" scale=1e3 ;;
+		esac
+		ref=$(med vxlan "$f")
+		printf '| %s |' "$label"
+		for name in veth vxlan vnicd; do
+			v=$(med "$name" "$f")
+			if [[ $v == nan ]]; then printf ' - |'; continue; fi
+			x=$(awk -v v="$v" -v s="$scale" 'BEGIN { x = v * s; printf (x >= 100 ? "%.0f" : x >= 10 ? "%.1f" : "%.2f"), x }')
+			if [[ $name == vxlan || $ref == nan ]] || awk -v r="$ref" 'BEGIN { exit !(r == 0) }'; then
+				printf ' %s %s |' "$x" "$unit"
+			else
+				printf ' %s %s (%sx) |' "$x" "$unit" "$(awk -v v="$v" -v r="$ref" 'BEGIN { printf "%.2f", v / r }')"
+			fi
+		done
+		v=$(med vnicd "$f")
+		if [[ $v != nan && $ref != nan ]] && awk -v r="$ref" 'BEGIN { exit !(r != 0) }'; then
+			printf ' %sx |\n' "$(awk -v v="$v" -v r="$ref" 'BEGIN { printf "%.2f", v / r }')"
+		else
+			printf ' - |\n'
+		fi
+	done
+}
+
+started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+tables=""
+for mtu in $mtus; do
+	case $mtu in 1500) desc="vnicd eth_mtu 1428, VXLAN MTU 1450" ;; 9000) desc="vnicd eth_mtu 8924, VXLAN MTU 8950" ;; esac
+	say "bench: underlay MTU $mtu: setting up ($desc)"
+	: >"$work/samples"
+	setup "$mtu"
+	paths=(1:veth 2:vxlan 3:vnicd)
+	for ((r = 0; r < runs; r++)); do
+		for ((k = 0; k < 3; k++)); do
+			pp=${paths[$(((r + k) % 3))]}
+			say "bench: MTU $mtu round $((r + 1))/$runs: ${pp#*:} (load $(cut -d' ' -f1 /proc/loadavg))"
+			measure "${pp%%:*}" "${pp#*:}"
+		done
+	done
+	for pid in "${vnicd_pids[@]}"; do kill -0 "$pid" 2>/dev/null || { say "bench: a vnicd died during the run"; exit 1; }; done
+	tables+=$(report "$mtu" "$desc")$'\n'
+	teardown
+done
+load1=$(cut -d' ' -f1-3 /proc/loadavg)
+
+result=$(
+	echo "# opavnic benchmark results"
+	echo
+	echo "Written by \`scripts/bench.sh\` (started $started; $runs round(s) of ${seconds}-second iperf3 tests"
+	echo "and $pings pings, paths interleaved, medians). $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//');"
+	echo "kernel $(uname -r); load average before $load0, after $load1. Both hosts, both iperf3 ends"
+	echo "and both daemons share the machine, so every figure is CPU-bound; ratios hold better than absolute"
+	echo "figures. Ratios in parentheses are to kernel VXLAN (for ping and CPU, lower is better)."
+	echo "$tables"
+)
+printf '%s\n' "$result"
+mkdir -p "$(dirname "$out")"
+printf '%s\n' "$result" >"$out"
+say "bench: written to $out"

@@ -1,0 +1,234 @@
+package vnicd
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/bits"
+)
+
+// TAP offloads (IFF_VNET_HDR with TUNSETOFFLOAD CSUM, TSO4, TSO6): the
+// kernel hands the TAP TCP super-frames of up to 64 KB with a partial
+// checksum, and vnicd cuts each into frames the size the kernel asked for
+// (gso_size, which TCP derived from the TAP's MTU), each with full IP and TCP
+// checksums, before any of them is wrapped into a 16B packet. Nothing longer
+// than a frame the MTU allows and nothing with a partial checksum ever
+// reaches the fabric: a super-frame that cannot be cut that way is dropped.
+
+// virtio_net_hdr (include/uapi/linux/virtio_net.h), in the host's byte order
+// (little-endian here: legacy virtio on x86-64 and arm64):
+//
+//	byte 0     flags (VIRTIO_NET_HDR_F_NEEDS_CSUM = 1)
+//	byte 1     gso_type (NONE 0, TCPV4 1, UDP 3, TCPV6 4, ECN 0x80)
+//	bytes 2-3  hdr_len
+//	bytes 4-5  gso_size
+//	bytes 6-7  csum_start
+//	bytes 8-9  csum_offset
+const (
+	vnetHdrLen       = 10
+	vnetFNeedsCsum   = 1
+	vnetGSONone      = 0
+	vnetGSOTCPv4     = 1
+	vnetGSOTCPv6     = 4
+	etherTypeIPv4    = 0x0800
+	etherTypeIPv6    = 0x86dd
+	ipProtoTCP       = 6
+	tcpFlagFIN       = 0x01
+	tcpFlagPSH       = 0x08
+	tcpFlagCWR       = 0x80
+	maxSuperFrameLen = 65535 + 18 // an IP packet of 64 KB in a tagged Ethernet header
+)
+
+// errOffload is why a frame from the TAP could not be finished.
+var errOffload = errors.New("vnicd: TAP offload: frame cannot be segmented")
+
+// vnetHdr is a decoded virtio_net_hdr.
+type vnetHdr struct {
+	flags      uint8
+	gsoType    uint8
+	gsoSize    uint16
+	csumStart  uint16
+	csumOffset uint16
+}
+
+func parseVnetHdr(b []byte) vnetHdr {
+	return vnetHdr{
+		flags:      b[0],
+		gsoType:    b[1],
+		gsoSize:    binary.LittleEndian.Uint16(b[4:]),
+		csumStart:  binary.LittleEndian.Uint16(b[6:]),
+		csumOffset: binary.LittleEndian.Uint16(b[8:]),
+	}
+}
+
+// finishCsum completes a CHECKSUM_PARTIAL frame in place: the 16-bit field
+// at csumStart+csumOffset holds the pseudo-header sum; the checksum is the
+// complement of the sum from csumStart to the end.
+func finishCsum(frame []byte, h vnetHdr) error {
+	start, field := int(h.csumStart), int(h.csumStart)+int(h.csumOffset)
+	if start > len(frame) || field+2 > len(frame) {
+		return errOffload
+	}
+	s := ^fold(csumAdd(0, frame[start:]))
+	binary.BigEndian.PutUint16(frame[field:], s)
+	return nil
+}
+
+// l3Offset returns where the IP header starts, after up to two VLAN tags.
+func l3Offset(frame []byte) (int, uint16) {
+	off := 12
+	for range 3 {
+		if off+2 > len(frame) {
+			return 0, 0
+		}
+		et := binary.BigEndian.Uint16(frame[off:])
+		if et != 0x8100 && et != 0x88a8 {
+			return off + 2, et
+		}
+		off += 4
+	}
+	return 0, 0
+}
+
+// tsoSegmenter cuts one TCP super-frame into frames; next writes them one at a
+// time, so that the frames of one super-frame may spread over several Reads.
+type tsoSegmenter struct {
+	frame   []byte // the super-frame; nil when done
+	l3, l4  int    // IP and TCP header offsets
+	hdrLen  int    // Ethernet + IP + TCP headers
+	mss     int
+	v6      bool
+	seq     uint32
+	id      uint16
+	flags   byte
+	off     int // payload offset of the next segment
+	segment int // index of the next segment
+}
+
+// start checks a TCP super-frame and prepares to cut it; maxFrame bounds
+// the length of every frame it will write.
+func (s *tsoSegmenter) start(frame []byte, h vnetHdr, maxFrame int) error {
+	s.frame = nil
+	l3, et := l3Offset(frame)
+	l4 := int(h.csumStart)
+	switch {
+	case h.gsoType == vnetGSOTCPv4 && et == etherTypeIPv4:
+		if l3+20 > len(frame) || frame[l3]>>4 != 4 || int(frame[l3]&0xf)*4 != l4-l3 || frame[l3+9] != ipProtoTCP {
+			return errOffload
+		}
+		s.v6 = false
+		s.id = binary.BigEndian.Uint16(frame[l3+4:])
+	case h.gsoType == vnetGSOTCPv6 && et == etherTypeIPv6:
+		// Only a plain IPv6 header: the kernel's TCP never adds extension
+		// headers to a super-frame it hands a device with TSO6.
+		if l3+40 != l4 || l4 > len(frame) || frame[l3]>>4 != 6 || frame[l3+6] != ipProtoTCP {
+			return errOffload
+		}
+		s.v6 = true
+	default:
+		return errOffload
+	}
+	if l4+20 > len(frame) {
+		return errOffload
+	}
+	hdrLen := l4 + int(frame[l4+12]>>4)*4
+	mss := int(h.gsoSize)
+	if hdrLen > len(frame) || mss == 0 || hdrLen+mss > maxFrame || h.csumOffset != 16 {
+		return errOffload
+	}
+	*s = tsoSegmenter{
+		frame: frame, l3: l3, l4: l4, hdrLen: hdrLen, mss: mss, v6: s.v6, id: s.id,
+		seq:   binary.BigEndian.Uint32(frame[l4+4:]),
+		flags: frame[l4+13],
+		off:   hdrLen,
+	}
+	return nil
+}
+
+// done reports whether every segment has been written.
+func (s *tsoSegmenter) done() bool { return s.frame == nil }
+
+// next writes the next segment, headers and checksums complete, into dst and
+// returns its length; dst must hold hdrLen+mss bytes.
+func (s *tsoSegmenter) next(dst []byte) int {
+	f := s.frame
+	end := min(s.off+s.mss, len(f))
+	last := end == len(f)
+	n := copy(dst, f[:s.hdrLen])
+	n += copy(dst[n:], f[s.off:end])
+	seg := dst[:n]
+	l3, l4 := s.l3, s.l4
+	if s.v6 {
+		binary.BigEndian.PutUint16(seg[l3+4:], uint16(n-l3-40))
+	} else {
+		binary.BigEndian.PutUint16(seg[l3+2:], uint16(n-l3))
+		binary.BigEndian.PutUint16(seg[l3+4:], s.id+uint16(s.segment))
+		seg[l3+10], seg[l3+11] = 0, 0
+		binary.BigEndian.PutUint16(seg[l3+10:], ^fold(csumAdd(0, seg[l3:l4])))
+	}
+	binary.BigEndian.PutUint32(seg[l4+4:], s.seq+uint32(s.off-s.hdrLen))
+	fl := s.flags
+	if !last {
+		fl &^= tcpFlagFIN | tcpFlagPSH
+	}
+	if s.segment > 0 {
+		fl &^= tcpFlagCWR
+	}
+	seg[l4+13] = fl
+	seg[l4+16], seg[l4+17] = 0, 0
+	binary.BigEndian.PutUint16(seg[l4+16:], ^fold(csumAdd(tcpPseudoSum(seg, l3, l4, s.v6), seg[l4:])))
+	s.off, s.segment = end, s.segment+1
+	if last {
+		s.frame = nil
+	}
+	return n
+}
+
+// tcpPseudoSum is the sum of the TCP pseudo-header of seg, folded to 16 bits
+// (a wider partial sum would lose its carry when added with +).
+func tcpPseudoSum(seg []byte, l3, l4 int, v6 bool) uint64 {
+	addrs := seg[l3+12 : l3+20]
+	if v6 {
+		addrs = seg[l3+8 : l3+40]
+	}
+	return uint64(fold(csumAdd(0, addrs))) + ipProtoTCP + uint64(len(seg)-l4)
+}
+
+// csumAdd adds b, as big-endian 16-bit words (a last odd byte padded with
+// zero), to the one's-complement sum s, carries included; fold the result.
+// Two such sums must be combined with csumAdd's carry, never with +.
+func csumAdd(s uint64, b []byte) uint64 {
+	var c uint64
+	for len(b) >= 32 {
+		s, c = bits.Add64(s, binary.BigEndian.Uint64(b), c)
+		s, c = bits.Add64(s, binary.BigEndian.Uint64(b[8:]), c)
+		s, c = bits.Add64(s, binary.BigEndian.Uint64(b[16:]), c)
+		s, c = bits.Add64(s, binary.BigEndian.Uint64(b[24:]), c)
+		b = b[32:]
+	}
+	for len(b) >= 8 {
+		s, c = bits.Add64(s, binary.BigEndian.Uint64(b), c)
+		b = b[8:]
+	}
+	s, c = bits.Add64(s, 0, c)
+	s += c
+	var t uint64
+	for len(b) >= 2 {
+		t += uint64(binary.BigEndian.Uint16(b))
+		b = b[2:]
+	}
+	if len(b) == 1 {
+		t += uint64(b[0]) << 8
+	}
+	s, c = bits.Add64(s, t, 0)
+	return s + c
+}
+
+// fold folds a 64-bit one's-complement sum to 16 bits.
+func fold(s uint64) uint16 {
+	s = (s >> 32) + (s & 0xffffffff)
+	s = (s >> 32) + (s & 0xffffffff)
+	s = (s >> 16) + (s & 0xffff)
+	s = (s >> 16) + (s & 0xffff)
+	s = (s >> 16) + (s & 0xffff)
+	return uint16(s)
+}

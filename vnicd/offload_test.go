@@ -1,0 +1,216 @@
+package vnicd
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+)
+
+// refCsum is the RFC 1071 sum, 16 bits at a time.
+func refCsum(b []byte) uint16 {
+	var s uint32
+	for len(b) >= 2 {
+		s += uint32(binary.BigEndian.Uint16(b))
+		b = b[2:]
+	}
+	if len(b) == 1 {
+		s += uint32(b[0]) << 8
+	}
+	for s > 0xffff {
+		s = s>>16 + s&0xffff
+	}
+	return uint16(s)
+}
+
+func TestCsumAddMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 1, 2, 7, 8, 31, 32, 33, 63, 64, 65, 1427, 1428, 1500, 9000} {
+		for range 50 {
+			b := make([]byte, n)
+			for i := range b {
+				b[i] = byte(r.Uint32())
+				if r.IntN(4) == 0 {
+					b[i] = 0xff
+				}
+			}
+			if got, want := fold(csumAdd(0, b)), refCsum(b); got != want {
+				t.Fatalf("len %d: csum %#04x, want %#04x", n, got, want)
+			}
+		}
+	}
+}
+
+// superFrame builds an Ethernet+IPv4/IPv6+TCP super-frame with payload
+// bytes, its TCP checksum field holding the pseudo-header sum (as the kernel
+// leaves it for CHECKSUM_PARTIAL).
+func superFrame(v6 bool, payload int, flags byte) []byte {
+	l3 := 14
+	ipLen := 20
+	if v6 {
+		ipLen = 40
+	}
+	f := make([]byte, l3+ipLen+32+payload)
+	if v6 {
+		binary.BigEndian.PutUint16(f[12:], etherTypeIPv6)
+		f[l3] = 0x60
+		binary.BigEndian.PutUint16(f[l3+4:], uint16(len(f)-l3-40))
+		f[l3+6], f[l3+7] = ipProtoTCP, 64
+		for i := range 32 {
+			f[l3+8+i] = byte(i*7 + 1)
+		}
+	} else {
+		binary.BigEndian.PutUint16(f[12:], etherTypeIPv4)
+		f[l3] = 0x45
+		binary.BigEndian.PutUint16(f[l3+2:], uint16(len(f)-l3))
+		binary.BigEndian.PutUint16(f[l3+4:], 0xfff0)
+		f[l3+6], f[l3+8], f[l3+9] = 0x40, 64, ipProtoTCP
+		copy(f[l3+12:], []byte{10, 203, 0, 1, 10, 203, 0, 2})
+	}
+	l4 := l3 + ipLen
+	binary.BigEndian.PutUint16(f[l4:], 40066)
+	binary.BigEndian.PutUint16(f[l4+2:], 5201)
+	binary.BigEndian.PutUint32(f[l4+4:], 0xfffff000) // wraps during the run
+	f[l4+12], f[l4+13] = 8<<4, flags
+	for i := l4 + 20; i < len(f); i++ {
+		f[i] = byte(i*13 + i>>8)
+	}
+	return f
+}
+
+// tcpValid checks a finished segment's IP and TCP checksums from scratch.
+func tcpValid(t *testing.T, seg []byte, v6 bool) {
+	t.Helper()
+	l3, l4 := 14, 34
+	var pseudo []byte
+	if v6 {
+		l4 = 54
+		pseudo = append(pseudo, seg[l3+8:l3+40]...)
+	} else {
+		if refCsum(seg[l3:l4]) != 0xffff {
+			t.Fatalf("IPv4 header checksum wrong: % x", seg[l3:l4])
+		}
+		if int(binary.BigEndian.Uint16(seg[l3+2:])) != len(seg)-l3 {
+			t.Fatalf("IPv4 total length %d, want %d", binary.BigEndian.Uint16(seg[l3+2:]), len(seg)-l3)
+		}
+		pseudo = append(pseudo, seg[l3+12:l3+20]...)
+	}
+	pseudo = binary.BigEndian.AppendUint16(pseudo, ipProtoTCP)
+	pseudo = binary.BigEndian.AppendUint16(pseudo, uint16(len(seg)-l4))
+	if got := refCsum(append(pseudo, seg[l4:]...)); got != 0xffff {
+		t.Fatalf("TCP checksum does not verify (sum %#04x)", got)
+	}
+}
+
+func TestTSOSegments(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		v6      bool
+		payload int
+		mss     int
+	}{
+		{"v4 even", false, 1388 * 4, 1388},
+		{"v4 odd tail", false, 1388*3 + 77, 1388},
+		{"v4 odd mss", false, 1001*5 + 3, 1001},
+		{"v4 64K", false, 65535 - 20 - 32, 1388},
+		{"v4 one byte", false, 1, 1388},
+		{"v6 tail", true, 1368*2 + 5, 1368},
+		{"v6 jumbo mss", true, 8872*3 + 1, 8872},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const flags = tcpFlagFIN | tcpFlagPSH | tcpFlagCWR | 0x10
+			f := superFrame(tc.v6, tc.payload, flags)
+			gso := uint8(vnetGSOTCPv4)
+			if tc.v6 {
+				gso = vnetGSOTCPv6
+			}
+			l4 := 34
+			if tc.v6 {
+				l4 = 54
+			}
+			h := vnetHdr{flags: vnetFNeedsCsum, gsoType: gso, gsoSize: uint16(tc.mss), csumStart: uint16(l4), csumOffset: 16}
+			var s tsoSegmenter
+			if err := s.start(f, h, l4+32+tc.mss); err != nil {
+				t.Fatal(err)
+			}
+			var payload []byte
+			want := (tc.payload + tc.mss - 1) / tc.mss
+			dst := make([]byte, 70000)
+			for i := 0; !s.done(); i++ {
+				n := s.next(dst)
+				seg := dst[:n]
+				if n > l4+32+tc.mss {
+					t.Fatalf("segment %d is %d bytes, longer than headers+mss", i, n)
+				}
+				tcpValid(t, seg, tc.v6)
+				if got := binary.BigEndian.Uint32(seg[l4+4:]); got != 0xfffff000+uint32(len(payload)) {
+					t.Fatalf("segment %d seq %#x", i, got)
+				}
+				fl := seg[l4+13]
+				if last := s.done(); (fl&tcpFlagFIN != 0) != last || (fl&tcpFlagPSH != 0) != last || (fl&tcpFlagCWR != 0) != (i == 0) {
+					t.Fatalf("segment %d (last %v) flags %#x", i, last, fl)
+				}
+				payload = append(payload, seg[l4+32:]...)
+				if i+1 > want {
+					t.Fatalf("more than %d segments", want)
+				}
+			}
+			if string(payload) != string(f[l4+32:]) {
+				t.Fatal("payload of the segments differs from the super-frame's")
+			}
+		})
+	}
+}
+
+func TestTSORejects(t *testing.T) {
+	f := superFrame(false, 4000, 0x10)
+	ok := vnetHdr{flags: vnetFNeedsCsum, gsoType: vnetGSOTCPv4, gsoSize: 1388, csumStart: 34, csumOffset: 16}
+	for _, tc := range []struct {
+		name     string
+		h        vnetHdr
+		frame    []byte
+		maxFrame int
+	}{
+		{"segment over the MTU", ok, f, 34 + 32 + 1387},
+		{"ECN gso type", vnetHdr{gsoType: vnetGSOTCPv4 | 0x80, gsoSize: 1388, csumStart: 34, csumOffset: 16}, f, 9000},
+		{"UDP gso type", vnetHdr{gsoType: 3, gsoSize: 1388, csumStart: 34, csumOffset: 6}, f, 9000},
+		{"v6 type on v4", vnetHdr{gsoType: vnetGSOTCPv6, gsoSize: 1388, csumStart: 34, csumOffset: 16}, f, 9000},
+		{"zero mss", vnetHdr{gsoType: vnetGSOTCPv4, csumStart: 34, csumOffset: 16}, f, 9000},
+		{"short", ok, f[:40], 9000},
+		{"csum start off", vnetHdr{gsoType: vnetGSOTCPv4, gsoSize: 1388, csumStart: 38, csumOffset: 16}, f, 9000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s tsoSegmenter
+			if err := s.start(tc.frame, tc.h, tc.maxFrame); err == nil {
+				t.Fatal("start accepted it")
+			}
+			if !s.done() {
+				t.Fatal("segmenter not idle after a refusal")
+			}
+		})
+	}
+}
+
+func TestFinishCsum(t *testing.T) {
+	for _, v6 := range []bool{false, true} {
+		for _, n := range []int{0, 1, 100, 1001} {
+			f := superFrame(v6, n, 0x18)
+			l3, l4 := 14, 34
+			var ps uint64
+			if v6 {
+				l4 = 54
+				ps = csumAdd(0, f[l3+8:l3+40])
+			} else {
+				ps = csumAdd(0, f[l3+12:l3+20])
+				binary.BigEndian.PutUint16(f[l3+10:], ^fold(csumAdd(0, f[l3:l4])))
+			}
+			binary.BigEndian.PutUint16(f[l4+16:], fold(uint64(fold(ps))+ipProtoTCP+uint64(len(f)-l4)))
+			if err := finishCsum(f, vnetHdr{flags: vnetFNeedsCsum, csumStart: uint16(l4), csumOffset: 16}); err != nil {
+				t.Fatal(err)
+			}
+			tcpValid(t, f, v6)
+		}
+	}
+	if finishCsum(make([]byte, 40), vnetHdr{csumStart: 34, csumOffset: 16}) == nil {
+		t.Fatal("a checksum field past the end was accepted")
+	}
+}
