@@ -1,4 +1,4 @@
-// Command vnicctl talks to a running vnicd over its control socket.
+// Command vnicctl talks to a running vnicd or opafm over its control socket.
 //
 // Usage:
 //
@@ -14,6 +14,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -35,7 +36,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage: vnicctl [--socket PATH] [--json] COMMAND
-commands:
+commands of vnicd:
   vnics              VNIC ports: interface, vesw, state
   counters [VPORT]   per-port counters under the kernel's ethtool names
   hfi                the fabric port: LID, state, drop counters
@@ -43,6 +44,13 @@ commands:
   vesws              the vesw config of each local port
   path LID|NODE      SA path record from this node to a LID (or a peer's name),
                      asked of the fabric manager
+commands of opafm:
+  fabric             nodes, their GUIDs, LIDs and endpoints
+  vesws              the virtual Ethernet switches and their members
+  path FROM TO       SA path record between two LIDs or node names
+  reload             re-read the fabric config (as SIGHUP)
+both:
+  commands           what the daemon answers
 `)
 }
 
@@ -136,43 +144,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 				}
 			})
 		}
-	case "fabric":
-		var v []vnicd.FabricEntry
-		if err = vnicd.Call(path, "fabric", nil, &v); err == nil {
-			err = show(stdout, *asJSON, v, func(tw *tabwriter.Writer) {
-				fmt.Fprintln(tw, "LID\tENDPOINT\tMEMBERS")
-				for _, e := range v {
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", e.LID, dash(e.Endpoint), dash(e.Members))
-				}
-			})
-		}
-	case "vesws":
-		var v []vnicd.VESWStatus
-		if err = vnicd.Call(path, "vesws", nil, &v); err == nil {
-			err = show(stdout, *asJSON, v, func(tw *tabwriter.Writer) {
-				fmt.Fprintln(tw, "VPORT\tIFNAME\tVESW\tFABRIC\tPKEY\tMCAST\tDEFAULT_PORTS\tRC\tETH_MTU")
-				for _, s := range v {
-					fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%d\n", s.VPort, s.IfName, s.VESWID, s.FabricID,
-						s.PKey, s.McastDLID, dash(strings.Join(s.DefaultPorts, ",")), s.RC, s.EthMTU)
-				}
-			})
-		}
 	case "path":
-		if len(rest) != 1 {
-			usage(stderr)
+		var args map[string]string
+		switch len(rest) {
+		case 1:
+			args = map[string]string{"lid": rest[0]}
+		case 2:
+			args = map[string]string{"slid": rest[0], "dlid": rest[1]}
+		default:
+			fmt.Fprintln(stderr, "vnicctl: path takes a LID or node name (vnicd), or two (opafm: from, to)")
 			return 2
 		}
-		var v vnicd.PathStatus
-		if err = vnicd.Call(path, "path", map[string]string{"lid": rest[0]}, &v); err == nil {
-			err = show(stdout, *asJSON, v, func(tw *tabwriter.Writer) {
-				fmt.Fprintln(tw, "SGID\tDGID\tSLID\tDLID\tHOP_LIMIT\tPKEY\tMTU\tRATE")
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%d\n", v.SGID, v.DGID, v.SLID, v.DLID, v.HopLimit, v.PKey, v.MTU, v.Rate)
-			})
-		}
+		err = generic(path, cmd, args, stdout, *asJSON)
 	default:
-		fmt.Fprintf(stderr, "vnicctl: unknown command %q\n", cmd)
-		usage(stderr)
-		return 2
+		// fabric, vesws, reload, commands, and whatever else the daemon
+		// (vnicd or opafm) answers: printed in the order the daemon wrote.
+		if len(rest) > 0 {
+			fmt.Fprintf(stderr, "vnicctl: %s takes no arguments\n", cmd)
+			return 2
+		}
+		err = generic(path, cmd, nil, stdout, *asJSON)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "vnicctl: %v\n", err)
@@ -197,6 +188,25 @@ func show(w io.Writer, asJSON bool, v any, table func(*tabwriter.Writer)) error 
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	table(tw)
 	return tw.Flush()
+}
+
+// generic sends cmd and prints the answer as a table (or JSON) without
+// knowing its type.
+func generic(path, cmd string, args any, w io.Writer, asJSON bool) error {
+	var raw json.RawMessage
+	if err := vnicd.Call(path, cmd, args, &raw); err != nil {
+		return err
+	}
+	if asJSON {
+		var b bytes.Buffer
+		if err := json.Indent(&b, raw, "", "  "); err != nil {
+			return err
+		}
+		b.WriteByte('\n')
+		_, err := w.Write(b.Bytes())
+		return err
+	}
+	return renderTable(w, raw)
 }
 
 func defaultSocket() (string, error) {
