@@ -412,8 +412,7 @@ func (f *FM) announce(p *inbound) {
 		f.markDirty()
 	}
 	if n.state == NodeActive && held == n.lid && held != 0 {
-		n.misses = 0 // a node that merely missed the SM; the polls carry on
-		return
+		return // the polls decide whether it is still there
 	}
 	f.join(n, held)
 }
