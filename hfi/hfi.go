@@ -57,17 +57,25 @@ type Config struct {
 	VerifyICRC bool
 	// PKeys is the port's partition table.
 	PKeys []encap.PKey
+	// TrustAnyMgmtSource skips the source check (WIRE.md §7: the SLID's
+	// directory endpoint must be the datagram's source) for management
+	// packets, L4 0x08, only. A fabric manager needs it: nodes announce
+	// themselves before they are in any directory, so the FM cannot check
+	// them by endpoint and matches them by port GUID instead (PROTOCOL.md
+	// §6). Every other L4 type is still checked.
+	TrustAnyMgmtSource bool
 }
 
 // HFI is one software fabric port on a Transport.
 type HFI struct {
-	tr     Transport
-	verify bool
-	lid    atomic.Uint32
-	state  atomic.Uint32
-	routes atomic.Pointer[routes]
-	pkeys  atomic.Pointer[[]encap.PKey]
-	recv   [256]Receiver
+	tr        Transport
+	verify    bool
+	trustMgmt bool
+	lid       atomic.Uint32
+	state     atomic.Uint32
+	routes    atomic.Pointer[routes]
+	pkeys     atomic.Pointer[[]encap.PKey]
+	recv      [256]Receiver
 
 	// Counters are the port's counters; read them with Load.
 	Counters Counters
@@ -76,7 +84,7 @@ type HFI struct {
 // New makes an HFI on tr with an empty directory. Register receivers, set the
 // directory, then call Run.
 func New(tr Transport, cfg Config) *HFI {
-	h := &HFI{tr: tr, verify: cfg.VerifyICRC}
+	h := &HFI{tr: tr, verify: cfg.VerifyICRC, trustMgmt: cfg.TrustAnyMgmtSource}
 	h.lid.Store(cfg.LID & encap.LID16BMask)
 	if cfg.LID != 0 {
 		h.state.Store(uint32(StateActive))
@@ -188,7 +196,8 @@ func (h *HFI) ReceiveBatch(msgs []Message) {
 			}
 			continue
 		}
-		if ep, ok := r.dir.endpoints[hdr.SLID()]; !ok || ep != msgs[i].Addr {
+		if ep, ok := r.dir.endpoints[hdr.SLID()]; (!ok || ep != msgs[i].Addr) &&
+			!(h.trustMgmt && hdr.L4() == encap.L4FabricMgt) {
 			c.RcvErrors.Add(1)
 			c.RcvBadSource.Add(1)
 			continue

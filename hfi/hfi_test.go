@@ -248,3 +248,45 @@ func TestNewDirectoryRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestTrustAnyMgmtSource checks that the option lets management packets from
+// unknown sources through and still checks the source of everything else.
+func TestTrustAnyMgmtSource(t *testing.T) {
+	mgmt, err := encap.AppendMgmt(nil, &encap.MgmtParams{
+		SLID: 0xFFFFFF, DLID: 1, SC: 15, PKey: 0x7FFF, DestQPN: encap.QPNSMI,
+	}, make([]byte, 64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := vnicPacket(t, 0x77, 1, 0x8001, 1)
+	for _, tc := range []struct {
+		name     string
+		trust    bool
+		wantMgmt int
+		wantBad  uint64
+	}{
+		{"checked", false, 0, 2},
+		{"trusted", true, 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := hfi.New(hfitest.NewNetwork().Listen(epA), hfi.Config{LID: 1, VerifyICRC: true, TrustAnyMgmtSource: tc.trust})
+			h.SetDirectory(directory(t))
+			mrec, drec := &recorder{}, &recorder{}
+			h.Register(encap.L4FabricMgt, mrec)
+			h.Register(encap.L4Ethernet, drec)
+			h.ReceiveBatch([]hfi.Message{
+				{Buf: mgmt, N: len(mgmt), Addr: epC},
+				{Buf: data, N: len(data), Addr: epC},
+			})
+			if len(mrec.pkts) != tc.wantMgmt {
+				t.Errorf("management packets received = %d, want %d", len(mrec.pkts), tc.wantMgmt)
+			}
+			if len(drec.pkts) != 0 {
+				t.Errorf("data packet from an unknown source got through")
+			}
+			if got := h.Counters.RcvBadSource.Load(); got != tc.wantBad {
+				t.Errorf("RcvBadSource = %d, want %d", got, tc.wantBad)
+			}
+		})
+	}
+}

@@ -1,0 +1,773 @@
+package fm
+
+// The fabric config: the YAML file the fabric manager starts from. Every
+// field is documented on the Go types below and in configs/README.md ("Fabric
+// manager"); configs/fabric.example.yaml shows them all.
+//
+// Reading a file takes the three steps vnicd's config takes: ${NAME} and
+// ${NAME:-default} are expanded, yaml.v3 decodes the text with KnownFields
+// into raw structs whose leaves are YAML nodes (so unknown keys are errors and
+// every value keeps its line), and build checks and defaults each value,
+// stopping at the first problem with a *ConfigError naming the field.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/opavnic/opavnic/encap"
+)
+
+// Config defaults and bounds.
+const (
+	// DefaultUDPPort is the FM's UDP port when fm.listen names none.
+	DefaultUDPPort = 4793
+	// DefaultLID is the FM's own LID (fm.lid).
+	DefaultLID = 1
+	// DefaultPoolStart and DefaultPoolEnd bound the LID pool when the config
+	// gives none: every 24-bit unicast LID from 0x10, so a large fabric runs
+	// into extended LIDs (>= 0xC000) as a matter of course.
+	DefaultPoolStart = 0x10
+	DefaultPoolEnd   = 0xEFFFFF
+	// DefaultControlDir is where the default control socket lives.
+	DefaultControlDir = "/run/opavnic"
+	// DefaultEthMTU is a vesw's eth_mtu when the config gives none.
+	DefaultEthMTU = 1500
+	// MaxVPort is the largest vport index.
+	MaxVPort = 254
+	// MaxFabricID is the largest fabric_id (10 bits).
+	MaxFabricID = 1023
+
+	maxName       = 64 // node names: a NodeDescription holds 64 bytes
+	maxSocketPath = 107
+	minEthMTU     = 68
+	maxEthMTU     = encap.MaxFrameLen - 18
+	maxSC         = 31
+	maxRC         = 7
+)
+
+// Config is a fabric configuration, every value typed, validated and
+// defaulted. ParseConfig and LoadConfig make one.
+type Config struct {
+	FM    FMConfig
+	Pool  LIDPool
+	Nodes []NodeConfig
+	VESWs []VESWConfig
+}
+
+// FMConfig is the `fm` section: the manager's own identity and sockets.
+type FMConfig struct {
+	// Name names the FM in logs and in the default control socket path.
+	// Required.
+	Name string
+	// GUID is the FM port's GUID; default derived from Name (DeriveGUID).
+	GUID uint64
+	// LID is the FM's LID, default 1. Nodes send announces and SA queries to it.
+	LID uint32
+	// Listen is the UDP address of the FM's HFI, default [::]:4793.
+	Listen netip.AddrPort
+	// SubnetPrefix is the GID prefix set in every port, default fe80::.
+	SubnetPrefix uint64
+	// ControlSocket is the Unix control socket, default
+	// /run/opavnic/opafm-<name>.sock.
+	ControlSocket string
+}
+
+// LIDPool is the range of LIDs handed out to nodes without a fixed LID,
+// inclusive. Default 0x10..0xEFFFFF.
+type LIDPool struct{ Start, End uint32 }
+
+// Contains reports whether lid is in the pool.
+func (p LIDPool) Contains(lid uint32) bool { return lid >= p.Start && lid <= p.End }
+
+// NodeConfig is one entry of `nodes`: a host the fabric expects. A joining
+// node matches it by GUID when one is given, else by its NodeDescription
+// (vnicd's node name). Nodes not listed may still join and get pool LIDs.
+type NodeConfig struct {
+	Name string
+	GUID uint64 // 0: match by name
+	LID  uint32 // 0: from the pool
+}
+
+// VESWConfig is one virtual Ethernet switch.
+type VESWConfig struct {
+	ID        encap.VESWID
+	Name      string
+	FabricID  uint16
+	PKey      encap.PKey
+	EthMTU    uint16
+	McastDLID uint32 // 16B multicast LID, 0 for none
+	// DefaultPorts are the unknown-unicast DLIDs by default-port index.
+	DefaultPorts []DefaultPort
+	RC           uint32
+	SC, VL       ClassMap
+	AdminUp      bool
+	Members      []Member
+}
+
+// DefaultPort is one default (unknown-unicast) port: a fixed DLID, or the LID
+// of a node, resolved when the EM pushes.
+type DefaultPort struct {
+	Index uint8
+	DLID  uint32
+	Node  string
+}
+
+// ClassMap is a PCP -> SC (or VL) map: unicast and multicast tables and the
+// values for untagged frames.
+type ClassMap struct {
+	UC, MC    [8]uint8
+	NonVLANUC uint8
+	NonVLANMC uint8
+}
+
+// Member is one port of a vesw: a node's vport.
+type Member struct {
+	Node  string
+	VPort uint8
+	// MAC is a fixed MAC; zero means the derived one (encap.MACForLID).
+	MAC [6]byte
+	// IPs are informational hints, shown in status only.
+	IPs []string
+}
+
+// ConfigError is a config that cannot be used: which field, why, and where.
+type ConfigError struct {
+	// Field is the path of the offending field ("vesws[1].pkey"); "" for a
+	// problem with the text itself.
+	Field  string
+	Reason string
+	// Line is the 1-based line of the value, 0 when unknown.
+	Line int
+}
+
+func (e *ConfigError) Error() string {
+	switch {
+	case e.Field == "" && e.Line > 0:
+		return fmt.Sprintf("fabric config: line %d: %s", e.Line, e.Reason)
+	case e.Field == "":
+		return "fabric config: " + e.Reason
+	case e.Line > 0:
+		return fmt.Sprintf("fabric config: %s: %s (line %d)", e.Field, e.Reason, e.Line)
+	}
+	return "fabric config: " + e.Field + ": " + e.Reason
+}
+
+// LoadConfig reads and parses the file at path. A read error comes back as
+// os.ReadFile gives it; everything else is a *ConfigError.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConfig(data)
+}
+
+// ParseConfig parses a config's text, expanding ${NAME} and ${NAME:-default}
+// from the environment. The error is a *ConfigError.
+func ParseConfig(data []byte) (*Config, error) { return parseConfig(data, os.LookupEnv) }
+
+func parseConfig(data []byte, lookup func(string) (string, bool)) (*Config, error) {
+	text, err := expandEnv(data, lookup)
+	if err != nil {
+		return nil, err
+	}
+	var raw rawConfig
+	dec := yaml.NewDecoder(bytes.NewReader(text))
+	dec.KnownFields(true)
+	if err := dec.Decode(&raw); err != nil && !errors.Is(err, io.EOF) {
+		return nil, yamlError(err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, &ConfigError{Reason: "more than one YAML document"}
+	}
+	return raw.build()
+}
+
+// DeriveGUID returns the GUID used when the config gives none: FNV-1a of the
+// name with the top byte's low two bits set to 10 (locally administered).
+func DeriveGUID(name string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return h.Sum64()&^(3<<56) | 2<<56
+}
+
+// DefaultControlSocket returns the control socket path used when the config
+// gives none.
+func DefaultControlSocket(name string) string {
+	return DefaultControlDir + "/opafm-" + name + ".sock"
+}
+
+// Node returns the configured node of that name.
+func (c *Config) Node(name string) (NodeConfig, bool) {
+	for _, n := range c.Nodes {
+		if n.Name == name {
+			return n, true
+		}
+	}
+	return NodeConfig{}, false
+}
+
+// --- environment expansion (the same rules as vnicd's config) ---
+
+// expandEnv replaces ${NAME} (which must be set) and ${NAME:-default} (used
+// when NAME is unset or empty); $${ is a literal ${. Values may not contain
+// line breaks, so line numbers stay those of the file.
+func expandEnv(data []byte, lookup func(string) (string, bool)) ([]byte, error) {
+	if !bytes.Contains(data, []byte("${")) {
+		return data, nil
+	}
+	out := make([]byte, 0, len(data))
+	line := 1
+	for i := 0; i < len(data); {
+		rest := data[i:]
+		switch {
+		case bytes.HasPrefix(rest, []byte("$${")):
+			out = append(out, "${"...)
+			i += 3
+			continue
+		case !bytes.HasPrefix(rest, []byte("${")):
+			if data[i] == '\n' {
+				line++
+			}
+			out = append(out, data[i])
+			i++
+			continue
+		}
+		end := bytes.IndexAny(rest, "}\n")
+		if end < 0 || rest[end] != '}' {
+			return nil, &ConfigError{Line: line, Reason: "unterminated ${"}
+		}
+		expr := string(rest[2:end])
+		name, def, hasDef := strings.Cut(expr, ":-")
+		if !isEnvName(name) || strings.Contains(def, "${") {
+			return nil, &ConfigError{Line: line, Reason: fmt.Sprintf("${%s}: expected ${NAME} or ${NAME:-default}", expr)}
+		}
+		v, ok := lookup(name)
+		switch {
+		case hasDef && v == "":
+			v = def
+		case !ok:
+			return nil, &ConfigError{Line: line, Reason: fmt.Sprintf("environment variable %s is not set and has no default", name)}
+		}
+		if strings.ContainsAny(v, "\r\n") {
+			return nil, &ConfigError{Line: line, Reason: fmt.Sprintf("environment variable %s contains a line break", name)}
+		}
+		out = append(out, v...)
+		i += end + 1
+	}
+	return out, nil
+}
+
+func isEnvName(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// --- YAML decoding ---
+
+// leaf holds the YAML node of one value as written.
+type leaf struct{ n *yaml.Node }
+
+func (l *leaf) UnmarshalYAML(n *yaml.Node) error { l.n = n; return nil }
+func (l leaf) present() bool                     { return l.n != nil && l.n.Tag != "!!null" }
+func (l leaf) line() int {
+	if l.n == nil {
+		return 0
+	}
+	return l.n.Line
+}
+
+type rawConfig struct {
+	FM    rawFM     `yaml:"fm"`
+	Pool  rawPool   `yaml:"lid_pool"`
+	Nodes []rawNode `yaml:"nodes"`
+	VESWs []rawVESW `yaml:"vesws"`
+}
+
+type rawFM struct {
+	Name          leaf `yaml:"name"`
+	GUID          leaf `yaml:"guid"`
+	LID           leaf `yaml:"lid"`
+	Listen        leaf `yaml:"listen"`
+	SubnetPrefix  leaf `yaml:"subnet_prefix"`
+	ControlSocket leaf `yaml:"control_socket"`
+}
+
+type rawPool struct {
+	Start leaf `yaml:"start"`
+	End   leaf `yaml:"end"`
+}
+
+type rawNode struct {
+	Name leaf `yaml:"name"`
+	GUID leaf `yaml:"guid"`
+	LID  leaf `yaml:"lid"`
+}
+
+type rawVESW struct {
+	ID           leaf         `yaml:"id"`
+	Name         leaf         `yaml:"name"`
+	FabricID     leaf         `yaml:"fabric_id"`
+	PKey         leaf         `yaml:"pkey"`
+	EthMTU       leaf         `yaml:"eth_mtu"`
+	McastDLID    leaf         `yaml:"mcast_dlid"`
+	DefaultPorts []rawDefPort `yaml:"default_ports"`
+	RC           leaf         `yaml:"rc"`
+	SC           rawClassMap  `yaml:"sc"`
+	VL           rawClassMap  `yaml:"vl"`
+	AdminState   leaf         `yaml:"admin_state"`
+	Members      []rawMember  `yaml:"members"`
+}
+
+type rawDefPort struct {
+	Index leaf `yaml:"index"`
+	DLID  leaf `yaml:"dlid"`
+	Node  leaf `yaml:"node"`
+}
+
+type rawClassMap struct {
+	UC        leaf `yaml:"uc"`
+	MC        leaf `yaml:"mc"`
+	NonVLANUC leaf `yaml:"non_vlan_uc"`
+	NonVLANMC leaf `yaml:"non_vlan_mc"`
+}
+
+type rawMember struct {
+	Node  leaf `yaml:"node"`
+	VPort leaf `yaml:"vport"`
+	MAC   leaf `yaml:"mac"`
+	IP    leaf `yaml:"ip"`
+}
+
+// yamlError turns a yaml.v3 error into a *ConfigError with the line.
+func yamlError(err error) error {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0]
+	}
+	line := 0
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if n, tail, ok := strings.Cut(rest, ": "); ok {
+			if v, err := strconv.Atoi(n); err == nil {
+				line, msg = v, tail
+			}
+		}
+	}
+	msg = strings.Replace(msg, "not found in type", "unknown field in", 1)
+	return &ConfigError{Line: line, Reason: msg}
+}
+
+// --- building ---
+
+type checker struct{ err *ConfigError }
+
+func (c *checker) failf(path string, l leaf, format string, args ...any) {
+	if c.err == nil {
+		c.err = &ConfigError{Field: path, Reason: fmt.Sprintf(format, args...), Line: l.line()}
+	}
+}
+
+func (c *checker) text(l leaf, path string) (string, bool) {
+	if !l.present() {
+		return "", false
+	}
+	if l.n.Kind != yaml.ScalarNode {
+		c.failf(path, l, "must be a scalar")
+		return "", false
+	}
+	return l.n.Value, true
+}
+
+func (c *checker) number(l leaf, path string) (uint64, bool) {
+	s, ok := c.text(l, path)
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(s), 0, 64)
+	if err != nil {
+		c.failf(path, l, "%q is not a non-negative integer (decimal, 0x hex, 0o octal or 0b binary)", s)
+		return 0, false
+	}
+	return v, true
+}
+
+// ranged parses an integer in lo..hi, def when absent.
+func (c *checker) ranged(l leaf, path string, lo, hi, def uint64) uint64 {
+	v, ok := c.number(l, path)
+	if !ok {
+		return def
+	}
+	if v < lo || v > hi {
+		c.failf(path, l, "%d (0x%X) is out of range %d..%d (0x%X..0x%X)", v, v, lo, hi, lo, hi)
+		return def
+	}
+	return v
+}
+
+func (c *checker) required(l leaf, path string) bool {
+	if !l.present() {
+		c.failf(path, l, "is required")
+		return false
+	}
+	return true
+}
+
+func (c *checker) name(l leaf, path string) string {
+	s, ok := c.text(l, path)
+	if !ok {
+		c.failf(path, l, "is required")
+		return ""
+	}
+	switch {
+	case s == "":
+		c.failf(path, l, "must not be empty")
+	case len(s) > maxName:
+		c.failf(path, l, "is longer than %d bytes", maxName)
+	case strings.ContainsAny(s, "\x00/ \t\n"):
+		c.failf(path, l, "%q: must not contain NUL, / or white space", s)
+	}
+	return s
+}
+
+func (c *checker) list(l leaf, path string) []leaf {
+	if !l.present() {
+		return nil
+	}
+	if l.n.Kind != yaml.SequenceNode {
+		c.failf(path, l, "must be a list")
+		return nil
+	}
+	out := make([]leaf, len(l.n.Content))
+	for i, n := range l.n.Content {
+		out[i] = leaf{n}
+	}
+	return out
+}
+
+func (r *rawConfig) build() (*Config, error) {
+	c := &checker{}
+	cfg := &Config{}
+	cfg.FM = c.buildFM(&r.FM)
+	cfg.Pool.Start = uint32(c.ranged(r.Pool.Start, "lid_pool.start", 1, DefaultPoolEnd, DefaultPoolStart))
+	cfg.Pool.End = uint32(c.ranged(r.Pool.End, "lid_pool.end", 1, DefaultPoolEnd, DefaultPoolEnd))
+	if c.err == nil && cfg.Pool.End < cfg.Pool.Start {
+		c.failf("lid_pool.end", r.Pool.End, "0x%X is below lid_pool.start 0x%X", cfg.Pool.End, cfg.Pool.Start)
+	}
+	if c.err == nil && cfg.Pool.Contains(cfg.FM.LID) && cfg.Pool.Start == cfg.Pool.End {
+		c.failf("lid_pool", leaf{}, "holds only the FM's own LID")
+	}
+	names := map[string]bool{}
+	guids := map[uint64]string{}
+	lids := map[uint32]string{cfg.FM.LID: "the FM (fm.lid)"}
+	for i := range r.Nodes {
+		p := fmt.Sprintf("nodes[%d]", i)
+		rn := &r.Nodes[i]
+		n := NodeConfig{Name: c.name(rn.Name, p+".name")}
+		if names[n.Name] && c.err == nil {
+			c.failf(p+".name", rn.Name, "node %q is listed twice", n.Name)
+		}
+		names[n.Name] = true
+		if rn.GUID.present() {
+			n.GUID = c.ranged(rn.GUID, p+".guid", 1, 1<<64-1, 0)
+			if o, dup := guids[n.GUID]; dup && c.err == nil {
+				c.failf(p+".guid", rn.GUID, "GUID 0x%X is also node %q's", n.GUID, o)
+			}
+			guids[n.GUID] = n.Name
+		}
+		if rn.LID.present() {
+			n.LID = uint32(c.ranged(rn.LID, p+".lid", 1, DefaultPoolEnd, 0))
+			if o, dup := lids[n.LID]; dup && c.err == nil {
+				c.failf(p+".lid", rn.LID, "LID 0x%X is already %s's", n.LID, o)
+			}
+			lids[n.LID] = fmt.Sprintf("node %q", n.Name)
+		}
+		cfg.Nodes = append(cfg.Nodes, n)
+	}
+	ids := map[encap.VESWID]bool{}
+	for i := range r.VESWs {
+		v := c.buildVESW(&r.VESWs[i], fmt.Sprintf("vesws[%d]", i), names)
+		if ids[v.ID] && c.err == nil {
+			c.failf(fmt.Sprintf("vesws[%d].id", i), r.VESWs[i].ID, "vesw %d is declared twice", v.ID)
+		}
+		ids[v.ID] = true
+		cfg.VESWs = append(cfg.VESWs, v)
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	return cfg, nil
+}
+
+func (c *checker) buildFM(r *rawFM) FMConfig {
+	f := FMConfig{Name: c.name(r.Name, "fm.name"), SubnetPrefix: encap.DefaultSubnetPrefix}
+	f.GUID = DeriveGUID(f.Name)
+	if r.GUID.present() {
+		f.GUID = c.ranged(r.GUID, "fm.guid", 1, 1<<64-1, f.GUID)
+	}
+	f.LID = uint32(c.ranged(r.LID, "fm.lid", 1, DefaultPoolEnd, DefaultLID))
+	f.Listen = netip.AddrPortFrom(netip.IPv6Unspecified(), DefaultUDPPort)
+	if s, ok := c.text(r.Listen, "fm.listen"); ok {
+		ap, err := parseListen(s)
+		if err != nil {
+			c.failf("fm.listen", r.Listen, "%q: %v", s, err)
+		}
+		f.Listen = ap
+	}
+	if s, ok := c.text(r.SubnetPrefix, "fm.subnet_prefix"); ok {
+		a, err := netip.ParseAddr(s)
+		if err != nil || !a.Is6() || a.Is4In6() {
+			c.failf("fm.subnet_prefix", r.SubnetPrefix, "%q is not an IPv6 prefix such as fe80::", s)
+		} else {
+			b := a.As16()
+			if !bytes.Equal(b[8:], make([]byte, 8)) {
+				c.failf("fm.subnet_prefix", r.SubnetPrefix, "%q has bits in the interface half; a prefix is 64 bits", s)
+			}
+			f.SubnetPrefix = uint64(b[0])<<56 | uint64(b[1])<<48 | uint64(b[2])<<40 | uint64(b[3])<<32 |
+				uint64(b[4])<<24 | uint64(b[5])<<16 | uint64(b[6])<<8 | uint64(b[7])
+		}
+	}
+	f.ControlSocket = DefaultControlSocket(f.Name)
+	if s, ok := c.text(r.ControlSocket, "fm.control_socket"); ok {
+		switch {
+		case s == "" || !strings.HasPrefix(s, "/"):
+			c.failf("fm.control_socket", r.ControlSocket, "%q must be an absolute path", s)
+		case len(s) > maxSocketPath:
+			c.failf("fm.control_socket", r.ControlSocket, "is longer than %d bytes", maxSocketPath)
+		}
+		f.ControlSocket = s
+	}
+	return f
+}
+
+// parseListen parses HOST:PORT or HOST (port 4793); [::] and 0.0.0.0 listen
+// everywhere.
+func parseListen(s string) (netip.AddrPort, error) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		if ap.Port() == 0 {
+			return ap, errors.New("port 0")
+		}
+		return ap, nil
+	}
+	a, err := netip.ParseAddr(strings.Trim(s, "[]"))
+	if err != nil {
+		return netip.AddrPort{}, errors.New("expected ADDRESS:PORT or ADDRESS")
+	}
+	return netip.AddrPortFrom(a, DefaultUDPPort), nil
+}
+
+// rcFields are the keys of the map form of rc, with their bit offsets.
+var rcFields = []struct {
+	key   string
+	shift uint
+}{
+	{"default", encap.RCDefault}, {"ipv4", encap.RCIPv4}, {"ipv4_udp", encap.RCIPv4UDP},
+	{"ipv4_tcp", encap.RCIPv4TCP}, {"ipv6", encap.RCIPv6}, {"ipv6_tcp", encap.RCIPv6TCP},
+	{"ipv6_udp", encap.RCIPv6UDP},
+}
+
+const rcUnusedBits = 0xFFFFFFFF &^ 0x07777777
+
+func (c *checker) buildRC(l leaf, path string) uint32 {
+	if !l.present() {
+		return 0
+	}
+	if l.n.Kind != yaml.MappingNode {
+		w := c.ranged(l, path, 0, 0xFFFFFFFF, 0)
+		if w&rcUnusedBits != 0 {
+			c.failf(path, l, "0x%X sets bits outside the 3-bit fields at 0, 4, ..., 24", w)
+		}
+		return uint32(w)
+	}
+	var w uint32
+	for i := 0; i+1 < len(l.n.Content); i += 2 {
+		k, val := leaf{l.n.Content[i]}, leaf{l.n.Content[i+1]}
+		j := -1
+		for x, f := range rcFields {
+			if f.key == k.n.Value {
+				j = x
+			}
+		}
+		kp := path + "." + k.n.Value
+		if j < 0 {
+			c.failf(kp, k, "unknown field (rc keys: default, ipv4, ipv4_udp, ipv4_tcp, ipv6, ipv6_tcp, ipv6_udp)")
+			return 0
+		}
+		w |= uint32(c.ranged(val, kp, 0, maxRC, 0)) << rcFields[j].shift
+	}
+	return w
+}
+
+func (c *checker) classMap(r *rawClassMap, path string) ClassMap {
+	var m ClassMap
+	table := func(l leaf, p string) (t [8]uint8) {
+		es := c.list(l, p)
+		if es == nil {
+			return t
+		}
+		if len(es) != 8 {
+			c.failf(p, l, "must list 8 values (PCP 0..7), not %d", len(es))
+			return t
+		}
+		for i, e := range es {
+			t[i] = uint8(c.ranged(e, fmt.Sprintf("%s[%d]", p, i), 0, maxSC, 0))
+		}
+		return t
+	}
+	m.UC = table(r.UC, path+".uc")
+	m.MC = table(r.MC, path+".mc")
+	m.NonVLANUC = uint8(c.ranged(r.NonVLANUC, path+".non_vlan_uc", 0, maxSC, 0))
+	m.NonVLANMC = uint8(c.ranged(r.NonVLANMC, path+".non_vlan_mc", 0, maxSC, 0))
+	return m
+}
+
+func (c *checker) buildVESW(r *rawVESW, path string, nodes map[string]bool) VESWConfig {
+	var v VESWConfig
+	if c.required(r.ID, path+".id") {
+		v.ID = encap.VESWID(c.ranged(r.ID, path+".id", 1, uint64(encap.VESWIDMask), 0))
+	}
+	v.Name = fmt.Sprintf("vesw%d", v.ID)
+	if r.Name.present() {
+		v.Name = c.name(r.Name, path+".name")
+	}
+	v.FabricID = uint16(c.ranged(r.FabricID, path+".fabric_id", 0, MaxFabricID, 0))
+	if c.required(r.PKey, path+".pkey") {
+		v.PKey = encap.PKey(c.ranged(r.PKey, path+".pkey", 0, 0xFFFF, 0))
+		if !v.PKey.IsValid() && c.err == nil {
+			c.failf(path+".pkey", r.PKey, "0x%04X has no partition (the low 15 bits are 0)", uint16(v.PKey))
+		}
+	}
+	v.EthMTU = uint16(c.ranged(r.EthMTU, path+".eth_mtu", minEthMTU, maxEthMTU, DefaultEthMTU))
+	if r.McastDLID.present() {
+		m := uint32(c.ranged(r.McastDLID, path+".mcast_dlid", 0, 0xFFFFFF, 0))
+		if m != 0 && !encap.Is16BMulticast(m) {
+			c.failf(path+".mcast_dlid", r.McastDLID, "0x%X is not a 16B multicast LID (0xF00000..0xFFFFFE)", m)
+		}
+		v.McastDLID = m
+	}
+	seen := uint32(0)
+	for i, d := range r.DefaultPorts {
+		dp := fmt.Sprintf("%s.default_ports[%d]", path, i)
+		if !c.required(d.Index, dp+".index") {
+			break
+		}
+		p := DefaultPort{Index: uint8(c.ranged(d.Index, dp+".index", 0, encap.MaxDefaultPort-1, 0))}
+		if seen&(1<<p.Index) != 0 {
+			c.failf(dp+".index", d.Index, "default port %d is given twice", p.Index)
+		}
+		seen |= 1 << p.Index
+		switch {
+		case d.DLID.present() && d.Node.present():
+			c.failf(dp, d.DLID, "give dlid or node, not both")
+		case d.DLID.present():
+			p.DLID = uint32(c.ranged(d.DLID, dp+".dlid", 1, DefaultPoolEnd, 0))
+		case d.Node.present():
+			p.Node = c.name(d.Node, dp+".node")
+			if !nodes[p.Node] {
+				c.failf(dp+".node", d.Node, "node %q is not listed under nodes", p.Node)
+			}
+		default:
+			c.failf(dp, d.Index, "needs dlid or node")
+		}
+		v.DefaultPorts = append(v.DefaultPorts, p)
+	}
+	v.RC = c.buildRC(r.RC, path+".rc")
+	v.SC = c.classMap(&r.SC, path+".sc")
+	v.VL = c.classMap(&r.VL, path+".vl")
+	v.AdminUp = true
+	if s, ok := c.text(r.AdminState, path+".admin_state"); ok {
+		switch s {
+		case "up":
+		case "down":
+			v.AdminUp = false
+		default:
+			c.failf(path+".admin_state", r.AdminState, "%q: must be up or down", s)
+		}
+	}
+	type key struct {
+		node  string
+		vport uint8
+	}
+	members := map[key]bool{}
+	for i := range r.Members {
+		mp := fmt.Sprintf("%s.members[%d]", path, i)
+		rm := &r.Members[i]
+		m := Member{Node: c.name(rm.Node, mp+".node")}
+		if m.Node != "" && !nodes[m.Node] {
+			c.failf(mp+".node", rm.Node, "node %q is not listed under nodes", m.Node)
+		}
+		if c.required(rm.VPort, mp+".vport") {
+			m.VPort = uint8(c.ranged(rm.VPort, mp+".vport", 0, MaxVPort, 0))
+		}
+		if members[key{m.Node, m.VPort}] {
+			c.failf(mp, rm.Node, "node %q vport %d is listed twice", m.Node, m.VPort)
+		}
+		members[key{m.Node, m.VPort}] = true
+		if s, ok := c.text(rm.MAC, mp+".mac"); ok {
+			mac, err := parseMAC(s)
+			if err != nil {
+				c.failf(mp+".mac", rm.MAC, "%q: %v", s, err)
+			}
+			m.MAC = mac
+		}
+		if rm.IP.present() {
+			ips := []leaf{rm.IP}
+			if rm.IP.n.Kind == yaml.SequenceNode {
+				ips = c.list(rm.IP, mp+".ip")
+			}
+			for j, l := range ips {
+				s, _ := c.text(l, fmt.Sprintf("%s.ip[%d]", mp, j))
+				if _, err := netip.ParsePrefix(s); err != nil {
+					if _, err := netip.ParseAddr(s); err != nil {
+						c.failf(fmt.Sprintf("%s.ip[%d]", mp, j), l, "%q is not an address or address/prefix", s)
+					}
+				}
+				m.IPs = append(m.IPs, s)
+			}
+		}
+		v.Members = append(v.Members, m)
+	}
+	return v
+}
+
+// parseMAC parses xx:xx:xx:xx:xx:xx; the MAC must be unicast and not zero.
+func parseMAC(s string) ([6]byte, error) {
+	var mac [6]byte
+	parts := strings.Split(s, ":")
+	if len(parts) != 6 {
+		return mac, errors.New("expected xx:xx:xx:xx:xx:xx")
+	}
+	for i, p := range parts {
+		v, err := strconv.ParseUint(p, 16, 8)
+		if err != nil || len(p) != 2 {
+			return mac, errors.New("expected xx:xx:xx:xx:xx:xx")
+		}
+		mac[i] = byte(v)
+	}
+	switch {
+	case mac == [6]byte{}:
+		return mac, errors.New("the zero MAC deletes a table entry; it cannot be a port's MAC")
+	case mac[0]&1 != 0:
+		return mac, errors.New("a multicast MAC cannot be a port's MAC")
+	}
+	return mac, nil
+}

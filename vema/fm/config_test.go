@@ -1,0 +1,140 @@
+package fm
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestParseConfigDefaults(t *testing.T) {
+	c := mustConfig(t, "fm: {name: x}\nvesws: [{id: 3, pkey: 0x8003, members: []}]\n")
+	if c.FM.LID != 1 || c.FM.Listen.String() != "[::]:4793" || c.FM.SubnetPrefix != 0xFE80000000000000 ||
+		c.FM.ControlSocket != "/run/opavnic/opafm-x.sock" || c.FM.GUID != DeriveGUID("x") {
+		t.Errorf("fm defaults: %+v", c.FM)
+	}
+	if c.Pool != (LIDPool{DefaultPoolStart, DefaultPoolEnd}) {
+		t.Errorf("pool default %+v", c.Pool)
+	}
+	v := c.VESWs[0]
+	if v.Name != "vesw3" || v.EthMTU != 1500 || !v.AdminUp || v.McastDLID != 0 {
+		t.Errorf("vesw defaults: %+v", v)
+	}
+}
+
+func TestShippedConfigsParse(t *testing.T) {
+	for _, p := range []string{"../../configs/fabric.example.yaml", "../../configs/demo/fabric.yaml"} {
+		c, err := LoadConfig(p)
+		if err != nil {
+			t.Errorf("%s: %v", p, err)
+			continue
+		}
+		if len(c.VESWs) != 2 {
+			t.Errorf("%s: %d vesws", p, len(c.VESWs))
+		}
+	}
+	c, err := LoadConfig("../../configs/demo/fabric.yaml")
+	if err == nil {
+		if n, _ := c.Node("host-a"); n.LID != 0x10 || c.Pool.Start != 0xC000 || c.VESWs[1].McastDLID != 0xF00002 {
+			t.Errorf("demo fabric: host-a %+v pool %+v", n, c.Pool)
+		}
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	const base = "fm: {name: x}\nnodes: [{name: a}, {name: b, lid: 0x20}]\n"
+	for _, tc := range []struct {
+		name, text, field, reason string
+	}{
+		{"unknown top field", "fm: {name: x}\nbogus: 1\n", "", "bogus"},
+		{"unknown fm field", "fm: {name: x, lidd: 3}\n", "", "lidd"},
+		{"missing fm name", "fm: {lid: 2}\n", "fm.name", "required"},
+		{"bad listen", "fm: {name: x, listen: 'nope:1:2'}\n", "fm.listen", "ADDRESS"},
+		{"bad prefix", "fm: {name: x, subnet_prefix: 'fe80::1'}\n", "fm.subnet_prefix", "interface half"},
+		{"relative socket", "fm: {name: x, control_socket: a.sock}\n", "fm.control_socket", "absolute"},
+		{"pool reversed", "fm: {name: x}\nlid_pool: {start: 0xC100, end: 0xC000}\n", "lid_pool.end", "below"},
+		{"pool multicast", "fm: {name: x}\nlid_pool: {start: 0xF00000}\n", "lid_pool.start", "out of range"},
+		{"duplicate node", "fm: {name: x}\nnodes: [{name: a}, {name: a}]\n", "nodes[1].name", "twice"},
+		{"node lid = fm lid", "fm: {name: x}\nnodes: [{name: a, lid: 1}]\n", "nodes[0].lid", "FM"},
+		{"duplicate lid", "fm: {name: x}\nnodes: [{name: a, lid: 0x20}, {name: b, lid: 0x20}]\n", "nodes[1].lid", "already"},
+		{"vesw id 0", base + "vesws: [{id: 0, pkey: 0x8001}]\n", "vesws[0].id", "out of range"},
+		{"vesw id big", base + "vesws: [{id: 4096, pkey: 0x8001}]\n", "vesws[0].id", "out of range"},
+		{"vesw no pkey", base + "vesws: [{id: 1}]\n", "vesws[0].pkey", "required"},
+		{"vesw pkey zero", base + "vesws: [{id: 1, pkey: 0x8000}]\n", "vesws[0].pkey", "no partition"},
+		{"vesw twice", base + "vesws: [{id: 1, pkey: 1}, {id: 1, pkey: 2}]\n", "vesws[1].id", "twice"},
+		{"mcast unicast", base + "vesws: [{id: 1, pkey: 1, mcast_dlid: 0xC000}]\n", "vesws[0].mcast_dlid", "multicast"},
+		{"mtu small", base + "vesws: [{id: 1, pkey: 1, eth_mtu: 10}]\n", "vesws[0].eth_mtu", "out of range"},
+		{"member unknown node", base + "vesws: [{id: 1, pkey: 1, members: [{node: z, vport: 0}]}]\n", "vesws[0].members[0].node", "not listed"},
+		{"member no vport", base + "vesws: [{id: 1, pkey: 1, members: [{node: a}]}]\n", "vesws[0].members[0].vport", "required"},
+		{"member twice", base + "vesws: [{id: 1, pkey: 1, members: [{node: a, vport: 0}, {node: a, vport: 0}]}]\n", "vesws[0].members[1]", "twice"},
+		{"member mac multicast", base + "vesws: [{id: 1, pkey: 1, members: [{node: a, vport: 0, mac: '01:00:00:00:00:01'}]}]\n", "vesws[0].members[0].mac", "multicast"},
+		{"member bad ip", base + "vesws: [{id: 1, pkey: 1, members: [{node: a, vport: 0, ip: [nope]}]}]\n", "vesws[0].members[0].ip[0]", "not an address"},
+		{"member unknown field", base + "vesws: [{id: 1, pkey: 1, members: [{node: a, vport: 0, vlan: 3}]}]\n", "", "vlan"},
+		{"default port both", base + "vesws: [{id: 1, pkey: 1, default_ports: [{index: 0, dlid: 5, node: a}]}]\n", "vesws[0].default_ports[0]", "not both"},
+		{"default port node", base + "vesws: [{id: 1, pkey: 1, default_ports: [{index: 0, node: q}]}]\n", "vesws[0].default_ports[0].node", "not listed"},
+		{"default port index", base + "vesws: [{id: 1, pkey: 1, default_ports: [{index: 16, dlid: 5}]}]\n", "vesws[0].default_ports[0].index", "out of range"},
+		{"rc bits", base + "vesws: [{id: 1, pkey: 1, rc: 0x8}]\n", "vesws[0].rc", "outside"},
+		{"rc key", base + "vesws: [{id: 1, pkey: 1, rc: {ipx: 1}}]\n", "vesws[0].rc.ipx", "unknown"},
+		{"sc length", base + "vesws: [{id: 1, pkey: 1, sc: {uc: [1, 2]}}]\n", "vesws[0].sc.uc", "8 values"},
+		{"sc value", base + "vesws: [{id: 1, pkey: 1, sc: {non_vlan_uc: 32}}]\n", "vesws[0].sc.non_vlan_uc", "out of range"},
+		{"admin state", base + "vesws: [{id: 1, pkey: 1, admin_state: sideways}]\n", "vesws[0].admin_state", "up or down"},
+		{"env unset", "fm: {name: ${OPAFM_TEST_SURELY_UNSET}}\n", "", "not set"},
+		{"two documents", "fm: {name: x}\n---\nfm: {name: y}\n", "", "more than one"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(tc.text))
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("err = %v, want a *ConfigError", err)
+			}
+			if ce.Field != tc.field || !strings.Contains(ce.Error(), tc.reason) {
+				t.Errorf("got %q (field %q), want field %q and %q", ce.Error(), ce.Field, tc.field, tc.reason)
+			}
+		})
+	}
+}
+
+func TestParseConfigEnv(t *testing.T) {
+	os.Setenv("OPAFM_TEST_LID", "0x5")
+	defer os.Unsetenv("OPAFM_TEST_LID")
+	c := mustConfig(t, "fm: {name: '${OPAFM_TEST_NAME:-dflt}', lid: ${OPAFM_TEST_LID}}\n")
+	if c.FM.Name != "dflt" || c.FM.LID != 5 {
+		t.Errorf("fm = %+v", c.FM)
+	}
+}
+
+// FuzzParseConfig: any text either parses into a config whose invariants
+// hold or fails with a *ConfigError; nothing panics.
+func FuzzParseConfig(f *testing.F) {
+	f.Add([]byte(testFabric))
+	for _, p := range []string{"../../configs/fabric.example.yaml", "../../configs/demo/fabric.yaml"} {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("fm: {name: x}\nvesws: [{id: 1, pkey: 1, rc: {ipv4: 3}, sc: {uc: [1,2,3,4,5,6,7,8]}}]\n"))
+	f.Add([]byte("fm: {name: ${A:-b}}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := parseConfig(data, func(string) (string, bool) { return "", false })
+		if err != nil {
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("error %v is not a *ConfigError", err)
+			}
+			return
+		}
+		if c.FM.Name == "" || c.FM.LID == 0 || c.Pool.Start > c.Pool.End {
+			t.Fatalf("accepted a config that breaks invariants: %+v", c.FM)
+		}
+		for _, v := range c.VESWs {
+			if !v.ID.IsValid() || !v.PKey.IsValid() {
+				t.Fatalf("accepted vesw %+v", v)
+			}
+			for _, m := range v.Members {
+				if _, ok := c.Node(m.Node); !ok {
+					t.Fatalf("member of unknown node %q accepted", m.Node)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,398 @@
+package fm
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/crc32"
+
+	"go.uber.org/zap"
+
+	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/vema"
+)
+
+// The EM (PROTOCOL.md §4): it configures every member (node, vport) of every
+// vesw through the node's VEMA and keeps it right.
+
+// memberKeys returns the keys of the config members on node n.
+func (f *FM) memberKeys(n *node) []memberKey {
+	var ks []memberKey
+	for _, v := range f.cfg.VESWs {
+		for _, m := range v.Members {
+			if m.Node == n.cfgName && n.cfgName != "" {
+				k := memberKey{v.ID, m.Node, m.VPort}
+				if f.members[k] == nil {
+					f.members[k] = &memberState{}
+				}
+				ks = append(ks, k)
+			}
+		}
+	}
+	return ks
+}
+
+func (f *FM) vesw(id encap.VESWID) (*VESWConfig, bool) {
+	for i := range f.cfg.VESWs {
+		if f.cfg.VESWs[i].ID == id {
+			return &f.cfg.VESWs[i], true
+		}
+	}
+	return nil, false
+}
+
+func (f *FM) member(k memberKey) (*VESWConfig, *Member, bool) {
+	v, ok := f.vesw(k.vesw)
+	if !ok {
+		return nil, nil, false
+	}
+	for i := range v.Members {
+		if v.Members[i].Node == k.node && v.Members[i].VPort == k.vport {
+			return v, &v.Members[i], true
+		}
+	}
+	return nil, nil, false
+}
+
+// configureNode sets the node's VEMA ClassPortInfo (trap_lid = FM LID) and
+// pushes every member on it; force pushes even what looks unchanged.
+func (f *FM) configureNode(n *node, force bool) {
+	keys := f.memberKeys(n)
+	if len(keys) == 0 {
+		return
+	}
+	cpi := vema.ClassPortInfo{BaseVersion: vema.BaseVersion, ClassVersion: vema.VEMAClassVersion,
+		TrapLID: encap.LID(f.cfg.FM.LID), TrapHLQP: encap.QPNGSI, TrapPKey: 0xFFFF}
+	data, _ := cpi.MarshalBinary()
+	f.vendorMAD(n, vema.ClassVEMA, vema.MethodSet, vema.AttrClassPortInfo, 0, data, nil, nil)
+	for _, k := range keys {
+		f.pushMember(n, k, force)
+		f.pushTable(n, k, force)
+	}
+}
+
+// memberMAC is a member's MAC: learned from a trap, else fixed, else derived
+// from its node's LID.
+func (f *FM) memberMAC(v VESWConfig, m Member, n *node) [6]byte {
+	if st := f.members[memberKey{v.ID, m.Node, m.VPort}]; st != nil && st.learned != [6]byte{} {
+		return st.learned
+	}
+	if m.MAC != [6]byte{} {
+		return m.MAC
+	}
+	return encap.MACForLID(encap.LID(n.lid), v.ID)
+}
+
+// portInfo is the VESWPortInfo the EM sets for member m of v on node n.
+func (f *FM) portInfo(v *VESWConfig, m *Member, n *node) vema.VESWPortInfo {
+	var pi vema.VESWPortInfo
+	w := &pi.VESW
+	w.FabricID = v.FabricID
+	w.VESWID = v.ID
+	w.PKey = v.PKey
+	w.UMcastDLID = encap.LID(v.McastDLID)
+	w.RC = v.RC
+	w.EthMTU = v.EthMTU
+	for _, d := range v.DefaultPorts {
+		dlid := d.DLID
+		if d.Node != "" {
+			if o := f.activeNode(d.Node); o != nil {
+				dlid = o.lid
+			}
+		}
+		if dlid != 0 {
+			w.DefPortMask |= 1 << d.Index
+			w.UUcastDLID[d.Index] = encap.LID(dlid)
+		}
+	}
+	p := &pi.VPort
+	p.PortNum = uint32(m.VPort)
+	p.BaseMACAddr = f.memberMAC(*v, *m, n)
+	p.ConfigState = vema.StateForwarding
+	if !v.AdminUp {
+		p.ConfigState = vema.StateDropAll
+	}
+	p.EncapSLID = encap.LID(n.lid)
+	p.PCPToSCUC, p.PCPToSCMC, p.NonVLANSCUC, p.NonVLANSCMC = v.SC.UC, v.SC.MC, v.SC.NonVLANUC, v.SC.NonVLANMC
+	p.PCPToVLUC, p.PCPToVLMC, p.NonVLANVLUC, p.NonVLANVLMC = v.VL.UC, v.VL.MC, v.VL.NonVLANUC, v.VL.NonVLANMC
+	return pi
+}
+
+// pushMember sets the member's VESWPortInfo when it changed (or force).
+func (f *FM) pushMember(n *node, k memberKey, force bool) {
+	v, m, ok := f.member(k)
+	st := f.members[k]
+	if !ok || st == nil {
+		return
+	}
+	pi := f.portInfo(v, m, n)
+	data, _ := pi.MarshalBinary()
+	if !force && bytes.Equal(data, st.info) {
+		return
+	}
+	f.log.Debug("VESWPortInfo Set", zap.String("node", n.name), zap.Uint16("vesw", uint16(k.vesw)), zap.Uint8("vport", k.vport))
+	f.vendorMAD(n, vema.ClassVEMA, vema.MethodSet, vema.AttrVESWPortInfo, uint32(k.vport), data,
+		func(_ *inbound, s vema.Status) {
+			if s != vema.StatusSuccess {
+				f.log.Warn("VESWPortInfo Set refused", zap.String("node", n.name), zap.Stringer("status", s))
+				return
+			}
+			st.info = data
+		}, func() {
+			f.log.Warn("VESWPortInfo Set unanswered", zap.String("node", n.name), zap.Uint16("vesw", uint16(k.vesw)))
+		})
+}
+
+// macTable is the vesw's MAC table (the same for every member): one entry
+// per active member whose MAC is not the derived one, sorted as the members
+// are listed, and its digest.
+func (f *FM) macTable(v *VESWConfig) ([]vema.MACTableEntry, uint32) {
+	var ents []vema.MACTableEntry
+	for _, m := range v.Members {
+		n := f.activeNode(m.Node)
+		if n == nil {
+			continue
+		}
+		mac := f.memberMAC(*v, m, n)
+		if mac == encap.MACForLID(encap.LID(n.lid), v.ID) {
+			continue
+		}
+		ents = append(ents, vema.MACTableEntry{MAC: mac, Mask: [6]byte{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF},
+			DLIDSD: vema.MakeDLIDSD(n.lid, false)})
+	}
+	return ents, macDigest(ents)
+}
+
+// macDigest is the CRC-32 (IEEE) of the encoded entries, never 0: a digest
+// of 0 read back means the node lost its table (PROTOCOL.md §4.3), so an
+// empty table carries 1.
+func macDigest(ents []vema.MACTableEntry) uint32 {
+	var b []byte
+	for i := range ents {
+		b, _ = ents[i].AppendBinary(b)
+	}
+	if d := crc32.ChecksumIEEE(b); d != 0 {
+		return d
+	}
+	return 1
+}
+
+// pushTable sets the member's MAC table when its digest changed (or force):
+// 125 entries per MAD, and zero-MAC entries deleting what an older, longer
+// table left behind.
+func (f *FM) pushTable(n *node, k memberKey, force bool) {
+	v, _, ok := f.member(k)
+	st := f.members[k]
+	if !ok || st == nil {
+		return
+	}
+	ents, digest := f.macTable(v)
+	if !force && digest == st.digest && len(ents) == st.tableLen {
+		return
+	}
+	all := ents
+	for len(all) < st.tableLen {
+		all = append(all, vema.MACTableEntry{})
+	}
+	for off := 0; off == 0 || off < len(all); off += vema.MaxMACEntriesPerMAD {
+		chunk := all[off:min(off+vema.MaxMACEntriesPerMAD, len(all))]
+		t := vema.VESWPortMACEntries{MACTableHeader: vema.MACTableHeader{Offset: uint16(off),
+			NumEntries: uint16(len(chunk)), Digest: digest}, Entries: chunk}
+		data, err := t.MarshalBinary()
+		if err != nil {
+			f.log.Error("MAC table", zap.Error(err))
+			return
+		}
+		f.vendorMAD(n, vema.ClassVEMA, vema.MethodSet, vema.AttrVESWPortMACEntries, uint32(k.vport), data,
+			func(_ *inbound, s vema.Status) {
+				if s != vema.StatusSuccess {
+					f.log.Warn("MAC table Set refused", zap.String("node", n.name), zap.Stringer("status", s))
+				}
+			}, nil)
+	}
+	st.tableLen, st.digest = len(ents), digest
+}
+
+// pushVESWTables pushes v's MAC table to every active member.
+func (f *FM) pushVESWTables(v *VESWConfig) {
+	for _, m := range v.Members {
+		if n := f.activeNode(m.Node); n != nil {
+			k := memberKey{v.ID, m.Node, m.VPort}
+			if f.members[k] == nil {
+				f.members[k] = &memberState{}
+			}
+			f.pushTable(n, k, false)
+		}
+	}
+}
+
+// repushDefaultPortsReferencing re-pushes the members of vesws whose default
+// ports name n (its LID may be new), and every vesw's MAC table (entries
+// point at LIDs).
+func (f *FM) repushDefaultPortsReferencing(n *node) {
+	for i := range f.cfg.VESWs {
+		v := &f.cfg.VESWs[i]
+		refers := false
+		for _, d := range v.DefaultPorts {
+			refers = refers || d.Node == n.cfgName && n.cfgName != ""
+		}
+		for _, m := range v.Members {
+			o := f.activeNode(m.Node)
+			if o == nil || o == n {
+				continue
+			}
+			k := memberKey{v.ID, m.Node, m.VPort}
+			if f.members[k] == nil {
+				f.members[k] = &memberState{}
+			}
+			if refers {
+				f.pushMember(o, k, false)
+			}
+			f.pushTable(o, k, false)
+		}
+	}
+}
+
+// checkMembers reads each member's VESWPortInfo (every poll) and re-pushes
+// the node when one shows a digest of 0, another SLID or an error: the node
+// lost its VNIC state (§4.3).
+func (f *FM) checkMembers(n *node) {
+	for _, k := range f.memberKeys(n) {
+		st := f.members[k]
+		if st.info == nil || st.pushing {
+			continue // not configured yet: the push in flight will do
+		}
+		st.pushing = true
+		f.vendorMAD(n, vema.ClassVEMA, vema.MethodGet, vema.AttrVESWPortInfo, uint32(k.vport), nil,
+			func(p *inbound, s vema.Status) {
+				st.pushing = false
+				var pi vema.VESWPortInfo
+				err := errors.New("short")
+				if len(p.mad) >= vema.VendorHeaderLen {
+					err = pi.UnmarshalBinary(p.mad[vema.VendorHeaderLen:])
+				}
+				if s == vema.StatusSuccess && err == nil && pi.VPort.MACTblDigest != 0 &&
+					uint32(pi.VPort.EncapSLID) == n.lid {
+					return
+				}
+				f.log.Info("vport lost its state; configuring again", zap.String("node", n.name),
+					zap.Uint16("vesw", uint16(k.vesw)), zap.Uint8("vport", k.vport), zap.Stringer("status", s))
+				st.learned = [6]byte{}
+				st.info = nil
+				f.configureNode(n, true)
+			}, func() { st.pushing = false })
+	}
+}
+
+// vemaTrap handles a VEMA trap: on a unicast MAC change it reads the port's
+// current MAC and pushes the vesw's MAC table to every member (§4.4).
+func (f *FM) vemaTrap(p *inbound) {
+	var t vema.TrapMAD
+	if t.UnmarshalBinary(p.mad) != nil {
+		return
+	}
+	var n *node
+	for _, o := range f.nodes {
+		if o.state == NodeActive && o.lid == p.slid {
+			n = o
+		}
+	}
+	tr := t.Notice.Trap
+	if n == nil {
+		f.log.Warn("VEMA trap from an unknown LID", zap.Stringer("lid", encap.LID(p.slid)), zap.Stringer("peer", p.src))
+		return
+	}
+	k := memberKey{tr.VESWID, n.cfgName, tr.VESWPortIndex}
+	v, _, ok := f.member(k)
+	f.log.Info("VEMA trap", zap.String("node", n.name), zap.Uint16("vesw", uint16(tr.VESWID)),
+		zap.Uint8("vport", tr.VESWPortIndex), zap.Uint8("opcode", tr.Opcode))
+	if !ok || tr.Opcode != vema.TrapIfaceUcastMACChange {
+		return
+	}
+	req := vema.IfaceMACsHeader{}
+	data, _ := req.MarshalBinary()
+	f.vendorMAD(n, vema.ClassVEMA, vema.MethodGet, vema.AttrIfaceUcastMACs, uint32(k.vport), data,
+		func(p *inbound, s vema.Status) {
+			var l vema.IfaceMACs
+			if s != vema.StatusSuccess || len(p.mad) < vema.VendorHeaderLen ||
+				l.UnmarshalBinary(p.mad[vema.VendorHeaderLen:]) != nil || len(l.MACs) == 0 {
+				f.log.Warn("IfaceUcastMacs Get failed", zap.String("node", n.name), zap.Stringer("status", s))
+				return
+			}
+			st := f.members[k]
+			if st == nil {
+				st = &memberState{}
+				f.members[k] = st
+			}
+			st.learned = l.MACs[0]
+			if v, ok := f.vesw(k.vesw); ok {
+				f.pushVESWTables(v)
+			}
+		}, nil)
+	_ = v
+}
+
+// Reload applies a new config (§4.5): removed members and the members of
+// removed vesws get DeleteVESW, changed fields are pushed again, and the
+// directory follows. The fm section's identity (LID, GUID, listen address,
+// subnet prefix) cannot change without a restart; such a config is refused
+// and the old one stays.
+func (f *FM) Reload(cfg *Config) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	o := f.cfg.FM
+	switch {
+	case cfg.FM.LID != o.LID:
+		return fmt.Errorf("fm: reload: fm.lid changed (0x%X -> 0x%X); restart the FM to change it", o.LID, cfg.FM.LID)
+	case cfg.FM.GUID != o.GUID:
+		return errors.New("fm: reload: fm.guid changed; restart the FM to change it")
+	case cfg.FM.Listen != o.Listen:
+		return errors.New("fm: reload: fm.listen changed; restart the FM to change it")
+	case cfg.FM.SubnetPrefix != o.SubnetPrefix:
+		return errors.New("fm: reload: fm.subnet_prefix changed; restart the FM to change it")
+	}
+	old := f.cfg
+	f.cfg = cfg
+	for _, n := range f.nodes {
+		n.cfgName = f.matchConfig(n)
+	}
+	// Removed members: DeleteVESW to the node, if it is there.
+	for _, v := range old.VESWs {
+		for _, m := range v.Members {
+			k := memberKey{v.ID, m.Node, m.VPort}
+			if _, _, still := f.member(k); still {
+				continue
+			}
+			delete(f.members, k)
+			n := f.activeNodeIn(m.Node, old)
+			if n == nil {
+				continue
+			}
+			f.log.Info("DeleteVESW", zap.String("node", n.name), zap.Uint16("vesw", uint16(v.ID)), zap.Uint8("vport", m.VPort))
+			f.vendorMAD(n, vema.ClassVEMA, vema.MethodSet, vema.AttrDeleteVESW, uint32(m.VPort), nil, nil, nil)
+		}
+	}
+	for _, n := range f.nodes {
+		if n.state == NodeActive {
+			f.configureNode(n, false)
+		}
+	}
+	f.markDirty()
+	f.log.Info("config reloaded", zap.Int("vesws", len(cfg.VESWs)), zap.Int("nodes", len(cfg.Nodes)))
+	return nil
+}
+
+// activeNodeIn finds the active node that was config node name under cfg
+// (before a reload renamed or removed it).
+func (f *FM) activeNodeIn(name string, cfg *Config) *node {
+	cur := f.cfg
+	f.cfg = cfg
+	var found *node
+	for _, n := range f.nodes {
+		if n.state == NodeActive && n.lid != 0 && f.matchConfig(n) == name {
+			found = n
+		}
+	}
+	f.cfg = cur
+	return found
+}

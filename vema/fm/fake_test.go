@@ -1,0 +1,308 @@
+package fm
+
+import (
+	"context"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/hfi"
+	"github.com/opavnic/opavnic/hfi/hfitest"
+	"github.com/opavnic/opavnic/vema"
+)
+
+// fakeNode speaks the node side of PROTOCOL.md with the vema codecs: it
+// announces, answers NodeInfo, NodeDescription and PortInfo SMPs, keeps the
+// VEMA state the EM sets and the directory the FM pushes, and acks it all.
+type fakeNode struct {
+	t        *testing.T
+	name     string
+	guid     uint64
+	ep, fmEP netip.AddrPort
+	h        *hfi.HFI
+
+	mu       sync.Mutex
+	send     *hfi.Sender
+	lid      uint32
+	heard    time.Time
+	vports   map[uint8]vema.VESWPortInfo
+	tables   map[uint8][]vema.MACTableEntry // by vport, index = table index
+	deleted  []uint8
+	trapLID  encap.LID
+	blocks   map[uint32][]dirBlock // by generation
+	dirGen   uint32
+	dir      []dirEntry
+	groups   []dirGroup
+	saResp   chan []byte
+	announce int
+}
+
+func newFakeNode(t *testing.T, ctx context.Context, n *hfitest.Network, name string, ep, fmEP netip.AddrPort, lid uint32) *fakeNode {
+	f := &fakeNode{t: t, name: name, guid: DeriveGUID(name), ep: ep, fmEP: fmEP, lid: lid,
+		vports: map[uint8]vema.VESWPortInfo{}, tables: map[uint8][]vema.MACTableEntry{},
+		blocks: map[uint32][]dirBlock{}, saResp: make(chan []byte, 4)}
+	f.h = hfi.New(n.Listen(ep), hfi.Config{LID: lid, VerifyICRC: true})
+	d, _ := hfi.NewDirectory(map[uint32]netip.AddrPort{1: fmEP}, nil)
+	f.h.SetDirectory(d)
+	f.h.Register(encap.L4FabricMgt, f)
+	f.send = f.h.NewSender()
+	go f.h.Run(ctx)
+	go func() {
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				f.mu.Lock()
+				if f.lid == 0 || time.Since(f.heard) > 600*time.Millisecond {
+					f.sendAnnounce()
+				}
+				f.mu.Unlock()
+			}
+		}
+	}()
+	return f
+}
+
+func (f *fakeNode) slid() uint32 {
+	if f.lid == 0 {
+		return encap.LID16BPermissive
+	}
+	return f.lid
+}
+
+func (f *fakeNode) out(p encap.MgmtParams, mad []byte) {
+	pkt, err := encap.AppendMgmt(nil, &p, mad)
+	if err != nil {
+		f.t.Errorf("%s: framing: %v", f.name, err)
+		return
+	}
+	f.send.SendTo(pkt, f.fmEP)
+}
+
+func (f *fakeNode) sendAnnounce() {
+	f.announce++
+	ntc := vema.SMPNotice{GenericType: vema.NoticeGenericInfo, ProdTypeLSB: vema.NoticeProdCA,
+		TrapNum: vema.TrapChangeCapability, IssuerLID: encap.LID(f.lid),
+		IssuerGID: gidOf(encap.DefaultSubnetPrefix, f.guid)}
+	ntc.Details[3] = byte(f.lid)
+	data, _ := ntc.MarshalBinary()
+	s := vema.SMP{SMPHeader: vema.SMPHeader{BaseVersion: 0x80, MgmtClass: vema.ClassSubnLIDRouted, ClassVersion: 0x80,
+		Method: vema.MethodTrap, TID: uint64(f.announce), AttrID: vema.SMPAttrNotice}, Data: data}
+	mad, _ := s.MarshalBinary()
+	f.out(encap.MgmtParams{SLID: f.slid(), DLID: 1, SC: 15, PKey: 0x7FFF}, mad)
+}
+
+func (f *fakeNode) Flush() {}
+
+func (f *fakeNode) Receive(pkt []byte, h encap.Header16B, src netip.AddrPort) {
+	mp, err := encap.MgmtPayload(pkt)
+	if err != nil {
+		return
+	}
+	var hdr vema.MADHeader
+	if hdr.UnmarshalBinary(mp.MAD) != nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch hdr.MgmtClass {
+	case vema.ClassSubnDirectedRoute:
+		f.heard = time.Now()
+		f.smp(mp.MAD, h.SLID())
+	case vema.ClassVEMA:
+		f.vema(mp.MAD, h.SLID())
+	case classDirectory:
+		f.directory(mp.MAD, h.SLID())
+	case vema.ClassSubnAdm:
+		f.saResp <- append([]byte(nil), mp.MAD...)
+	}
+}
+
+func (f *fakeNode) smp(mad []byte, fmLID uint32) {
+	var s vema.SMP
+	if s.UnmarshalBinary(mad) != nil {
+		return
+	}
+	var attr []byte
+	switch s.AttrID {
+	case vema.SMPAttrNodeInfo:
+		ni := vema.NodeInfo{BaseVersion: 0x80, ClassVersion: 0x80, NodeType: vema.NodeTypeCA, NumPorts: 1,
+			NodeGUID: f.guid, PortGUID: f.guid, PartitionCap: 16, LocalPortNum: 1, VendorID: vema.IntelOUI}
+		attr, _ = ni.MarshalBinary()
+	case vema.SMPAttrNodeDescription:
+		nd := vema.NodeDescriptionFrom(f.name)
+		attr, _ = nd.MarshalBinary()
+	case vema.SMPAttrPortInfo:
+		if s.Method == vema.MethodSet {
+			var pi vema.PortInfo
+			pi.UnmarshalBinary(s.Data)
+			f.lid = uint32(pi.LID)
+			f.h.SetLID(f.lid)
+		}
+		pi := vema.PortInfo{LID: encap.LID(f.lid), SMLID: 1}
+		pi.SetPortState(4)
+		attr, _ = pi.MarshalBinary()
+	default:
+		return
+	}
+	s.Method = vema.MethodGetResp
+	s.Status |= vema.StatusDirection
+	s.Data = append(attr, make([]byte, -len(attr)&7)...)
+	out, _ := s.MarshalBinary()
+	f.out(encap.MgmtParams{SLID: f.slid(), DLID: fmLID, SC: 15, PKey: 0x7FFF}, out)
+}
+
+func (f *fakeNode) reply(m *vema.MAD, fmLID uint32) {
+	m.Method = vema.MethodGetResp
+	out, _ := m.MarshalBinary()
+	f.out(encap.MgmtParams{SLID: f.lid, DLID: fmLID, PKey: 0xFFFF, DestQPN: 1, SrcQPN: 1}, out)
+}
+
+func (f *fakeNode) vema(mad []byte, fmLID uint32) {
+	var m vema.MAD
+	if m.UnmarshalBinary(mad) != nil {
+		return
+	}
+	vp := m.VPortIndex()
+	switch {
+	case m.AttrID == vema.AttrClassPortInfo && m.Method == vema.MethodSet:
+		var c vema.ClassPortInfo
+		c.UnmarshalBinary(m.Data[:])
+		f.trapLID = c.TrapLID
+	case m.AttrID == vema.AttrVESWPortInfo && m.Method == vema.MethodSet:
+		var pi vema.VESWPortInfo
+		pi.UnmarshalBinary(m.Data[:])
+		if old, ok := f.vports[vp]; ok {
+			pi.VPort.MACTblDigest = old.VPort.MACTblDigest
+		}
+		f.vports[vp] = pi
+		pi.AppendBinary(m.Data[:0])
+	case m.AttrID == vema.AttrVESWPortInfo && m.Method == vema.MethodGet:
+		pi, ok := f.vports[vp]
+		if !ok {
+			m.Status = vema.StatusInvalidAttrValue
+			pi = vema.PowerOnVESWPortInfo()
+		}
+		pi.AppendBinary(m.Data[:0])
+	case m.AttrID == vema.AttrVESWPortMACEntries && m.Method == vema.MethodSet:
+		var t vema.VESWPortMACEntries
+		t.UnmarshalBinary(m.Data[:])
+		tbl := f.tables[vp]
+		for i, e := range t.Entries {
+			idx := int(t.Offset) + i
+			for len(tbl) <= idx {
+				tbl = append(tbl, vema.MACTableEntry{})
+			}
+			tbl[idx] = e
+		}
+		for len(tbl) > 0 && tbl[len(tbl)-1].IsDelete() {
+			tbl = tbl[:len(tbl)-1]
+		}
+		f.tables[vp] = tbl
+		if pi, ok := f.vports[vp]; ok {
+			pi.VPort.MACTblDigest = t.Digest
+			f.vports[vp] = pi
+		}
+	case m.AttrID == vema.AttrDeleteVESW:
+		delete(f.vports, vp)
+		delete(f.tables, vp)
+		f.deleted = append(f.deleted, vp)
+	case m.AttrID == vema.AttrIfaceUcastMACs:
+		l := vema.IfaceMACs{IfaceMACsHeader: vema.IfaceMACsHeader{NumMACsInMsg: 1, TotMACsInLst: 1},
+			MACs: [][6]byte{f.vports[vp].VPort.BaseMACAddr}}
+		l.AppendBinary(m.Data[:0])
+	}
+	f.reply(&m, fmLID)
+}
+
+func (f *fakeNode) directory(mad []byte, fmLID uint32) {
+	var m vema.MAD
+	if m.UnmarshalBinary(mad) != nil {
+		return
+	}
+	b, err := parseDirBlock(m.AttrID, m.Data[:])
+	if err != nil {
+		f.t.Errorf("%s: directory block: %v", f.name, err)
+		return
+	}
+	if b.Generation >= f.dirGen {
+		bs := f.blocks[b.Generation]
+		bs = append(bs, b)
+		f.blocks[b.Generation] = bs
+		// Installed when every block of both kinds is there.
+		var nu, nm, hu, hm int
+		for _, x := range bs {
+			if x.Attr == attrDirectoryBlock {
+				nu, hu = int(x.NumBlocks), hu+1
+			} else {
+				nm, hm = int(x.NumBlocks), hm+1
+			}
+		}
+		if hu == nu && hm == nm {
+			f.dirGen, f.dir, f.groups = b.Generation, nil, nil
+			for _, x := range bs {
+				f.dir = append(f.dir, x.Entries...)
+				f.groups = append(f.groups, x.Groups...)
+			}
+		}
+	}
+	f.reply(&m, fmLID)
+}
+
+// restart forgets everything, as a restarted vnicd would.
+func (f *fakeNode) restart() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lid = 0
+	f.h.SetLID(0)
+	f.vports = map[uint8]vema.VESWPortInfo{}
+	f.tables = map[uint8][]vema.MACTableEntry{}
+}
+
+// trap sends a VEMA unicast-MAC-change trap for vport after setting its MAC.
+func (f *fakeNode) trapMACChange(vport uint8, mac [6]byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pi := f.vports[vport]
+	pi.VPort.BaseMACAddr = mac
+	f.vports[vport] = pi
+	var t vema.TrapMAD
+	t.VendorHeader = vema.VendorHeader{MADHeader: vema.MADHeader{BaseVersion: 0x80, MgmtClass: vema.ClassVEMA,
+		ClassVersion: 0x80, Method: vema.MethodTrap, TID: 77, AttrID: vema.AttrNotice}, OUI: vema.IntelOUI}
+	t.Notice.GenType = vema.VEMANoticeGenType
+	t.Notice.OUI = vema.IntelOUI
+	t.Notice.IssuerLID = encap.LID(f.lid)
+	t.Notice.Trap = vema.VESWPortTrap{VESWID: pi.VESW.VESWID, VESWPortIndex: vport, Opcode: vema.TrapIfaceUcastMACChange}
+	mad, _ := t.MarshalBinary()
+	f.out(encap.MgmtParams{SLID: f.lid, DLID: uint32(f.trapLID), PKey: 0xFFFF, DestQPN: 1, SrcQPN: 1}, mad)
+}
+
+func (f *fakeNode) snapshot() (lid uint32, vports map[uint8]vema.VESWPortInfo, tables map[uint8][]vema.MACTableEntry, dir []dirEntry, groups []dirGroup, deleted []uint8) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	vports = map[uint8]vema.VESWPortInfo{}
+	for k, v := range f.vports {
+		vports[k] = v
+	}
+	tables = map[uint8][]vema.MACTableEntry{}
+	for k, v := range f.tables {
+		tables[k] = append([]vema.MACTableEntry(nil), v...)
+	}
+	return f.lid, vports, tables, append([]dirEntry(nil), f.dir...), append([]dirGroup(nil), f.groups...), append([]uint8(nil), f.deleted...)
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

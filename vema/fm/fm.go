@@ -1,0 +1,769 @@
+package fm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/hfi"
+	"github.com/opavnic/opavnic/vema"
+)
+
+// Timing of the FM (PROTOCOL.md §2.5): a poll a second, three missed polls
+// drop a node; requests are tried three times, 300 ms apart.
+const (
+	DefaultPollInterval = time.Second
+	DefaultRetryTimeout = 300 * time.Millisecond
+	DefaultTries        = 3
+	MissedPollsToDrop   = 3
+
+	tickInterval = 50 * time.Millisecond
+	// pushDelay is how long the FM gathers changes before it pushes a new
+	// directory generation; well within the protocol's second.
+	pushDelay = 200 * time.Millisecond
+	// inboundQueue bounds the MADs waiting for the FM's loop; beyond it they
+	// are dropped (and counted), as a busy socket would.
+	inboundQueue = 1024
+	// maxPending bounds the outstanding requests.
+	maxPending = 8192
+)
+
+// Node states.
+const (
+	NodeJoining = "joining"
+	NodeActive  = "active"
+	NodeLost    = "lost"
+)
+
+// ErrUnknownLID is returned by PathRecord for a LID no active port holds.
+var ErrUnknownLID = errors.New("fm: unknown LID")
+
+// FM is the fabric manager: SM, SA and EM on one HFI. It registers itself as
+// the HFI's L4 0x08 receiver; Run drives it.
+//
+// Concurrency: the HFI's receive goroutine only copies management packets
+// into a bounded queue. One loop goroutine (Run) handles them, the timers and
+// the polls; it and the API methods (Nodes, VESWs, PathRecord, Reload) share
+// the state under mu, and every packet the FM sends goes out under mu through
+// its one Sender.
+type FM struct {
+	log     *zap.Logger
+	h       *hfi.HFI
+	ownsHFI bool
+	in      chan inbound
+	// Dropped counts management packets dropped because the queue was full.
+	Dropped atomic.Uint64
+
+	pollEvery    time.Duration
+	retryTimeout time.Duration
+	tries        int
+
+	mu       sync.Mutex
+	cfg      *Config
+	send     *hfi.Sender
+	nodes    map[uint64]*node // by port GUID
+	pending  map[uint64]*request
+	tid      uint64
+	gen      uint32
+	dirty    bool
+	dirtyAt  time.Time
+	lastPoll time.Time
+	members  map[memberKey]*memberState
+	lastDir  []dirBlock
+}
+
+type node struct {
+	portGUID, nodeGUID uint64
+	name               string // NodeDescription
+	cfgName            string // the config node it matched, "" if none
+	lid                uint32 // assigned LID, kept while lost so it comes back
+	ep                 netip.AddrPort
+	state              string
+	joining            bool
+	misses             int
+	pollOut            bool
+}
+
+type memberKey struct {
+	vesw  encap.VESWID
+	node  string
+	vport uint8
+}
+
+type memberState struct {
+	learned  [6]byte // MAC learned from a trap, zero if none
+	info     []byte  // last VESWPortInfo pushed and acknowledged
+	tableLen int     // MAC-table entries last pushed
+	digest   uint32
+	pushing  bool
+}
+
+type inbound struct {
+	mad    []byte
+	slid   uint32
+	srcQPN uint32
+	src    netip.AddrPort
+}
+
+type request struct {
+	pkt      []byte
+	ep       netip.AddrPort
+	left     int
+	timeout  time.Duration
+	deadline time.Time
+	onResp   func(p *inbound, status vema.Status)
+	onFail   func()
+}
+
+// New makes an FM on h with cfg and registers it as h's management receiver.
+// h should be made with hfi.Config{LID: cfg.FM.LID, TrustAnyMgmtSource: true}.
+func New(h *hfi.HFI, cfg *Config, log *zap.Logger) *FM {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	f := &FM{
+		log:          log.Named("fm").With(zap.String("fm", cfg.FM.Name)),
+		h:            h,
+		in:           make(chan inbound, inboundQueue),
+		pollEvery:    DefaultPollInterval,
+		retryTimeout: DefaultRetryTimeout,
+		tries:        DefaultTries,
+		cfg:          cfg,
+		send:         h.NewSender(),
+		nodes:        map[uint64]*node{},
+		pending:      map[uint64]*request{},
+		tid:          uint64(time.Now().UnixNano()) << 16,
+		// Generations start at the clock so that a restarted FM's
+		// directory is newer than what nodes hold (lower ones are ignored).
+		gen:     uint32(time.Now().Unix()),
+		members: map[memberKey]*memberState{},
+	}
+	h.Register(encap.L4FabricMgt, f)
+	return f
+}
+
+// Open makes the FM's UDP HFI at cfg.FM.Listen and the FM on it; Run then
+// runs both. It is the way a daemon embeds the FM.
+func Open(cfg *Config, log *zap.Logger) (*FM, error) {
+	tr, err := hfi.ListenUDP(cfg.FM.Listen, 32)
+	if err != nil {
+		return nil, fmt.Errorf("fm: listen %v: %w", cfg.FM.Listen, err)
+	}
+	h := hfi.New(tr, hfi.Config{LID: cfg.FM.LID, VerifyICRC: true, TrustAnyMgmtSource: true})
+	f := New(h, cfg, log)
+	f.ownsHFI = true
+	return f, nil
+}
+
+// Run is the embeddable entry point: Open, then Run until ctx is done.
+func Run(ctx context.Context, cfg *Config, log *zap.Logger) error {
+	f, err := Open(cfg, log)
+	if err != nil {
+		return err
+	}
+	return f.Run(ctx)
+}
+
+// HFI returns the FM's HFI.
+func (f *FM) HFI() *hfi.HFI { return f.h }
+
+// Config returns the config in use.
+func (f *FM) Config() *Config {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cfg
+}
+
+// Receive implements hfi.Receiver: it copies the MAD and queues it for the
+// loop, or drops it when the queue is full.
+func (f *FM) Receive(pkt []byte, h encap.Header16B, src netip.AddrPort) {
+	mp, err := encap.MgmtPayload(pkt)
+	if err != nil || len(mp.MAD) < vema.MADHeaderLen {
+		return
+	}
+	p := inbound{mad: append([]byte(nil), mp.MAD...), slid: h.SLID(), srcQPN: mp.SrcQPN, src: src}
+	select {
+	case f.in <- p:
+	default:
+		f.Dropped.Add(1)
+	}
+}
+
+// Flush implements hfi.Receiver.
+func (f *FM) Flush() {}
+
+var _ hfi.Receiver = (*FM)(nil)
+
+// Run handles management traffic, polls and pushes until ctx is done. When
+// the FM made its own HFI (Open), Run runs it too and closes it on return.
+func (f *FM) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	hfiErr := make(chan error, 1)
+	if f.ownsHFI {
+		go func() { hfiErr <- f.h.Run(ctx) }()
+	}
+	f.log.Info("fabric manager running", zap.Stringer("lid", encap.LID(f.cfg.FM.LID)),
+		zap.Stringer("listen", f.h.Transport().LocalAddr()))
+	t := time.NewTicker(tickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if f.ownsHFI {
+				return <-hfiErr
+			}
+			return nil
+		case err := <-hfiErr:
+			return err
+		case p := <-f.in:
+			f.mu.Lock()
+			f.handle(&p)
+			f.mu.Unlock()
+		case now := <-t.C:
+			f.mu.Lock()
+			f.tick(now)
+			f.mu.Unlock()
+		}
+	}
+}
+
+// --- sending ---
+
+func (f *FM) nextTID() uint64 { f.tid++; return f.tid }
+
+func (f *FM) smpParams(dlid uint32) encap.MgmtParams {
+	return encap.MgmtParams{SLID: f.cfg.FM.LID, DLID: dlid, SC: 15, PKey: 0xFFFF, DestQPN: encap.QPNSMI, SrcQPN: encap.QPNSMI}
+}
+
+func (f *FM) gsiParams(dlid, destQPN uint32) encap.MgmtParams {
+	return encap.MgmtParams{SLID: f.cfg.FM.LID, DLID: dlid, SC: 0, PKey: 0xFFFF, DestQPN: destQPN, SrcQPN: encap.QPNGSI}
+}
+
+func (f *FM) sendOnce(ep netip.AddrPort, p encap.MgmtParams, mad []byte) {
+	pkt, err := encap.AppendMgmt(nil, &p, mad)
+	if err != nil {
+		f.log.Warn("cannot frame a MAD", zap.Error(err))
+		return
+	}
+	f.send.SendTo(pkt, ep)
+}
+
+// request sends mad (whose TID is tid) and tries again until a response with
+// the TID comes (onResp) or the tries run out (onFail, may be nil).
+func (f *FM) request(ep netip.AddrPort, p encap.MgmtParams, tid uint64, mad []byte, tries int, timeout time.Duration,
+	onResp func(*inbound, vema.Status), onFail func()) {
+	if len(f.pending) >= maxPending {
+		f.log.Warn("too many outstanding requests; dropping one", zap.Stringer("peer", ep))
+		if onFail != nil {
+			onFail()
+		}
+		return
+	}
+	pkt, err := encap.AppendMgmt(nil, &p, mad)
+	if err != nil {
+		f.log.Warn("cannot frame a MAD", zap.Error(err))
+		return
+	}
+	f.pending[tid] = &request{pkt: pkt, ep: ep, left: tries - 1, timeout: timeout,
+		deadline: time.Now().Add(timeout), onResp: onResp, onFail: onFail}
+	f.send.SendTo(pkt, ep)
+}
+
+func (f *FM) drSMP(n *node, method vema.Method, attr uint16, attrMod uint32, data []byte, tries int, timeout time.Duration,
+	onResp func(*inbound, *vema.SMP), onFail func()) {
+	tid := f.nextTID()
+	s := vema.SMP{
+		SMPHeader: vema.SMPHeader{BaseVersion: vema.BaseVersion, MgmtClass: vema.ClassSubnDirectedRoute,
+			ClassVersion: vema.SMPClassVersion, Method: method, TID: tid, AttrID: attr, AttrMod: attrMod},
+		DR:   vema.DRRoute{DRSLID: encap.LIDPermissive, DRDLID: encap.LIDPermissive},
+		Data: make([]byte, vema.SMPDRDataLen),
+	}
+	copy(s.Data, data)
+	mad, _ := s.MarshalBinary()
+	f.request(n.ep, f.smpParams(encap.LID16BPermissive), tid, mad, tries, timeout, func(p *inbound, st vema.Status) {
+		var r vema.SMP
+		if err := r.UnmarshalBinary(p.mad); err != nil || st&^vema.StatusDirection != 0 {
+			f.log.Warn("SMP failed", zap.String("node", n.name), zap.Uint16("attr", attr),
+				zap.Stringer("status", st), zap.Error(err))
+			if onFail != nil {
+				onFail()
+			}
+			return
+		}
+		onResp(p, &r)
+	}, onFail)
+}
+
+// vendorMAD sends a 2048-byte vendor-class MAD (VEMA or directory) to a node.
+func (f *FM) vendorMAD(n *node, class vema.Class, method vema.Method, attr uint16, attrMod uint32, data []byte,
+	onResp func(*inbound, vema.Status), onFail func()) {
+	tid := f.nextTID()
+	var m vema.MAD
+	m.VendorHeader = vema.VendorHeader{MADHeader: vema.MADHeader{BaseVersion: vema.BaseVersion, MgmtClass: class,
+		ClassVersion: vema.VEMAClassVersion, Method: method, TID: tid, AttrID: attr, AttrMod: attrMod}, OUI: vema.IntelOUI}
+	copy(m.Data[:], data)
+	mad, _ := m.MarshalBinary()
+	if onResp == nil {
+		onResp = func(*inbound, vema.Status) {}
+	}
+	f.request(n.ep, f.gsiParams(n.lid, encap.QPNGSI), tid, mad, f.tries, f.retryTimeout, onResp, onFail)
+}
+
+// --- the loop's events ---
+
+func (f *FM) tick(now time.Time) {
+	for tid, r := range f.pending {
+		if now.Before(r.deadline) {
+			continue
+		}
+		if r.left > 0 {
+			r.left--
+			r.deadline = now.Add(r.timeout)
+			f.send.SendTo(r.pkt, r.ep)
+			continue
+		}
+		delete(f.pending, tid)
+		if r.onFail != nil {
+			r.onFail()
+		}
+	}
+	if now.Sub(f.lastPoll) >= f.pollEvery {
+		f.lastPoll = now
+		f.poll()
+	}
+	if f.dirty && now.Sub(f.dirtyAt) >= pushDelay {
+		f.dirty = false
+		f.pushDirectory()
+	}
+}
+
+func (f *FM) markDirty() {
+	if !f.dirty {
+		f.dirty = true
+		f.dirtyAt = time.Now()
+	}
+}
+
+func (f *FM) handle(p *inbound) {
+	var h vema.MADHeader
+	if err := h.UnmarshalBinary(p.mad); err != nil {
+		return
+	}
+	if h.Method.IsResponse() {
+		r, ok := f.pending[h.TID]
+		if !ok {
+			f.log.Debug("response to no request", zap.Uint64("tid", h.TID), zap.Stringer("peer", p.src))
+			return
+		}
+		delete(f.pending, h.TID)
+		r.onResp(p, h.Status)
+		return
+	}
+	switch {
+	case h.MgmtClass == vema.ClassSubnLIDRouted && h.Method == vema.MethodTrap && h.AttrID == vema.SMPAttrNotice:
+		f.announce(p)
+	case h.MgmtClass == vema.ClassVEMA && h.Method == vema.MethodTrap:
+		f.vemaTrap(p)
+	case h.MgmtClass == vema.ClassSubnAdm:
+		f.sa(p)
+	default:
+		f.log.Debug("unexpected MAD", zap.Stringer("peer", p.src), zap.Uint8("class", uint8(h.MgmtClass)),
+			zap.Stringer("method", h.Method), zap.Uint16("attr", h.AttrID))
+	}
+}
+
+// --- SM ---
+
+// announce answers a node's trap 144 with TrapRepress and takes the node
+// through the join when it needs one (§2.1).
+func (f *FM) announce(p *inbound) {
+	var s vema.SMP
+	var ntc vema.SMPNotice
+	if err := s.UnmarshalBinary(p.mad); err != nil || ntc.UnmarshalBinary(s.Data) != nil {
+		return
+	}
+	rep := s
+	rep.Method = vema.MethodTrapRepress
+	mad, _ := rep.MarshalBinary()
+	f.sendOnce(p.src, encap.MgmtParams{SLID: f.cfg.FM.LID, DLID: p.slid, SC: 15, PKey: 0xFFFF,
+		DestQPN: p.srcQPN, SrcQPN: encap.QPNSMI}, mad)
+	if ntc.TrapNum != vema.TrapChangeCapability {
+		return
+	}
+	guid := ntc.IssuerGID.InterfaceID()
+	held := uint32(ntc.IssuerLID)
+	n := f.nodes[guid]
+	if n == nil {
+		n = &node{portGUID: guid, ep: p.src, state: NodeJoining}
+		f.nodes[guid] = n
+		f.log.Info("node announced", zap.Uint64("guid", guid), zap.Stringer("peer", p.src), zap.Stringer("lid", encap.LID(held)))
+	}
+	if n.ep != p.src {
+		f.log.Info("node moved", zap.String("node", n.name), zap.Stringer("peer", p.src), zap.Stringer("old", n.ep))
+		n.ep = p.src
+		f.markDirty()
+	}
+	if n.state == NodeActive && held == n.lid && held != 0 {
+		return // the polls decide whether it is still there
+	}
+	f.join(n, held)
+}
+
+// join reads NodeInfo and NodeDescription, picks the LID and sets PortInfo
+// (§2.2-2.4); then the directory and the node's VNICs follow.
+func (f *FM) join(n *node, held uint32) {
+	if n.joining {
+		return
+	}
+	n.joining = true
+	if n.state != NodeActive {
+		n.state = NodeJoining
+	}
+	fail := func() {
+		n.joining = false
+		if n.state == NodeJoining {
+			n.state = NodeLost
+		}
+		f.log.Warn("join failed; waiting for the next announce", zap.String("node", n.name), zap.Stringer("peer", n.ep))
+	}
+	f.drSMP(n, vema.MethodGet, vema.SMPAttrNodeInfo, 0, nil, f.tries, f.retryTimeout, func(_ *inbound, r *vema.SMP) {
+		var ni vema.NodeInfo
+		if err := ni.UnmarshalBinary(r.Data); err != nil || ni.PortGUID != n.portGUID {
+			f.log.Warn("NodeInfo does not match the announce", zap.Uint64("guid", n.portGUID), zap.Uint64("port_guid", ni.PortGUID))
+			fail()
+			return
+		}
+		n.nodeGUID = ni.NodeGUID
+		f.drSMP(n, vema.MethodGet, vema.SMPAttrNodeDescription, 0, nil, f.tries, f.retryTimeout, func(_ *inbound, r *vema.SMP) {
+			var nd vema.NodeDescription
+			if nd.UnmarshalBinary(r.Data) != nil {
+				fail()
+				return
+			}
+			n.name = nd.String()
+			n.cfgName = f.matchConfig(n)
+			lid := f.chooseLID(n, held)
+			if lid == 0 {
+				f.log.Error("LID pool exhausted", zap.String("node", n.name))
+				fail()
+				return
+			}
+			f.setPortInfo(n, lid, fail)
+		}, fail)
+	}, fail)
+}
+
+func (f *FM) setPortInfo(n *node, lid uint32, fail func()) {
+	var pi vema.PortInfo
+	pi.LID = encap.LID(lid)
+	pi.SMLID = encap.LID(f.cfg.FM.LID)
+	pi.SubnetPrefix = f.cfg.FM.SubnetPrefix
+	pi.SetPortState(uint8(hfi.StateActive))
+	pi.SMTrapQP = encap.QPNSMI
+	pi.SAQP = encap.QPNGSI
+	data, _ := pi.MarshalBinary()
+	f.drSMP(n, vema.MethodSet, vema.SMPAttrPortInfo, vema.PortInfoAttrMod(1, false), data, f.tries, f.retryTimeout,
+		func(_ *inbound, r *vema.SMP) {
+			var got vema.PortInfo
+			if err := got.UnmarshalBinary(r.Data); err != nil || uint32(got.LID) != lid {
+				f.log.Warn("PortInfo Set not taken", zap.String("node", n.name), zap.Stringer("lid", encap.LID(lid)),
+					zap.Stringer("got", got.LID))
+				fail()
+				return
+			}
+			n.joining = false
+			n.lid = lid
+			n.state = NodeActive
+			n.misses = 0
+			f.log.Info("node joined", zap.String("node", n.name), zap.Stringer("lid", encap.LID(lid)),
+				zap.Bool("extended", encap.LID(lid).IsExtended()), zap.Stringer("peer", n.ep))
+			f.markDirty()
+			f.configureNode(n, true)
+			f.repushDefaultPortsReferencing(n)
+		}, fail)
+}
+
+// matchConfig returns the name of the config node n is: by GUID when the
+// entry has one, else by NodeDescription.
+func (f *FM) matchConfig(n *node) string {
+	for _, c := range f.cfg.Nodes {
+		if c.GUID != 0 && (c.GUID == n.nodeGUID || c.GUID == n.portGUID) {
+			return c.Name
+		}
+	}
+	for _, c := range f.cfg.Nodes {
+		if c.GUID == 0 && c.Name == n.name {
+			return c.Name
+		}
+	}
+	return ""
+}
+
+// chooseLID applies §2.3: the fixed LID; else the LID the node holds if it is
+// in the pool and free; else the LID this GUID had before; else the lowest
+// free pool LID.
+func (f *FM) chooseLID(n *node, held uint32) uint32 {
+	if c, ok := f.cfg.Node(n.cfgName); ok && n.cfgName != "" && c.LID != 0 {
+		for _, o := range f.nodes {
+			if o != n && o.lid == c.LID {
+				o.lid = 0 // the configured owner wins; the other rejoins with another LID
+				if o.state == NodeActive {
+					f.join(o, 0)
+				}
+			}
+		}
+		return c.LID
+	}
+	if held != 0 && f.cfg.Pool.Contains(held) && f.lidFree(held, n) {
+		return held
+	}
+	if n.lid != 0 && f.lidFree(n.lid, n) {
+		return n.lid
+	}
+	for l := f.cfg.Pool.Start; l <= f.cfg.Pool.End && l != 0; l++ {
+		if f.lidFree(l, n) {
+			return l
+		}
+	}
+	return 0
+}
+
+func (f *FM) lidFree(l uint32, n *node) bool {
+	if l == f.cfg.FM.LID || !encap.Is16BUnicast(l) {
+		return false
+	}
+	for _, o := range f.nodes {
+		if o != n && o.lid == l {
+			return false
+		}
+	}
+	for _, c := range f.cfg.Nodes {
+		if c.LID == l && c.Name != n.cfgName {
+			return false
+		}
+	}
+	return true
+}
+
+// poll reads every active node's PortInfo (§2.5) and, through the EM, the
+// VESWPortInfo of its members.
+func (f *FM) poll() {
+	for _, n := range f.nodes {
+		if n.state != NodeActive || n.joining || n.pollOut {
+			continue
+		}
+		n.pollOut = true
+		f.drSMP(n, vema.MethodGet, vema.SMPAttrPortInfo, vema.PortInfoAttrMod(1, false), nil, 1, f.pollEvery*9/10,
+			func(p *inbound, r *vema.SMP) {
+				n.pollOut = false
+				n.misses = 0
+				if p.src != n.ep {
+					f.log.Info("node moved", zap.String("node", n.name), zap.Stringer("peer", p.src), zap.Stringer("old", n.ep))
+					n.ep = p.src
+					f.markDirty()
+				}
+				var pi vema.PortInfo
+				if pi.UnmarshalBinary(r.Data) != nil {
+					return
+				}
+				if uint32(pi.LID) != n.lid {
+					f.log.Info("node lost its LID (restarted?); joining it again", zap.String("node", n.name),
+						zap.Stringer("lid", encap.LID(n.lid)), zap.Stringer("got", pi.LID))
+					for _, k := range f.memberKeys(n) {
+						f.members[k].learned = [6]byte{}
+					}
+					f.join(n, uint32(pi.LID))
+					return
+				}
+				f.checkMembers(n)
+			}, func() {
+				n.pollOut = false
+				n.misses++
+				if n.misses >= MissedPollsToDrop && n.state == NodeActive {
+					f.log.Warn("node stopped answering; dropped", zap.String("node", n.name), zap.Stringer("lid", encap.LID(n.lid)))
+					n.state = NodeLost
+					f.markDirty()
+				}
+			})
+	}
+}
+
+// --- directory ---
+
+func (f *FM) directory() ([]dirEntry, []dirGroup) {
+	var ents []dirEntry
+	if a := f.cfg.FM.Listen; a.IsValid() && !a.Addr().IsUnspecified() {
+		ents = append(ents, dirEntry{LID: f.cfg.FM.LID, EP: a})
+	}
+	for _, n := range f.nodes {
+		if n.state == NodeActive && n.lid != 0 {
+			ents = append(ents, dirEntry{LID: n.lid, EP: n.ep})
+		}
+	}
+	byMLID := map[uint32]map[uint32]bool{}
+	for _, v := range f.cfg.VESWs {
+		if v.McastDLID == 0 {
+			continue
+		}
+		for _, m := range v.Members {
+			if n := f.activeNode(m.Node); n != nil {
+				if byMLID[v.McastDLID] == nil {
+					byMLID[v.McastDLID] = map[uint32]bool{}
+				}
+				byMLID[v.McastDLID][n.lid] = true
+			}
+		}
+	}
+	var groups []dirGroup
+	for mlid, set := range byMLID {
+		g := dirGroup{MLID: mlid}
+		for l := range set {
+			g.Members = append(g.Members, l)
+		}
+		groups = append(groups, g)
+	}
+	return ents, groups
+}
+
+// pushDirectory sends a new generation to every active node.
+func (f *FM) pushDirectory() {
+	ents, groups := f.directory()
+	f.gen = max(f.gen+1, uint32(time.Now().Unix()))
+	blocks, err := directoryBlocks(f.gen, ents, groups)
+	if err != nil {
+		f.log.Error("cannot push the directory", zap.Error(err))
+		return
+	}
+	f.lastDir = blocks
+	eps := map[uint32]netip.AddrPort{}
+	for _, e := range ents {
+		eps[e.LID] = e.EP
+	}
+	gs := map[uint32][]uint32{}
+	for _, g := range groups {
+		gs[g.MLID] = g.Members
+	}
+	if d, err := hfi.NewDirectory(eps, gs); err == nil {
+		f.h.SetDirectory(d)
+	}
+	f.log.Info("pushing directory", zap.Uint32("generation", f.gen), zap.Int("lids", len(ents)), zap.Int("groups", len(groups)))
+	for _, n := range f.nodes {
+		if n.state != NodeActive {
+			continue
+		}
+		for i := range blocks {
+			b := &blocks[i]
+			f.vendorMAD(n, classDirectory, vema.MethodSet, b.Attr, uint32(b.Block), b.appendData(nil), func(_ *inbound, st vema.Status) {
+				if st != vema.StatusSuccess {
+					f.log.Warn("directory block refused", zap.String("node", n.name), zap.Stringer("status", st))
+				}
+			}, nil)
+		}
+	}
+}
+
+// activeNode returns the active node matched to a config node name.
+func (f *FM) activeNode(name string) *node {
+	for _, n := range f.nodes {
+		if n.cfgName == name && n.state == NodeActive && n.lid != 0 {
+			return n
+		}
+	}
+	return nil
+}
+
+// --- status API ---
+
+// NodeStatus is one node as the SM knows it.
+type NodeStatus struct {
+	Name     string         `json:"name"`
+	Config   string         `json:"config_name,omitempty"`
+	NodeGUID uint64         `json:"node_guid"`
+	PortGUID uint64         `json:"port_guid"`
+	LID      encap.LID      `json:"lid"`
+	Extended bool           `json:"extended"`
+	Endpoint netip.AddrPort `json:"endpoint"`
+	State    string         `json:"state"`
+}
+
+// Nodes returns every node the FM has seen.
+func (f *FM) Nodes() []NodeStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]NodeStatus, 0, len(f.nodes))
+	for _, n := range f.nodes {
+		out = append(out, NodeStatus{Name: n.name, Config: n.cfgName, NodeGUID: n.nodeGUID, PortGUID: n.portGUID,
+			LID: encap.LID(n.lid), Extended: encap.LID(n.lid).IsExtended(), Endpoint: n.ep, State: n.state})
+	}
+	sortBy(out, func(s NodeStatus) uint64 { return uint64(s.LID)<<32 | uint64(len(s.Name)) })
+	return out
+}
+
+// Node returns the status of the node with that config or description name.
+func (f *FM) Node(name string) (NodeStatus, bool) {
+	for _, n := range f.Nodes() {
+		if n.Config == name || n.Name == name {
+			return n, true
+		}
+	}
+	return NodeStatus{}, false
+}
+
+// MemberStatus is one vesw port.
+type MemberStatus struct {
+	Node       string    `json:"node"`
+	VPort      uint8     `json:"vport"`
+	LID        encap.LID `json:"lid"`
+	MAC        string    `json:"mac"`
+	IPs        []string  `json:"ip,omitempty"`
+	Configured bool      `json:"configured"`
+}
+
+// VESWStatus is one vesw and its members.
+type VESWStatus struct {
+	ID        encap.VESWID   `json:"id"`
+	Name      string         `json:"name"`
+	PKey      encap.PKey     `json:"pkey"`
+	McastDLID uint32         `json:"mcast_dlid"`
+	AdminUp   bool           `json:"admin_up"`
+	Members   []MemberStatus `json:"members"`
+}
+
+// VESWs returns the configured vesws with their members' state.
+func (f *FM) VESWs() []VESWStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []VESWStatus
+	for _, v := range f.cfg.VESWs {
+		s := VESWStatus{ID: v.ID, Name: v.Name, PKey: v.PKey, McastDLID: v.McastDLID, AdminUp: v.AdminUp}
+		for _, m := range v.Members {
+			ms := MemberStatus{Node: m.Node, VPort: m.VPort, IPs: m.IPs}
+			if n := f.activeNode(m.Node); n != nil {
+				ms.LID = encap.LID(n.lid)
+				mac := f.memberMAC(v, m, n)
+				ms.MAC = fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3], mac[4], mac[5])
+				st := f.members[memberKey{v.ID, m.Node, m.VPort}]
+				ms.Configured = st != nil && st.info != nil
+			}
+			s.Members = append(s.Members, ms)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func sortBy[T any](s []T, key func(T) uint64) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && key(s[j]) < key(s[j-1]); j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
