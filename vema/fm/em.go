@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"net"
 
 	"go.uber.org/zap"
 
@@ -66,9 +67,44 @@ func (f *FM) configureNode(n *node, force bool) {
 	data, _ := cpi.MarshalBinary()
 	f.vendorMAD(n, vema.ClassVEMA, vema.MethodSet, vema.AttrClassPortInfo, 0, data, nil, nil)
 	for _, k := range keys {
-		f.pushMember(n, k, force)
-		f.pushTable(n, k, force)
+		f.adoptThenPush(n, k, force)
 	}
+}
+
+// adoptThenPush reads the member's VESWPortInfo first: a port that already
+// runs this vesw with a base MAC other than the derived or fixed one carries a
+// MAC the EM learned before (an FM restart forgets it), so the EM adopts it
+// rather than reset the netdev's MAC. Then it pushes the member and the vesw's
+// MAC tables.
+func (f *FM) adoptThenPush(n *node, k memberKey, force bool) {
+	push := func() {
+		f.pushMember(n, k, force)
+		if v, _, ok := f.member(k); ok {
+			f.pushTable(n, k, force)
+			f.pushVESWTables(v)
+		}
+	}
+	st := f.members[k]
+	if st == nil || st.learned != ([6]byte{}) {
+		push()
+		return
+	}
+	f.vendorMAD(n, vema.ClassVEMA, vema.MethodGet, vema.AttrVESWPortInfo, uint32(k.vport), nil,
+		func(p *inbound, s vema.Status) {
+			var pi vema.VESWPortInfo
+			if s == vema.StatusSuccess && len(p.mad) >= vema.VendorHeaderLen &&
+				pi.UnmarshalBinary(p.mad[vema.VendorHeaderLen:]) == nil {
+				v, m, ok := f.member(k)
+				mac := pi.VPort.BaseMACAddr
+				if ok && pi.VESW.VESWID == k.vesw && uint32(pi.VPort.EncapSLID) == n.lid &&
+					mac != ([6]byte{}) && mac[0]&1 == 0 && mac != f.memberMAC(*v, *m, n) {
+					st.learned = mac
+					f.log.Info("adopted the MAC a port already carries", zap.String("node", n.name),
+						zap.Uint16("vesw", uint16(k.vesw)), zap.Uint8("vport", k.vport), zap.String("mac", net.HardwareAddr(mac[:]).String()))
+				}
+			}
+			push()
+		}, push)
 }
 
 // memberMAC is a member's MAC: learned from a trap, else fixed, else derived

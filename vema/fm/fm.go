@@ -77,6 +77,12 @@ type FM struct {
 	lastPoll time.Time
 	members  map[memberKey]*memberState
 	lastDir  []dirBlock
+	// settleBy ends the start-up sweep: until every configured node has
+	// joined or this time has passed, the FM learns and pushes nothing, so a
+	// restarted FM never hands a node a directory or MAC table that lacks
+	// nodes it has not heard from yet.
+	settleBy time.Time
+	settled  bool
 }
 
 type node struct {
@@ -142,8 +148,9 @@ func New(h *hfi.HFI, cfg *Config, log *zap.Logger) *FM {
 		tid:          uint64(time.Now().UnixNano()) << 16,
 		// Generations start at the clock so that a restarted FM's
 		// directory is newer than what nodes hold (lower ones are ignored).
-		gen:     uint32(time.Now().Unix()),
-		members: map[memberKey]*memberState{},
+		gen:      uint32(time.Now().Unix()),
+		settleBy: time.Now().Add(settleGrace),
+		members:  map[memberKey]*memberState{},
 	}
 	h.Register(encap.L4FabricMgt, f)
 	return f
@@ -339,10 +346,41 @@ func (f *FM) tick(now time.Time) {
 		f.lastPoll = now
 		f.poll()
 	}
+	if !f.checkSettled(now) {
+		return
+	}
 	if f.dirty && now.Sub(f.dirtyAt) >= pushDelay {
 		f.dirty = false
 		f.pushDirectory()
 	}
+}
+
+// settleGrace bounds the start-up sweep (see FM.settleBy): longer than the
+// 3 s after which nodes that lost their SM announce, plus their 1 s period.
+const settleGrace = 5 * time.Second
+
+// checkSettled reports whether the start-up sweep is over, and ends it when
+// every configured node is active or the grace has passed: then the EM
+// configures every node that joined during the sweep.
+func (f *FM) checkSettled(now time.Time) bool {
+	if f.settled {
+		return true
+	}
+	all := len(f.cfg.Nodes) > 0
+	for _, c := range f.cfg.Nodes {
+		all = all && f.activeNode(c.Name) != nil
+	}
+	if all || !now.Before(f.settleBy) {
+		f.settled = true
+		f.log.Info("start-up sweep done", zap.Int("nodes", len(f.nodes)), zap.Bool("all_configured_nodes", all))
+		for _, n := range f.nodes {
+			if n.state == NodeActive {
+				f.configureNode(n, true)
+				f.repushDefaultPortsReferencing(n)
+			}
+		}
+	}
+	return f.settled
 }
 
 func (f *FM) markDirty() {
@@ -486,8 +524,12 @@ func (f *FM) setPortInfo(n *node, lid uint32, fail func()) {
 			f.log.Info("node joined", zap.String("node", n.name), zap.Stringer("lid", encap.LID(lid)),
 				zap.Bool("extended", encap.LID(lid).IsExtended()), zap.Stringer("peer", n.ep))
 			f.markDirty()
-			f.configureNode(n, true)
-			f.repushDefaultPortsReferencing(n)
+			if f.settled {
+				f.configureNode(n, true)
+				f.repushDefaultPortsReferencing(n)
+			} else {
+				f.checkSettled(time.Now()) // configures every active node when the sweep ends
+			}
 		}, fail)
 }
 

@@ -67,6 +67,7 @@ func startFM(t *testing.T, ctx context.Context, n *hfitest.Network, cfg *Config)
 	f := New(h, cfg, nil)
 	f.pollEvery = 200 * time.Millisecond
 	f.retryTimeout = 100 * time.Millisecond
+	f.settleBy = time.Now().Add(500 * time.Millisecond) // the start-up sweep, short for tests
 	done := make(chan struct{}, 2)
 	go func() { h.Run(ctx); done <- struct{}{} }()
 	go func() { f.Run(ctx); done <- struct{}{} }()
