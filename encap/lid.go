@@ -192,3 +192,25 @@ const VESWIDMask VESWID = 0xFFF
 // IsValid reports whether v is usable by a port: 1..4095 (vesw_id 0 fails
 // hfi1_vnic_up, and higher values can never receive).
 func (v VESWID) IsValid() bool { return v != 0 && v <= VESWIDMask }
+
+// MarshalText formats l as String does, so LIDs read as hex in JSON and YAML.
+func (l LID) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+
+// UnmarshalText parses a LID as ParseLID does.
+func (l *LID) UnmarshalText(b []byte) error {
+	v, err := ParseLID(string(b))
+	if err != nil {
+		return err
+	}
+	*l = v
+	return nil
+}
+
+// GUID is a 64-bit globally unique identifier (node, port or system image).
+type GUID uint64
+
+// String formats g as 0x-prefixed 16-digit hex.
+func (g GUID) String() string { return fmt.Sprintf("0x%016x", uint64(g)) }
+
+// MarshalText formats g as String does.
+func (g GUID) MarshalText() ([]byte, error) { return []byte(g.String()), nil }

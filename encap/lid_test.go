@@ -315,3 +315,17 @@ func TestPKeyVESWID(t *testing.T) {
 		}
 	}
 }
+
+func TestLIDAndGUIDText(t *testing.T) {
+	b, _ := encap.LID(0xC000).MarshalText()
+	var l encap.LID
+	if string(b) != "0xC000" || l.UnmarshalText(b) != nil || l != 0xC000 {
+		t.Fatalf("LID text round trip: %q -> %v", b, l)
+	}
+	if l.UnmarshalText([]byte("x")) == nil {
+		t.Fatal("bad LID text accepted")
+	}
+	if g, _ := encap.GUID(0x66a01).MarshalText(); string(g) != "0x0000000000066a01" {
+		t.Fatalf("GUID text %q", g)
+	}
+}

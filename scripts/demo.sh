@@ -14,16 +14,23 @@
 # It shows the VNICs in `ip link`, pings across each switch (IPv4 and IPv6),
 # shows that the switches are isolated, runs iperf3 TCP across the red switch
 # and over the bare underlay for comparison, and prints the daemons' counters.
+# With --managed, a fabric manager (opafm, configs/demo/fabric.yaml) runs in a
+# third namespace and the hosts know only its address (configs/demo/managed-
+# host-*.yaml): the FM gives host a LID 0x10 and host b 0xC000 from its pool,
+# and its Ethernet Manager creates the VNICs on both switches.
+#
 # Everything it makes carries a name unique to the run and is removed on exit,
-# also on Ctrl-C or failure. Run as root:  scripts/demo.sh [--seconds N]
+# also on Ctrl-C or failure. Run as root:  scripts/demo.sh [--managed] [--seconds N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=5
+managed=0
 while (($#)); do
 	case $1 in
 	--seconds) seconds=$2; shift 2 ;;
-	-h | --help) sed -n '2,18p' "$0"; exit 0 ;;
+	--managed) managed=1; shift ;;
+	-h | --help) sed -n '2,23p' "$0"; exit 0 ;;
 	*) echo "demo: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -37,7 +44,7 @@ run="ovd$(printf '%x' $$)"
 export OPAVNIC_RUN=$run
 work=$(mktemp -d "/tmp/opavnic-demo.XXXXXX")
 bin=$work/bin
-A=$run-a B=$run-b
+A=$run-a B=$run-b F=$run-fm L=$run-lan
 pids=()
 
 cleanup() {
@@ -48,11 +55,11 @@ cleanup() {
 		for _ in $(seq 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$pid" 2>/dev/null || true
 	done
-	for ns in "$A" "$B" "$A-blue" "$B-blue"; do
+	for ns in "$A" "$B" "$A-blue" "$B-blue" "$F" "$L"; do
 		ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
 		ip netns del "$ns" 2>/dev/null || true
 	done
-	rm -f "/run/opavnic/$A.sock" "/run/opavnic/$B.sock"
+	rm -f "/run/opavnic/$A.sock" "/run/opavnic/$B.sock" "/run/opavnic/$F.sock"
 	if ((rc != 0)); then
 		echo "demo: FAILED (exit $rc); daemon logs:" >&2
 		tail -n 20 "$work"/*.log 2>/dev/null >&2 || true
@@ -71,36 +78,66 @@ step "build"
 mkdir -p "$bin"
 go build -o "$bin/vnicd" ./cmd/vnicd
 go build -o "$bin/vnicctl" ./cmd/vnicctl
-echo "built vnicd and vnicctl in $bin"
+go build -o "$bin/opafm" ./cmd/opafm
+echo "built vnicd, vnicctl and opafm in $bin"
 
-step "two hosts ($A, $B) joined by a veth underlay 10.200.0.0/24, MTU 9000 (an OPA link carries 10 KB packets)"
 for ns in "$A" "$B" "$A-blue" "$B-blue"; do
 	ip netns add "$ns"
 	inns "$ns" ip link set lo up
 done
-ip link add "${run}ua" mtu 9000 type veth peer name "${run}ub" mtu 9000
-ip link set "${run}ua" netns "$A"
-ip link set "${run}ub" netns "$B"
-inns "$A" ip addr add 10.200.0.1/24 dev "${run}ua"
-inns "$B" ip addr add 10.200.0.2/24 dev "${run}ub"
-inns "$A" ip link set "${run}ua" up
-inns "$B" ip link set "${run}ub" up
+if ((managed)); then
+	step "two hosts ($A, $B) and a fabric manager ($F) on one underlay segment 10.200.0.0/24, MTU 9000"
+	ip netns add "$F"
+	ip netns add "$L"
+	inns "$F" ip link set lo up
+	inns "$L" ip link add "${run}br" mtu 9000 type bridge
+	inns "$L" ip link set "${run}br" up
+	i=1
+	for ns in "$A" "$B" "$F"; do
+		ip -n "$L" link add "${run}p$i" mtu 9000 type veth peer name "${run}u$i" mtu 9000 netns "$ns"
+		ip -n "$L" link set "${run}p$i" master "${run}br" up
+		inns "$ns" ip addr add "10.200.0.$i/24" dev "${run}u$i"
+		inns "$ns" ip link set "${run}u$i" up
+		i=$((i + 1))
+	done
+else
+	step "two hosts ($A, $B) joined by a veth underlay 10.200.0.0/24, MTU 9000 (an OPA link carries 10 KB packets)"
+	ip link add "${run}ua" mtu 9000 type veth peer name "${run}ub" mtu 9000
+	ip link set "${run}ua" netns "$A"
+	ip link set "${run}ub" netns "$B"
+	inns "$A" ip addr add 10.200.0.1/24 dev "${run}ua"
+	inns "$B" ip addr add 10.200.0.2/24 dev "${run}ub"
+	inns "$A" ip link set "${run}ua" up
+	inns "$B" ip link set "${run}ub" up
+fi
 
-step "start vnicd on both hosts (configs/demo/host-a.yaml, host-b.yaml)"
-inns "$A" "$bin/vnicd" --config configs/demo/host-a.yaml >"$work/host-a.log" 2>&1 &
+cfg_a=configs/demo/host-a.yaml cfg_b=configs/demo/host-b.yaml
+if ((managed)); then
+	step "start the fabric manager (configs/demo/fabric.yaml)"
+	inns "$F" "$bin/opafm" --config configs/demo/fabric.yaml >"$work/fm.log" 2>&1 &
+	pids+=($!)
+	cfg_a=configs/demo/managed-host-a.yaml cfg_b=configs/demo/managed-host-b.yaml
+fi
+step "start vnicd on both hosts ($cfg_a, $cfg_b)"
+inns "$A" "$bin/vnicd" --config "$cfg_a" >"$work/host-a.log" 2>&1 &
 pids+=($!)
-inns "$B" "$bin/vnicd" --config configs/demo/host-b.yaml >"$work/host-b.log" 2>&1 &
+inns "$B" "$bin/vnicd" --config "$cfg_b" >"$work/host-b.log" 2>&1 &
 pids+=($!)
 ctl_a=(--socket "/run/opavnic/$A.sock")
 ctl_b=(--socket "/run/opavnic/$B.sock")
-for i in $(seq 50); do
-	if "$bin/vnicctl" "${ctl_a[@]}" vnics >/dev/null 2>&1 && "$bin/vnicctl" "${ctl_b[@]}" vnics >/dev/null 2>&1; then
+forwarding() { "$bin/vnicctl" "$@" --json vnics 2>/dev/null | grep -c '"oper_state": "FORWARDING"' || true; }
+for i in $(seq 100); do
+	if (($(forwarding "${ctl_a[@]}") == 2 && $(forwarding "${ctl_b[@]}") == 2)); then
 		break
 	fi
-	for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null || { echo "demo: a vnicd exited" >&2; exit 1; }; done
-	((i == 50)) && { echo "demo: vnicd did not come up within 10 s" >&2; exit 1; }
+	for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null || { echo "demo: a daemon exited" >&2; exit 1; }; done
+	((i == 100)) && { echo "demo: the VNICs were not forwarding within 20 s" >&2; exit 1; }
 	sleep 0.2
 done
+if ((managed)); then
+	echo "-- the fabric as the FM sees it"
+	"$bin/vnicctl" --socket "/run/opavnic/$F.sock" fabric
+fi
 "$bin/vnicctl" "${ctl_a[@]}" hfi | sed -n 1,4p
 "$bin/vnicctl" "${ctl_b[@]}" hfi | sed -n 1,4p
 
@@ -122,6 +159,11 @@ inns "$A" ping -6 -c 3 -i 0.2 -W 2 fd00:101::2
 step "ping across the blue switch (vesw 2), IPv4 and IPv6"
 inns "$A-blue" ping -c 3 -i 0.2 -W 2 192.168.102.2
 inns "$A-blue" ping -6 -c 3 -i 0.2 -W 2 fd00:102::2
+
+if ((managed)); then
+	step "vnicctl path from host b (extended LID 0xC000) to host a: special GIDs, hop limit 1"
+	"$bin/vnicctl" "${ctl_b[@]}" path 0x10
+fi
 
 step "isolation: from the blue switch, host b's red address 192.168.101.2 is unreachable"
 inns "$A-blue" ip addr add 192.168.101.9/24 dev vnic1

@@ -117,12 +117,12 @@ type fabricStatus struct {
 }
 
 type fmStatus struct {
-	Name     string    `json:"name"`
-	LID      encap.LID `json:"lid"`
-	GUID     uint64    `json:"guid"`
-	Listen   string    `json:"listen"`
-	PoolFrom encap.LID `json:"lid_pool_start"`
-	PoolTo   encap.LID `json:"lid_pool_end"`
+	Name     string     `json:"name"`
+	LID      encap.LID  `json:"lid"`
+	GUID     encap.GUID `json:"guid"`
+	Listen   string     `json:"listen"`
+	PoolFrom encap.LID  `json:"lid_pool_start"`
+	PoolTo   encap.LID  `json:"lid_pool_end"`
 }
 
 type pathArgs struct {
@@ -136,7 +136,7 @@ func register(ctl *vnicd.ControlServer, f *fm.FM, reload func() error) {
 	ctl.Handle("fabric", func(json.RawMessage) (any, error) {
 		c := f.Config()
 		return fabricStatus{
-			FM: fmStatus{Name: c.FM.Name, LID: encap.LID(c.FM.LID), GUID: c.FM.GUID,
+			FM: fmStatus{Name: c.FM.Name, LID: encap.LID(c.FM.LID), GUID: encap.GUID(c.FM.GUID),
 				Listen:   f.HFI().Transport().LocalAddr().String(),
 				PoolFrom: encap.LID(c.Pool.Start), PoolTo: encap.LID(c.Pool.End)},
 			Nodes: f.Nodes(),

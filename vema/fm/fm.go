@@ -728,8 +728,8 @@ func (f *FM) activeNode(name string) *node {
 type NodeStatus struct {
 	Name     string         `json:"name"`
 	Config   string         `json:"config_name,omitempty"`
-	NodeGUID uint64         `json:"node_guid"`
-	PortGUID uint64         `json:"port_guid"`
+	NodeGUID encap.GUID     `json:"node_guid"`
+	PortGUID encap.GUID     `json:"port_guid"`
 	LID      encap.LID      `json:"lid"`
 	Extended bool           `json:"extended"`
 	Endpoint netip.AddrPort `json:"endpoint"`
@@ -742,7 +742,7 @@ func (f *FM) Nodes() []NodeStatus {
 	defer f.mu.Unlock()
 	out := make([]NodeStatus, 0, len(f.nodes))
 	for _, n := range f.nodes {
-		out = append(out, NodeStatus{Name: n.name, Config: n.cfgName, NodeGUID: n.nodeGUID, PortGUID: n.portGUID,
+		out = append(out, NodeStatus{Name: n.name, Config: n.cfgName, NodeGUID: encap.GUID(n.nodeGUID), PortGUID: encap.GUID(n.portGUID),
 			LID: encap.LID(n.lid), Extended: encap.LID(n.lid).IsExtended(), Endpoint: n.ep, State: n.state})
 	}
 	sortBy(out, func(s NodeStatus) uint64 { return uint64(s.LID)<<32 | uint64(len(s.Name)) })
