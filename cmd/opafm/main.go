@@ -14,7 +14,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,11 +22,9 @@ import (
 	"syscall"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
-	"github.com/opavnic/opavnic/encap"
-	"github.com/opavnic/opavnic/vema/fm"
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/cmd/internal/cli"
+	"github.com/opavnic/opavnic/cmd/internal/fmd"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -48,164 +45,25 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "opafm: --config is required")
 		return 2
 	}
-	log, err := newLogger(*level, *format)
+	log, err := cli.NewLogger(*level, *format)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "opafm: %v\n", err)
 		return 2
 	}
 	defer log.Sync() //nolint:errcheck
-	cfg, err := fm.LoadConfig(*configPath)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "opafm: %v\n", err)
-		return 2
-	}
-	f, err := fm.Open(cfg, log)
-	if err != nil {
-		log.Error("cannot start", zap.Error(err))
-		return 1
-	}
-	ctl, err := vnicd.ListenControl(cfg.FM.ControlSocket, log)
-	if err != nil {
-		log.Error("cannot start", zap.Error(err))
-		return 1
-	}
-	reload := func() error {
-		c, err := fm.LoadConfig(*configPath)
-		if err != nil {
-			log.Error("reload: bad config; keeping the old one", zap.Error(err))
-			return err
-		}
-		if err := f.Reload(c); err != nil {
-			log.Error("reload refused; keeping the old config", zap.Error(err))
-			return err
-		}
-		return nil
-	}
-	register(ctl, f, reload)
-
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				log.Info("SIGHUP: reloading the config")
-				reload() //nolint:errcheck // logged
-			}
+	if err := fmd.Serve(ctx, *configPath, log, hup); err != nil {
+		if errors.Is(err, fmd.ErrConfig) {
+			fmt.Fprintf(os.Stderr, "opafm: %v\n", err)
+			return 2
 		}
-	}()
-	go ctl.Serve(ctx) //nolint:errcheck // stops with ctx
-	err = f.Run(ctx)
-	ctl.Close()
-	if err != nil {
 		log.Error("stopped with an error", zap.Error(err))
 		return 1
 	}
 	log.Info("stopped")
 	return 0
-}
-
-// fabricStatus is the answer to `fabric`.
-type fabricStatus struct {
-	FM    fmStatus        `json:"fm"`
-	Nodes []fm.NodeStatus `json:"nodes"`
-}
-
-type fmStatus struct {
-	Name     string     `json:"name"`
-	LID      encap.LID  `json:"lid"`
-	GUID     encap.GUID `json:"guid"`
-	Listen   string     `json:"listen"`
-	PoolFrom encap.LID  `json:"lid_pool_start"`
-	PoolTo   encap.LID  `json:"lid_pool_end"`
-}
-
-type pathArgs struct {
-	SLID json.Number `json:"slid"`
-	DLID json.Number `json:"dlid"`
-	Src  string      `json:"src"`
-	Dst  string      `json:"dst"`
-}
-
-func register(ctl *vnicd.ControlServer, f *fm.FM, reload func() error) {
-	ctl.Handle("fabric", func(json.RawMessage) (any, error) {
-		c := f.Config()
-		return fabricStatus{
-			FM: fmStatus{Name: c.FM.Name, LID: encap.LID(c.FM.LID), GUID: encap.GUID(c.FM.GUID),
-				Listen:   f.HFI().Transport().LocalAddr().String(),
-				PoolFrom: encap.LID(c.Pool.Start), PoolTo: encap.LID(c.Pool.End)},
-			Nodes: f.Nodes(),
-		}, nil
-	})
-	ctl.Handle("vesws", func(json.RawMessage) (any, error) { return f.VESWs(), nil })
-	ctl.Handle("reload", func(json.RawMessage) (any, error) {
-		if err := reload(); err != nil {
-			return nil, err
-		}
-		return "reloaded", nil
-	})
-	ctl.Handle("path", func(raw json.RawMessage) (any, error) {
-		var a pathArgs
-		if len(raw) > 0 {
-			if err := json.Unmarshal(raw, &a); err != nil {
-				return nil, fmt.Errorf("path: %w", err)
-			}
-		}
-		resolve := func(num json.Number, name, what string) (encap.LID, error) {
-			if name != "" {
-				n, ok := f.Node(name)
-				if !ok {
-					return 0, fmt.Errorf("path: no node %q", name)
-				}
-				return n.LID, nil
-			}
-			if num == "" {
-				return 0, fmt.Errorf("path: give %s or its node name", what)
-			}
-			return encap.ParseLID(num.String())
-		}
-		slid, err := resolve(a.SLID, a.Src, "slid")
-		if err != nil {
-			return nil, err
-		}
-		dlid, err := resolve(a.DLID, a.Dst, "dlid")
-		if err != nil {
-			return nil, err
-		}
-		r, err := f.PathRecord(slid, dlid)
-		if errors.Is(err, fm.ErrUnknownLID) {
-			return nil, fmt.Errorf("path %v -> %v: %w", slid, dlid, err)
-		}
-		return map[string]any{
-			"slid": r.SLID, "dlid": r.DLID, "sgid": r.SGID.String(), "dgid": r.DGID.String(),
-			"hop_limit": r.HopLimit, "extended": slid.IsExtended() || dlid.IsExtended(),
-			"pkey": r.PKey, "mtu": r.MTU, "rate": r.Rate, "sl": r.SL, "l2_9b": r.L2_9B, "l2_16b": r.L2_16B,
-		}, err
-	})
-}
-
-func newLogger(level, format string) (*zap.Logger, error) {
-	var lvl zapcore.Level
-	if err := lvl.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
-	}
-	var zc zap.Config
-	switch format {
-	case "console":
-		zc = zap.NewDevelopmentConfig()
-		zc.Development = false
-		zc.DisableStacktrace = true
-	case "json":
-		zc = zap.NewProductionConfig()
-	default:
-		return nil, fmt.Errorf("--log-format %q: want console or json", format)
-	}
-	zc.Level = zap.NewAtomicLevelAt(lvl)
-	zc.DisableCaller = true
-	return zc.Build()
 }

@@ -78,7 +78,7 @@ const blueVESW = `  - id: 2
 const managedHostYAML = `node:
   name: %s
   listen: %q
-  fabric_manager: "10.202.0.3:4793"
+  fabric_manager: %q
 control:
   socket: %q
 netdevs:
@@ -87,17 +87,25 @@ netdevs:
 `
 
 // managedHost starts a vnicd configured only with the FM's address.
-func managedHost(t *testing.T, ns, blue *nstest.NS, name string, n int, socket string) *daemon {
+func managedHost(t *testing.T, ns, blue *nstest.NS, name string, n int, socket string, extra ...string) *daemon {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, name+".yaml")
-	cfg := fmt.Sprintf(managedHostYAML, name, fmt.Sprintf("10.202.0.%d:4793", n), socket,
+	fmAddr := "10.202.0.3:4793"
+	if len(extra) > 0 {
+		fmAddr = extra[0]
+	}
+	cfg := fmt.Sprintf(managedHostYAML, name, fmt.Sprintf("10.202.0.%d:4793", n), fmAddr, socket,
 		fmt.Sprintf("192.168.101.%d/24, fd00:101::%d/64", n, n), blue.Path(),
 		fmt.Sprintf("192.168.102.%d/24, fd00:102::%d/64", n, n))
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd, err := ns.Start(context.Background(), vnicdBinary(t), "--config", path)
+	args := []string{"--config", path}
+	if len(extra) > 1 {
+		args = append(args, "--fabric-manager", extra[1])
+	}
+	cmd, err := ns.Start(context.Background(), vnicdBinary(t), args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,4 +306,29 @@ func lastLines(b []byte, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestE2EEmbeddedFabricManager makes host a the FM (vnicd --fabric-manager):
+// both hosts, host a included, join the FM that runs inside host a's vnicd.
+func TestE2EEmbeddedFabricManager(t *testing.T) {
+	nstest.RequireRoot(t)
+	nstest.RequireTools(t, "ip", "ping")
+	a, b := nstest.NewNS(t, "ea"), nstest.NewNS(t, "eb")
+	aBlue, bBlue := nstest.NewNS(t, "eablue"), nstest.NewNS(t, "ebblue")
+	nstest.Veth(t, a, b, pfx("10.202.0.1/24"), pfx("10.202.0.2/24"), 1500)
+	dir := t.TempDir()
+	fabric := filepath.Join(dir, "fabric.yaml")
+	cfg := strings.Replace(fmt.Sprintf(fabricYAML, filepath.Join(dir, "fm.sock"), blueVESW), "10.202.0.3:4793", "10.202.0.1:4794", 1)
+	if err := os.WriteFile(fabric, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	da := managedHost(t, a, aBlue, "host-a", 1, filepath.Join(dir, "a.sock"), "10.202.0.1:4794", fabric)
+	db := managedHost(t, b, bBlue, "host-b", 2, filepath.Join(dir, "b.sock"), "10.202.0.1:4794")
+	waitVNICs(t, da, 2, "FORWARDING", 15*time.Second)
+	waitVNICs(t, db, 2, "FORWARDING", 15*time.Second)
+	if sb := hfiStatus(t, db); sb.LID != "0xC000" {
+		t.Fatalf("host-b LID %s, want 0xC000 from the embedded FM's pool", sb.LID)
+	}
+	ping(t, a, "192.168.101.2")
+	ping(t, bBlue, "192.168.102.1")
 }

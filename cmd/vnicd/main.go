@@ -5,6 +5,10 @@
 // Usage:
 //
 //	vnicd --config /etc/opavnic/vnicd.yaml [--log-level info] [--log-format console]
+//	      [--fabric-manager /etc/opavnic/fabric.yaml]
+//
+// With --fabric-manager the daemon also runs the fabric manager (as opafm
+// does, on its own HFI and control socket), so one host can be the FM.
 //
 // Exit codes: 0 clean stop (SIGINT/SIGTERM), 1 runtime failure, 2 bad config
 // or flags.
@@ -21,8 +25,10 @@ import (
 	"syscall"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
+	"github.com/opavnic/opavnic/cmd/internal/cli"
+	"github.com/opavnic/opavnic/cmd/internal/fmd"
+	"github.com/opavnic/opavnic/vema/fm"
 	"github.com/opavnic/opavnic/vnicd"
 )
 
@@ -33,6 +39,7 @@ func run(args []string) int {
 	configPath := fs.String("config", "", "path of the YAML config (required)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	format := fs.String("log-format", "console", "log format: console or json")
+	fabricManager := fs.String("fabric-manager", "", "also run a fabric manager with this fabric config (as opafm does), so that this host is the FM")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this file until vnicd stops (for performance work)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -45,7 +52,7 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "vnicd: --config is required")
 		return 2
 	}
-	log, err := newLogger(*level, *format)
+	log, err := cli.NewLogger(*level, *format)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "vnicd: %v\n", err)
 		return 2
@@ -55,6 +62,12 @@ func run(args []string) int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "vnicd: %v\n", err)
 		return 2
+	}
+	if *fabricManager != "" {
+		if _, err := fm.LoadConfig(*fabricManager); err != nil {
+			fmt.Fprintf(os.Stderr, "vnicd: --fabric-manager: %v\n", err)
+			return 2
+		}
 	}
 	d, err := vnicd.NewDaemon(cfg, vnicd.TAPFactory(log), log)
 	if err != nil {
@@ -79,30 +92,34 @@ func run(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := d.Run(ctx); err != nil {
-		log.Error("stopped with an error", zap.Error(err))
+	fmDone := make(chan error, 1)
+	if *fabricManager != "" {
+		// The embedded FM has its own HFI (LID and listen address from its
+		// config) and control socket; SIGHUP reloads its config.
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			err := fmd.Serve(ctx, *fabricManager, log.Named("opafm"), hup)
+			if err != nil {
+				log.Error("fabric manager stopped", zap.Error(err))
+				stop() // the host was asked to be the FM: without it, stop
+			}
+			fmDone <- err
+		}()
+	} else {
+		fmDone <- nil
+	}
+	err = d.Run(ctx)
+	fmErr := <-fmDone
+	if err != nil || fmErr != nil {
+		log.Error("stopped with an error", zap.Error(errors.Join(err, fmErr)))
+		if errors.Is(fmErr, fmd.ErrConfig) {
+			return 2
+		}
 		return 1
 	}
 	return 0
-}
-
-func newLogger(level, format string) (*zap.Logger, error) {
-	var lvl zapcore.Level
-	if err := lvl.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
-	}
-	var zc zap.Config
-	switch format {
-	case "console":
-		zc = zap.NewDevelopmentConfig()
-		zc.Development = false
-		zc.DisableStacktrace = true
-	case "json":
-		zc = zap.NewProductionConfig()
-	default:
-		return nil, fmt.Errorf("--log-format %q: want console or json", format)
-	}
-	zc.Level = zap.NewAtomicLevelAt(lvl)
-	zc.DisableCaller = true
-	return zc.Build()
 }
