@@ -1,7 +1,6 @@
 package fm
 
 import (
-	"encoding/binary"
 	"errors"
 	"net/netip"
 	"slices"
@@ -13,18 +12,18 @@ import (
 // 0x80, vendor header as VEMA's (OUI 00 06 6A at MAD bytes 37-39), Sets of
 // DirectoryBlock and MulticastBlock with attr_mod = block index. This is the
 // FM's own encoder (and a decoder for tests); the node side has its own.
+// The directory class's wire format is package vema's (DirectoryBlock,
+// MulticastBlock); here the FM splits a generation into blocks.
 const (
-	classDirectory       vema.Class = 0x3F
-	attrDirectoryBlock   uint16     = 0xFF10
-	attrMulticastBlock   uint16     = 0xFF11
-	dirBlockHeaderLen               = 16 // generation, block, num_blocks, count, 6 reserved
-	dirEntryLen                     = 24 // LID BE32, address [16], port BE16, flags BE16
-	dirEntriesPerBlock              = 83 // (2008 - 16) / 24
-	dirGroupHeaderLen               = 8  // MLID BE32, num_members BE16, 2 reserved
-	dirBlockDataCapacity            = vema.VEMADataLen - dirBlockHeaderLen
-	maxDirectoryEntries             = 4096
-	maxDirectoryGroups              = 256
-	maxGroupMembers                 = 1024
+	classDirectory       = vema.ClassDirectory
+	attrDirectoryBlock   = vema.AttrDirectoryBlock
+	attrMulticastBlock   = vema.AttrMulticastBlock
+	dirEntriesPerBlock   = vema.MaxDirEntriesPerMAD
+	dirGroupHeaderLen    = 8 // MLID BE32, num_members BE16, 2 reserved
+	dirBlockDataCapacity = vema.VEMADataLen - vema.DirBlockHeaderLen
+	maxDirectoryEntries  = vema.MaxDirEntries
+	maxDirectoryGroups   = vema.MaxDirGroups
+	maxGroupMembers      = vema.MaxDirGroupMembers
 )
 
 var errDirectoryTooBig = errors.New("fm: directory exceeds the protocol's bounds (4096 LIDs, 256 groups, 1024 members)")
@@ -94,76 +93,49 @@ func directoryBlocks(gen uint32, entries []dirEntry, groups []dirGroup) ([]dirBl
 	return append(ub, mb...), nil
 }
 
-// appendData appends the block's data area (what goes at MAD byte 40).
-func (b *dirBlock) appendData(dst []byte) []byte {
-	be := binary.BigEndian
-	dst = be.AppendUint32(dst, b.Generation)
-	dst = be.AppendUint16(dst, b.Block)
-	dst = be.AppendUint16(dst, b.NumBlocks)
+// appendData appends the block's MAD data area (vema's codecs).
+func (b *dirBlock) appendData(dst []byte) ([]byte, error) {
+	h := vema.DirBlockHeader{Generation: b.Generation, Block: b.Block, NumBlocks: b.NumBlocks}
+	var err error
 	if b.Attr == attrDirectoryBlock {
-		dst = be.AppendUint16(dst, uint16(len(b.Entries)))
-	} else {
-		dst = be.AppendUint16(dst, uint16(len(b.Groups)))
-	}
-	dst = append(dst, 0, 0, 0, 0, 0, 0)
-	for _, e := range b.Entries {
-		dst = be.AppendUint32(dst, e.LID)
-		a := e.EP.Addr().As16() // IPv4 as ::ffff:a.b.c.d
-		dst = append(dst, a[:]...)
-		dst = be.AppendUint16(dst, e.EP.Port())
-		dst = be.AppendUint16(dst, 0)
-	}
-	for _, g := range b.Groups {
-		dst = be.AppendUint32(dst, g.MLID)
-		dst = be.AppendUint16(dst, uint16(len(g.Members)))
-		dst = append(dst, 0, 0)
-		for _, m := range g.Members {
-			dst = be.AppendUint32(dst, m)
+		m := vema.DirectoryBlock{DirBlockHeader: h, Entries: make([]vema.DirEntry, len(b.Entries))}
+		for i, e := range b.Entries {
+			m.Entries[i] = vema.DirEntry{LID: e.LID, Addr: e.EP}
 		}
+		dst, err = m.AppendBinary(dst)
+	} else {
+		m := vema.MulticastBlock{DirBlockHeader: h, Groups: make([]vema.DirGroup, len(b.Groups))}
+		for i, g := range b.Groups {
+			m.Groups[i] = vema.DirGroup{MLID: g.MLID, Members: g.Members}
+		}
+		dst, err = m.AppendBinary(dst)
 	}
-	return dst
+	return dst, err
 }
 
-// parseDirBlock decodes a block's data area for attribute attr.
+// parseDirBlock decodes a block's data area (vema's codecs).
 func parseDirBlock(attr uint16, d []byte) (dirBlock, error) {
-	be := binary.BigEndian
-	if len(d) < dirBlockHeaderLen {
-		return dirBlock{}, errShortBlock
-	}
-	b := dirBlock{Attr: attr, Generation: be.Uint32(d), Block: be.Uint16(d[4:]), NumBlocks: be.Uint16(d[6:])}
-	n := int(be.Uint16(d[8:]))
-	d = d[dirBlockHeaderLen:]
 	switch attr {
 	case attrDirectoryBlock:
-		if len(d) < n*dirEntryLen {
-			return b, errShortBlock
+		var m vema.DirectoryBlock
+		if err := m.UnmarshalBinary(d); err != nil {
+			return dirBlock{}, err
 		}
-		for i := range n {
-			e := d[i*dirEntryLen:]
-			a := netip.AddrFrom16([16]byte(e[4:20])).Unmap()
-			b.Entries = append(b.Entries, dirEntry{LID: be.Uint32(e), EP: netip.AddrPortFrom(a, be.Uint16(e[20:]))})
+		b := dirBlock{Attr: attr, Generation: m.Generation, Block: m.Block, NumBlocks: m.NumBlocks}
+		for _, e := range m.Entries {
+			b.Entries = append(b.Entries, dirEntry{LID: e.LID, EP: e.Addr})
 		}
+		return b, nil
 	case attrMulticastBlock:
-		for range n {
-			if len(d) < dirGroupHeaderLen {
-				return b, errShortBlock
-			}
-			g := dirGroup{MLID: be.Uint32(d)}
-			k := int(be.Uint16(d[4:]))
-			d = d[dirGroupHeaderLen:]
-			if len(d) < 4*k {
-				return b, errShortBlock
-			}
-			for j := range k {
-				g.Members = append(g.Members, be.Uint32(d[4*j:]))
-			}
-			d = d[4*k:]
-			b.Groups = append(b.Groups, g)
+		var m vema.MulticastBlock
+		if err := m.UnmarshalBinary(d); err != nil {
+			return dirBlock{}, err
 		}
-	default:
-		return b, errors.New("fm: not a directory attribute")
+		b := dirBlock{Attr: attr, Generation: m.Generation, Block: m.Block, NumBlocks: m.NumBlocks}
+		for _, g := range m.Groups {
+			b.Groups = append(b.Groups, dirGroup{MLID: g.MLID, Members: g.Members})
+		}
+		return b, nil
 	}
-	return b, nil
+	return dirBlock{}, errors.New("fm: not a directory attribute")
 }
-
-var errShortBlock = errors.New("fm: short directory block")

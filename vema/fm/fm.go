@@ -697,13 +697,20 @@ func (f *FM) pushDirectory() {
 		f.h.SetDirectory(d)
 	}
 	f.log.Info("pushing directory", zap.Uint32("generation", f.gen), zap.Int("lids", len(ents)), zap.Int("groups", len(groups)))
+	data := make([][]byte, len(blocks))
+	for i := range blocks {
+		if data[i], err = blocks[i].appendData(nil); err != nil {
+			f.log.Error("directory not pushed", zap.Error(err))
+			return
+		}
+	}
 	for _, n := range f.nodes {
 		if n.state != NodeActive {
 			continue
 		}
 		for i := range blocks {
 			b := &blocks[i]
-			f.vendorMAD(n, classDirectory, vema.MethodSet, b.Attr, uint32(b.Block), b.appendData(nil), func(_ *inbound, st vema.Status) {
+			f.vendorMAD(n, classDirectory, vema.MethodSet, b.Attr, uint32(b.Block), data[i], func(_ *inbound, st vema.Status) {
 				if st != vema.StatusSuccess {
 					f.log.Warn("directory block refused", zap.String("node", n.name), zap.Stringer("status", st))
 				}
