@@ -4,7 +4,9 @@ import "net/netip"
 
 // Message is one datagram of a batch. On read, Buf is the caller's buffer
 // (its full length is available), N is set to the datagram's length and Addr
-// to its source. On write, Buf[:N] is sent to Addr.
+// to its source; a transport may instead point Buf at memory of its own,
+// valid until its next ReadBatch (the UDP transport does with UDP GRO). On
+// write, Buf[:N] is sent to Addr.
 type Message struct {
 	Buf  []byte
 	N    int

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -41,8 +42,38 @@ type UDP struct {
 	rerr   error
 	readFn func(fd uintptr) bool
 
+	// UDP GRO (receive): the kernel hands over runs of same-size datagrams
+	// from one source as one buffer with their size in a cmsg; ReadBatch
+	// splits them. The buffers are the transport's own, 64 KB each; a run
+	// that does not fit the caller's msgs is kept for the next ReadBatch.
+	gro     bool
+	rbufs   [][]byte
+	rctl    []byte
+	rgso    []int // datagram size of each message read (its length if not coalesced)
+	rnext   int   // next message of the last read to hand out
+	roff    int   // offset in it
+	groMsgs int   // messages that held more than one datagram (tests)
+
+	// UDP GSO (send): runs of same-size datagrams to one endpoint go as one
+	// message with a UDP_SEGMENT cmsg. Off for good once the kernel refuses.
+	noGSO atomic.Bool
+
 	wpool sync.Pool // *udpWriteScratch
 }
+
+// groBufLen is one UDP GRO receive buffer: the largest UDP payload.
+const groBufLen = 65536
+
+// maxGSOSegs is the most datagrams one UDP_SEGMENT send carries (the
+// kernel's UDP_MAX_SEGMENTS is 64 or more); maxGSOBytes the most bytes, so
+// that the payload fits one IPv6 (or IPv4) packet's length field.
+const (
+	maxGSOSegs  = 64
+	maxGSOBytes = 65535 - 40 - 8
+)
+
+// cmsgLen is the space of one UDP_SEGMENT (u16) or UDP_GRO (int) cmsg.
+var cmsgLen = unix.CmsgSpace(4)
 
 var _ Transport = (*UDP)(nil)
 
@@ -85,7 +116,25 @@ func ListenUDP(addr netip.AddrPort, batch int) (*UDP, error) {
 	u.readFn = u.doRead
 	u.wpool.New = func() any { return newUDPWriteScratch(u) }
 	u.setBuffers()
+	u.setGRO()
 	return u, nil
+}
+
+// setGRO turns UDP GRO on where the kernel has it.
+func (u *UDP) setGRO() {
+	_ = u.rc.Control(func(fd uintptr) {
+		u.gro = unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_GRO, 1) == nil
+	})
+	if !u.gro {
+		return
+	}
+	backing := make([]byte, u.batch*groBufLen)
+	u.rbufs = make([][]byte, u.batch)
+	for i := range u.rbufs {
+		u.rbufs[i] = backing[i*groBufLen : (i+1)*groBufLen : (i+1)*groBufLen]
+	}
+	u.rctl = make([]byte, u.batch*cmsgLen)
+	u.rgso = make([]int, u.batch)
 }
 
 // setBuffers asks for large socket buffers: the forced variants (root) first,
@@ -112,19 +161,16 @@ func (u *UDP) LocalAddr() netip.AddrPort { return u.local }
 // Close closes the socket; a blocked ReadBatch returns net.ErrClosed.
 func (u *UDP) Close() error { return u.conn.Close() }
 
-// ReadBatch implements Transport.
+// ReadBatch implements Transport. With UDP GRO on, msgs[i].Buf is pointed
+// at the transport's own buffers (valid until the next ReadBatch), one
+// datagram each, as they were sent.
 func (u *UDP) ReadBatch(msgs []Message) (int, error) {
+	if u.gro {
+		return u.readGRO(msgs)
+	}
 	n := min(len(msgs), u.batch)
 	for i := range n {
-		b := msgs[i].Buf
-		u.riov[i] = unix.Iovec{Base: unsafe.SliceData(b)}
-		u.riov[i].SetLen(len(b))
-		u.rhdrs[i] = unix.Mmsghdr{Hdr: unix.Msghdr{
-			Name:    (*byte)(unsafe.Pointer(&u.rnames[i])),
-			Namelen: unix.SizeofSockaddrInet6,
-			Iov:     &u.riov[i],
-			Iovlen:  1,
-		}}
+		u.setRead(i, msgs[i].Buf, nil)
 	}
 	u.rcount = n
 	if err := u.rc.Read(u.readFn); err != nil {
@@ -138,6 +184,74 @@ func (u *UDP) ReadBatch(msgs []Message) (int, error) {
 		msgs[i].Addr = sockaddrToAddrPort(&u.rnames[i])
 	}
 	return u.rn, nil
+}
+
+func (u *UDP) setRead(i int, b, ctl []byte) {
+	u.riov[i] = unix.Iovec{Base: unsafe.SliceData(b)}
+	u.riov[i].SetLen(len(b))
+	u.rhdrs[i] = unix.Mmsghdr{Hdr: unix.Msghdr{
+		Name:    (*byte)(unsafe.Pointer(&u.rnames[i])),
+		Namelen: unix.SizeofSockaddrInet6,
+		Iov:     &u.riov[i],
+		Iovlen:  1,
+	}}
+	if ctl != nil {
+		u.rhdrs[i].Hdr.Control = &ctl[0]
+		u.rhdrs[i].Hdr.SetControllen(len(ctl))
+	}
+}
+
+// readGRO hands out the datagrams of the last read, reading again when they
+// are all out.
+func (u *UDP) readGRO(msgs []Message) (int, error) {
+	if u.rnext >= u.rn {
+		for i := range u.batch {
+			u.setRead(i, u.rbufs[i], u.rctl[i*cmsgLen:(i+1)*cmsgLen])
+		}
+		u.rcount = u.batch
+		u.rn, u.rnext, u.roff = 0, 0, 0
+		if err := u.rc.Read(u.readFn); err != nil {
+			return 0, err
+		}
+		if u.rerr != nil {
+			return 0, u.rerr
+		}
+		for i := range u.rn {
+			u.rgso[i] = groSize(&u.rhdrs[i], u.rctl[i*cmsgLen:])
+			if u.rgso[i] < int(u.rhdrs[i].Len) {
+				u.groMsgs++
+			}
+		}
+	}
+	k := 0
+	for k < len(msgs) && u.rnext < u.rn {
+		i := u.rnext
+		total := int(u.rhdrs[i].Len)
+		seg := min(u.rgso[i], total-u.roff)
+		msgs[k].Buf = u.rbufs[i][u.roff : u.roff+seg : u.roff+seg]
+		msgs[k].N = seg
+		msgs[k].Addr = sockaddrToAddrPort(&u.rnames[i])
+		k++
+		if u.roff += seg; u.roff >= total || seg <= 0 {
+			u.rnext, u.roff = u.rnext+1, 0
+		}
+	}
+	return k, nil
+}
+
+// groSize returns the size of the datagrams a received message holds: the
+// UDP_GRO cmsg's value, or the message's length when there is none.
+func groSize(h *unix.Mmsghdr, ctl []byte) int {
+	n := int(h.Hdr.Controllen)
+	if n >= unix.CmsgLen(4) {
+		c := (*unix.Cmsghdr)(unsafe.Pointer(&ctl[0]))
+		if c.Level == unix.IPPROTO_UDP && c.Type == unix.UDP_GRO && int(c.Len) >= unix.CmsgLen(4) {
+			if g := int(*(*int32)(unsafe.Pointer(&ctl[unix.CmsgLen(0)]))); g > 0 {
+				return g
+			}
+		}
+	}
+	return int(h.Len)
 }
 
 func (u *UDP) doRead(fd uintptr) bool {
@@ -165,6 +279,9 @@ type udpWriteScratch struct {
 	hdrs  []unix.Mmsghdr
 	iov   []unix.Iovec
 	names []unix.RawSockaddrInet6
+	ctl   []byte
+	segs  []int // datagrams in each message
+	first []int // index in the batch of each message's first datagram
 	base  int
 	count int
 	sent  int
@@ -178,6 +295,9 @@ func newUDPWriteScratch(u *UDP) *udpWriteScratch {
 		hdrs:  make([]unix.Mmsghdr, u.batch),
 		iov:   make([]unix.Iovec, u.batch),
 		names: make([]unix.RawSockaddrInet6, u.batch),
+		ctl:   make([]byte, u.batch*cmsgLen),
+		segs:  make([]int, u.batch),
+		first: make([]int, u.batch),
 	}
 	s.fn = s.do
 	return s
@@ -207,51 +327,99 @@ var ErrAddrFamily = errors.New("hfi: destination address family does not match t
 // WriteBatch implements Transport. A datagram the kernel refuses (for
 // example an unreachable destination) is skipped; the count returned is the
 // number of datagrams the kernel accepted, and the error is the last refusal.
+// Consecutive datagrams of one size to one endpoint (the last may be
+// shorter) go as one message with UDP GSO: the kernel cuts it into the same
+// datagrams before they leave. If the kernel refuses GSO (EIO, EINVAL), the
+// transport stops using it and sends those datagrams one by one.
 func (u *UDP) WriteBatch(msgs []Message) (int, error) {
 	s := u.wpool.Get().(*udpWriteScratch)
 	defer u.wpool.Put(s)
 	var lastErr error
 	done := 0
 	for len(msgs) > 0 {
-		n := min(len(msgs), u.batch)
-		k := 0
-		for i := range n {
-			namelen, ok := u.putSockaddr(&s.names[k], msgs[i].Addr)
-			if !ok {
-				lastErr = ErrAddrFamily
-				continue
-			}
-			b := msgs[i].Buf[:msgs[i].N]
-			s.iov[k] = unix.Iovec{Base: unsafe.SliceData(b)}
-			s.iov[k].SetLen(len(b))
-			s.hdrs[k] = unix.Mmsghdr{Hdr: unix.Msghdr{
-				Name:    (*byte)(unsafe.Pointer(&s.names[k])),
-				Namelen: namelen,
-				Iov:     &s.iov[k],
-				Iovlen:  1,
-			}}
-			k++
+		k, used, err := s.build(msgs, !u.noGSO.Load())
+		if err != nil {
+			lastErr = err
 		}
-		msgs = msgs[n:]
 		for start := 0; start < k; {
 			s.base, s.count = start, k-start
 			if err := u.rc.Write(s.fn); err != nil {
+				clear(s.iov)
 				return done, err
 			}
 			switch {
+			case s.err != nil && s.segs[start] > 1 && (s.err == unix.EIO || s.err == unix.EINVAL):
+				// No GSO here: send the rest again without it.
+				u.noGSO.Store(true)
+				used, k = s.first[start], start
 			case s.err != nil:
-				// The first datagram was refused: skip it and go on.
+				// The first message was refused: skip it and go on.
 				lastErr = s.err
 				start++
 			case s.sent == 0:
 				start++ // cannot happen; never spin
 			default:
-				done += s.sent
+				for _, n := range s.segs[start : start+s.sent] {
+					done += n
+				}
 				start += s.sent
 			}
 		}
+		msgs = msgs[used:]
 	}
+	clear(s.iov) // no reference to the caller's buffers
 	return done, lastErr
+}
+
+// build fills the scratch with messages for the first datagrams of msgs (at
+// most one batch of them) and returns how many messages and how many of
+// msgs they cover.
+func (s *udpWriteScratch) build(msgs []Message, gso bool) (k, used int, err error) {
+	u := s.u
+	n := min(len(msgs), u.batch)
+	for i := 0; i < n; {
+		namelen, ok := u.putSockaddr(&s.names[k], msgs[i].Addr)
+		if !ok {
+			err = ErrAddrFamily
+			i++
+			continue
+		}
+		size := msgs[i].N
+		j := i + 1
+		if gso && size > 0 {
+			limit := i + min(maxGSOSegs, maxGSOBytes/size)
+			for j < n && j < limit && msgs[j].N <= size && msgs[j].N > 0 && msgs[j].Addr == msgs[i].Addr {
+				j++
+				if msgs[j-1].N < size {
+					break
+				}
+			}
+		}
+		for d := i; d < j; d++ {
+			b := msgs[d].Buf[:msgs[d].N]
+			s.iov[d] = unix.Iovec{Base: unsafe.SliceData(b)}
+			s.iov[d].SetLen(len(b))
+		}
+		s.hdrs[k] = unix.Mmsghdr{Hdr: unix.Msghdr{
+			Name:    (*byte)(unsafe.Pointer(&s.names[k])),
+			Namelen: namelen,
+			Iov:     &s.iov[i],
+			Iovlen:  uint64(j - i),
+		}}
+		if j-i > 1 {
+			ctl := s.ctl[k*cmsgLen : (k+1)*cmsgLen]
+			c := (*unix.Cmsghdr)(unsafe.Pointer(&ctl[0]))
+			c.Level, c.Type = unix.IPPROTO_UDP, unix.UDP_SEGMENT
+			c.SetLen(unix.CmsgLen(2))
+			*(*uint16)(unsafe.Pointer(&ctl[unix.CmsgLen(0)])) = uint16(size)
+			s.hdrs[k].Hdr.Control = &ctl[0]
+			s.hdrs[k].Hdr.SetControllen(unix.CmsgSpace(2))
+		}
+		s.segs[k], s.first[k] = j-i, i
+		k++
+		i = j
+	}
+	return k, n, err
 }
 
 // putSockaddr writes ap into sa in the socket's family and returns its length.

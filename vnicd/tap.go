@@ -101,6 +101,10 @@ type TAP struct {
 	// OffloadDrops counts frames from the kernel that could not be finished
 	// (segmented or checksummed) and were dropped.
 	OffloadDrops atomic.Uint64
+	// RxCoalesced counts frames written to the kernel as part of a
+	// coalesced super-frame.
+	RxCoalesced atomic.Uint64
+	noGRO       atomic.Bool // the kernel refused a super-frame
 
 	mu       sync.Mutex
 	h        *netlink.Handle // in the TAP's namespace; nil once closed
@@ -405,12 +409,44 @@ func (t *TAP) frameIn(b []byte) {
 var zeroVnetHdr [vnetHdrLen]byte
 
 // Write implements Device: one writev(2) per frame, behind a zero
-// virtio_net_hdr.
+// virtio_net_hdr, except that runs of consecutive TCP segments of one flow
+// are coalesced into one super-frame (gro.go) unless the kernel refused one.
+// The frames' bytes are never changed. A refused super-frame turns
+// coalescing off for the TAP and its frames are written one by one.
 func (t *TAP) Write(bufs [][]byte, offset int) (int, error) {
-	for i, b := range bufs {
-		if err := t.writeFrame(b[offset:]); err != nil {
-			return i, err
+	w := tapWrites.Get().(*tapWrite)
+	defer tapWrites.Put(w)
+	gro := !t.noGRO.Load()
+	for i := 0; i < len(bufs); {
+		n, hl := 1, 0
+		if gro {
+			n, hl = groRun(bufs[i:], offset, &w.hdr)
 		}
+		if n == 1 {
+			if err := w.write(t, bufs[i][offset:]); err != nil {
+				return i, err
+			}
+			i++
+			continue
+		}
+		w.iov = append(w.iov[:0], unix.Iovec{Base: &w.hdr[0]})
+		w.iov[0].SetLen(hl)
+		for _, b := range bufs[i : i+n] {
+			p := b[offset+hl-vnetHdrLen:]
+			w.iov = append(w.iov, unix.Iovec{Base: unsafe.SliceData(p)})
+			w.iov[len(w.iov)-1].SetLen(len(p))
+		}
+		err := w.flush(t)
+		if err != nil {
+			if t.closed.Load() {
+				return i, err
+			}
+			t.noGRO.Store(true)
+			gro = false
+			continue // write the run's frames one by one
+		}
+		t.RxCoalesced.Add(uint64(n))
+		i += n
 	}
 	return len(bufs), nil
 }
@@ -418,22 +454,21 @@ func (t *TAP) Write(bufs [][]byte, offset int) (int, error) {
 // tapWrite is one writer's writev state; pooled, because Write may be called
 // concurrently and must not allocate per frame.
 type tapWrite struct {
-	iov [2]unix.Iovec
+	iov []unix.Iovec
+	hdr [groMaxHdr]byte
 	err error
 	fn  func(fd uintptr) bool
 }
 
 var tapWrites = sync.Pool{New: func() any {
-	w := &tapWrite{}
-	w.iov[0].Base = &zeroVnetHdr[0]
-	w.iov[0].SetLen(vnetHdrLen)
+	w := &tapWrite{iov: make([]unix.Iovec, 0, TAPBatchSize+1)}
 	w.fn = w.do
 	return w
 }}
 
 func (w *tapWrite) do(fd uintptr) bool {
 	for {
-		_, _, e := unix.Syscall(unix.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&w.iov[0])), 2)
+		_, _, e := unix.Syscall(unix.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&w.iov[0])), uintptr(len(w.iov)))
 		switch e {
 		case 0:
 			w.err = nil
@@ -448,17 +483,23 @@ func (w *tapWrite) do(fd uintptr) bool {
 	}
 }
 
-func (t *TAP) writeFrame(frame []byte) error {
-	w := tapWrites.Get().(*tapWrite)
-	defer tapWrites.Put(w)
-	w.iov[1] = unix.Iovec{}
+// write writes one frame as it is.
+func (w *tapWrite) write(t *TAP, frame []byte) error {
+	w.iov = append(w.iov[:0], unix.Iovec{Base: &zeroVnetHdr[0]}, unix.Iovec{})
+	w.iov[0].SetLen(vnetHdrLen)
 	if len(frame) > 0 {
 		w.iov[1].Base = &frame[0]
 	}
 	w.iov[1].SetLen(len(frame))
+	return w.flush(t)
+}
+
+// flush writes w.iov as one frame and forgets the caller's buffers.
+func (w *tapWrite) flush(t *TAP) error {
 	w.err = nil
 	err := t.rc.Write(w.fn)
-	w.iov[1].Base = nil // no reference to the caller's buffer
+	clear(w.iov) // no reference to the caller's buffers
+	w.iov = w.iov[:0]
 	if err != nil {
 		return t.ioErr(err)
 	}

@@ -1,0 +1,213 @@
+package vnicd
+
+import (
+	"bytes"
+	"encoding/binary"
+)
+
+// Receive coalescing (userspace GRO) into the TAP: the frames of one receive
+// batch for one port are written in order, but a run of consecutive TCP
+// segments of one flow is written as one super-frame with a virtio_net_hdr
+// saying GSO_TCPV4/TCPV6, gso_size = the segments' payload length and
+// NEEDS_CSUM, so the kernel runs its TCP receive path once for the run
+// instead of once per frame. The rules are those of the kernel's
+// tcp_gro_receive and wireguard-go's tun/offload_linux.go, restricted to
+// neighbours in the batch (a frame of another flow ends a run), so that the
+// order of frames in the batch is kept exactly:
+//
+//   - Ethernet (with up to two VLAN tags) then IPv4 without options and not a
+//     fragment, or IPv6 whose next header is TCP; the frame ends where the IP
+//     length says (an Ethernet-padded frame is never coalesced);
+//   - the Ethernet header and tags, and the IP header but for the length, ID
+//     and checksum, byte-equal to the run's first frame; IPv4 IDs incrementing
+//     unless DF is set (the kernel's rule);
+//   - TCP flags ACK or ACK|PSH only; the TCP header byte-equal to the first
+//     frame's but for the sequence number, PSH and the checksum (so the same
+//     ports, ACK number, window and options, timestamps included); sequence
+//     numbers contiguous;
+//   - every payload the first frame's length but the last, which may be
+//     shorter; a segment with PSH or a shorter payload ends the run; at most
+//     64 KB of IP packet;
+//   - every segment's IPv4 header checksum and TCP checksum verify (a
+//     coalesced frame's checksum is recomputed by whoever needs it, which
+//     would hide a corrupt segment). A segment that fails any rule is written
+//     on its own, untouched, for the kernel to judge.
+//
+// Everything else (ARP, UDP, ICMP, a lone segment) is written as it came.
+
+// groMaxHdr is the longest header run a coalesced frame can have: the
+// virtio_net_hdr, Ethernet with two tags, a plain IPv6 header, TCP with 40
+// bytes of options.
+const groMaxHdr = vnetHdrLen + 22 + 40 + 60
+
+// groMaxIP is the longest IP packet (IPv4 total length, IPv6 payload length
+// plus 40) a coalesced frame may carry.
+const groMaxIP = 65535
+
+const (
+	tcpFlagACK = 0x10
+	ipv4DF     = 0x40
+)
+
+// tcpSeg is a parsed TCP segment that may be coalesced.
+type tcpSeg struct {
+	l3, l4, hdrLen int
+	v6             bool
+	seq            uint32
+	flags          byte
+}
+
+// parse reports whether frame is a TCP segment that qualifies for
+// coalescing on its own (see the rules above), without its checksum.
+func (s *tcpSeg) parse(frame []byte) bool {
+	l3, et := l3Offset(frame)
+	var l4 int
+	switch et {
+	case etherTypeIPv4:
+		l4 = l3 + 20
+		if l4 > len(frame) || frame[l3] != 0x45 || frame[l3+9] != ipProtoTCP ||
+			binary.BigEndian.Uint16(frame[l3+6:])&0x3fff != 0 ||
+			l3+int(binary.BigEndian.Uint16(frame[l3+2:])) != len(frame) {
+			return false
+		}
+		s.v6 = false
+	case etherTypeIPv6:
+		l4 = l3 + 40
+		if l4 > len(frame) || frame[l3]>>4 != 6 || frame[l3+6] != ipProtoTCP ||
+			l4+int(binary.BigEndian.Uint16(frame[l3+4:])) != len(frame) {
+			return false
+		}
+		s.v6 = true
+	default:
+		return false
+	}
+	if l4+20 > len(frame) {
+		return false
+	}
+	hdrLen := l4 + int(frame[l4+12]>>4)*4
+	fl := frame[l4+13]
+	if hdrLen < l4+20 || hdrLen > len(frame) || hdrLen+vnetHdrLen > groMaxHdr ||
+		fl&^tcpFlagPSH != tcpFlagACK {
+		return false
+	}
+	s.l3, s.l4, s.hdrLen, s.flags = l3, l4, hdrLen, fl
+	s.seq = binary.BigEndian.Uint32(frame[l4+4:])
+	return true
+}
+
+// csumValid checks the segment's IPv4 header checksum and TCP checksum.
+func (s *tcpSeg) csumValid(frame []byte) bool {
+	if !s.v6 && fold(csumAdd(0, frame[s.l3:s.l4])) != 0xffff {
+		return false
+	}
+	return fold(csumAdd(tcpPseudoSum(frame, s.l3, s.l4, s.v6), frame[s.l4:])) == 0xffff
+}
+
+// follows reports whether f (parsed as s) may follow the run whose first frame
+// is head (parsed as h) as its k-th segment.
+func (s *tcpSeg) follows(f []byte, h *tcpSeg, head []byte, k int) bool {
+	if s.v6 != h.v6 || s.hdrLen != h.hdrLen || s.l4 != h.l4 ||
+		!bytes.Equal(f[:s.l3], head[:h.l3]) {
+		return false
+	}
+	l3, l4 := s.l3, s.l4
+	if s.v6 {
+		// Version, traffic class, flow label; next header, hop limit, addresses.
+		if !bytes.Equal(f[l3:l3+4], head[l3:l3+4]) || !bytes.Equal(f[l3+6:l4], head[l3+6:l4]) {
+			return false
+		}
+	} else {
+		// Version/IHL, TOS; flags/fragment, TTL, protocol; addresses.
+		if !bytes.Equal(f[l3:l3+2], head[l3:l3+2]) || !bytes.Equal(f[l3+6:l3+10], head[l3+6:l3+10]) ||
+			!bytes.Equal(f[l3+12:l4], head[l3+12:l4]) {
+			return false
+		}
+		if f[l3+6]&ipv4DF == 0 &&
+			binary.BigEndian.Uint16(f[l3+4:]) != binary.BigEndian.Uint16(head[l3+4:])+uint16(k) {
+			return false
+		}
+	}
+	// Ports; ACK number, data offset; window; urgent pointer and options.
+	return bytes.Equal(f[l4:l4+4], head[l4:l4+4]) && bytes.Equal(f[l4+8:l4+13], head[l4+8:l4+13]) &&
+		bytes.Equal(f[l4+14:l4+16], head[l4+14:l4+16]) && bytes.Equal(f[l4+18:s.hdrLen], head[l4+18:h.hdrLen])
+}
+
+// groRun finds the run that starts at frames[0][offset:]: it returns how
+// many frames the run has (at least 1) and, when more than one, writes the
+// coalesced frame's virtio_net_hdr and headers into hdr and returns their
+// length. The frames' own bytes are never changed: a coalesced frame is hdr
+// followed by each frame's payload (frames[i][offset+hdrLen-vnetHdrLen:]).
+func groRun(frames [][]byte, offset int, hdr *[groMaxHdr]byte) (n, hlen int) {
+	head := frames[0][offset:]
+	var h tcpSeg
+	if len(frames) < 2 || !h.parse(head) || h.flags&tcpFlagPSH != 0 {
+		return 1, 0
+	}
+	mss := len(head) - h.hdrLen
+	if mss == 0 {
+		return 1, 0
+	}
+	ipLen := len(head) - h.l3
+	seq := h.seq + uint32(mss)
+	last := h.flags
+	n = 1
+	for n < len(frames) {
+		f := frames[n][offset:]
+		var s tcpSeg
+		if !s.parse(f) {
+			break
+		}
+		pl := len(f) - s.hdrLen
+		if pl == 0 || pl > mss || s.seq != seq || ipLen+pl > groMaxIP || !s.follows(f, &h, head, n) {
+			break
+		}
+		if n == 1 && !h.csumValid(head) {
+			return 1, 0
+		}
+		if !s.csumValid(f) {
+			break
+		}
+		n++
+		ipLen += pl
+		seq += uint32(pl)
+		last = s.flags
+		if s.flags&tcpFlagPSH != 0 || pl < mss {
+			break
+		}
+	}
+	if n == 1 {
+		return 1, 0
+	}
+
+	// The coalesced frame's headers: the first frame's, with the run's length,
+	// PSH from the last segment, a new IPv4 header checksum and, as the kernel
+	// leaves it for CHECKSUM_PARTIAL, the pseudo-header sum in the TCP
+	// checksum field.
+	l3, l4 := h.l3, h.l4
+	hl := vnetHdrLen + h.hdrLen
+	b := hdr[vnetHdrLen:hl]
+	copy(b, head[:h.hdrLen])
+	gso := uint8(vnetGSOTCPv4)
+	if h.v6 {
+		gso = vnetGSOTCPv6
+		binary.BigEndian.PutUint16(b[l3+4:], uint16(ipLen-40))
+	} else {
+		binary.BigEndian.PutUint16(b[l3+2:], uint16(ipLen))
+		b[l3+10], b[l3+11] = 0, 0
+		binary.BigEndian.PutUint16(b[l3+10:], ^fold(csumAdd(0, b[l3:l4])))
+	}
+	b[l4+13] = last
+	addrs := b[l3+12 : l3+20]
+	if h.v6 {
+		addrs = b[l3+8 : l3+40]
+	}
+	ps := uint64(fold(csumAdd(0, addrs))) + ipProtoTCP + uint64(l3+ipLen-l4)
+	binary.BigEndian.PutUint16(b[l4+16:], fold(ps))
+	v := hdr[:vnetHdrLen]
+	v[0], v[1] = vnetFNeedsCsum, gso
+	binary.LittleEndian.PutUint16(v[2:], uint16(h.hdrLen))
+	binary.LittleEndian.PutUint16(v[4:], uint16(mss))
+	binary.LittleEndian.PutUint16(v[6:], uint16(l4))
+	binary.LittleEndian.PutUint16(v[8:], 16)
+	return n, hl
+}

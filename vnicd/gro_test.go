@@ -1,0 +1,308 @@
+package vnicd
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"testing"
+)
+
+// segments cuts a super-frame (superFrame's layout, TCP options made a
+// timestamp option) into finished frames of mss payload bytes, the way a
+// sender's TSO does, and tags them with vlans VLAN tags.
+func segments(t testing.TB, v6 bool, payload, mss, vlans int, flags byte) [][]byte {
+	t.Helper()
+	f := superFrame(v6, payload, flags)
+	l4 := 34
+	gso := uint8(vnetGSOTCPv4)
+	if v6 {
+		l4, gso = 54, vnetGSOTCPv6
+	}
+	// NOP, NOP, timestamps (kind 8, length 10): TSval, TSecr.
+	copy(f[l4+20:], []byte{1, 1, 8, 10, 0, 0, 0x12, 0x34, 0, 0, 0x56, 0x78})
+	var s tsoSegmenter
+	if err := s.start(f, vnetHdr{flags: vnetFNeedsCsum, gsoType: gso, gsoSize: uint16(mss), csumStart: uint16(l4), csumOffset: 16}, 1<<16); err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	for !s.done() {
+		b := make([]byte, 70000)
+		seg := b[:s.next(b)]
+		for v := range vlans {
+			tag := []byte{0x81, 0x00, 0x00, byte(10 + v)}
+			if v == 0 && vlans == 2 {
+				tag[0], tag[1] = 0x88, 0xa8
+			}
+			seg = append(append(append([]byte{}, seg[:12]...), tag...), seg[12:]...)
+		}
+		out = append(out, seg)
+	}
+	return out
+}
+
+// withHeadroom copies frames behind off bytes of headroom.
+func withHeadroom(frames [][]byte, off int) [][]byte {
+	out := make([][]byte, len(frames))
+	for i, f := range frames {
+		out[i] = append(make([]byte, off, off+len(f)), f...)
+	}
+	return out
+}
+
+// runs is what Write does with frames: the length of each run.
+func runs(frames [][]byte, off int) []int {
+	var hdr [groMaxHdr]byte
+	var out []int
+	for i := 0; i < len(frames); {
+		n, _ := groRun(frames[i:], off, &hdr)
+		out = append(out, n)
+		i += n
+	}
+	return out
+}
+
+// resegment checks one coalesced run of frames (at offset off) byte for byte:
+// the super-frame is built as the TAP writes it, its checksum finished as
+// the kernel would, then cut again with the transmit path's segmenter; the
+// result must be the original frames.
+func resegment(t *testing.T, frames [][]byte, off int) {
+	t.Helper()
+	var hdr [groMaxHdr]byte
+	n, hl := groRun(frames, off, &hdr)
+	if n != len(frames) {
+		t.Fatalf("run of %d frames, want %d", n, len(frames))
+	}
+	super := append([]byte{}, hdr[vnetHdrLen:hl]...)
+	for _, f := range frames {
+		super = append(super, f[off+hl-vnetHdrLen:]...)
+	}
+	h := parseVnetHdr(hdr[:])
+	var s0 tcpSeg
+	if !s0.parse(frames[0][off:]) {
+		t.Fatal("first frame does not parse")
+	}
+	mss := len(frames[0]) - off - s0.hdrLen
+	wantGSO := uint8(vnetGSOTCPv4)
+	if s0.v6 {
+		wantGSO = vnetGSOTCPv6
+	}
+	if h.flags != vnetFNeedsCsum || h.gsoType != wantGSO || int(h.gsoSize) != mss ||
+		int(h.csumStart) != s0.l4 || h.csumOffset != 16 || int(binary.LittleEndian.Uint16(hdr[2:])) != s0.hdrLen {
+		t.Fatalf("virtio_net_hdr % x (mss %d, l4 %d, hdrLen %d)", hdr[:vnetHdrLen], mss, s0.l4, s0.hdrLen)
+	}
+	fin := append([]byte{}, super...)
+	if err := finishCsum(fin, h); err != nil {
+		t.Fatal(err)
+	}
+	var sp tcpSeg
+	if !sp.parse(fin) || !sp.csumValid(fin) {
+		t.Fatal("super-frame's checksums do not verify once finished")
+	}
+	var s tsoSegmenter
+	if err := s.start(super, h, 1<<16); err != nil {
+		t.Fatal(err)
+	}
+	dst := make([]byte, 70000)
+	for i := 0; !s.done(); i++ {
+		seg := dst[:s.next(dst)]
+		if i >= len(frames) {
+			t.Fatal("more segments than frames")
+		}
+		if !bytes.Equal(seg, frames[i][off:]) {
+			t.Fatalf("segment %d differs:\n got % x\nwant % x", i, seg[:80], frames[i][off:off+80])
+		}
+	}
+}
+
+func TestGROCoalesces(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		v6           bool
+		payload, mss int
+		vlans        int
+		flags        byte
+	}{
+		{"v4 even", false, 1376 * 8, 1376, 0, tcpFlagACK},
+		{"v4 short tail with PSH", false, 1376*5 + 99, 1376, 0, tcpFlagACK | tcpFlagPSH},
+		{"v4 odd mss", false, 1001*3 + 1, 1001, 0, tcpFlagACK},
+		{"v4 one VLAN tag", false, 1372 * 6, 1372, 1, tcpFlagACK | tcpFlagPSH},
+		{"v4 QinQ", false, 1368*4 + 7, 1368, 2, tcpFlagACK},
+		{"v6", true, 1356 * 7, 1356, 0, tcpFlagACK},
+		{"v6 VLAN tail", true, 1352*3 + 3, 1352, 1, tcpFlagACK | tcpFlagPSH},
+		{"v4 jumbo", false, 8872 * 7, 8872, 0, tcpFlagACK},
+		{"v6 up to 64K", true, 1376 * 48, 1376, 0, tcpFlagACK},
+		{"two segments", false, 1376 + 1, 1376, 0, tcpFlagACK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			frames := segments(t, tc.v6, tc.payload, tc.mss, tc.vlans, tc.flags)
+			fr := withHeadroom(frames, 20)
+			// The IP length caps a run: resegment each run.
+			for i := 0; i < len(fr); {
+				var hdr [groMaxHdr]byte
+				n, _ := groRun(fr[i:], 20, &hdr)
+				if n < 2 && len(fr)-i > 1 {
+					t.Fatalf("frame %d of %d: not coalesced", i, len(fr))
+				}
+				if n > 1 {
+					resegment(t, fr[i:i+n], 20)
+				}
+				i += n
+			}
+			if tc.payload > 65000 {
+				if r := runs(fr, 20); len(r) != 2 || r[0] != 47 {
+					t.Fatalf("runs %v: want the first cut at 64 KB (47 segments)", r)
+				}
+			}
+		})
+	}
+}
+
+func TestGROPassThrough(t *testing.T) {
+	tcp := segments(t, false, 1376*4, 1376, 0, tcpFlagACK)
+	arp := make([]byte, 60)
+	copy(arp[12:], []byte{0x08, 0x06})
+	udp := make([]byte, 14+20+8+1400)
+	binary.BigEndian.PutUint16(udp[12:], etherTypeIPv4)
+	udp[14], udp[14+9] = 0x45, 17
+	binary.BigEndian.PutUint16(udp[16:], uint16(len(udp)-14))
+	udp2 := append([]byte{}, udp...)
+	frames := [][]byte{arp, tcp[0], tcp[1], udp, udp2, tcp[2], arp, tcp[3]}
+	got := runs(withHeadroom(frames, 0), 0)
+	if fmt.Sprint(got) != "[1 2 1 1 1 1 1]" {
+		t.Fatalf("runs %v, want [1 2 1 1 1 1 1]", got)
+	}
+}
+
+func TestGRORefuses(t *testing.T) {
+	type edit func(f [][]byte)
+	const l3, l4 = 14, 34
+	fixIP := func(f []byte) { // recompute the IPv4 header checksum
+		f[l3+10], f[l3+11] = 0, 0
+		binary.BigEndian.PutUint16(f[l3+10:], ^fold(csumAdd(0, f[l3:l4])))
+	}
+	fixTCP := func(f []byte) {
+		f[l4+16], f[l4+17] = 0, 0
+		binary.BigEndian.PutUint16(f[l4+16:], ^fold(csumAdd(tcpPseudoSum(f, l3, l4, false), f[l4:])))
+	}
+	fix := func(f []byte) { fixIP(f); fixTCP(f) }
+	for _, tc := range []struct {
+		name string
+		want string
+		edit edit
+	}{
+		{"unchanged", "[3]", func([][]byte) {}},
+		{"timestamp differs", "[1 2]", func(f [][]byte) {
+			for _, g := range f[1:] {
+				g[l4+31]++
+				fix(g)
+			}
+		}},
+		{"sequence gap", "[1 2]", func(f [][]byte) {
+			for _, g := range f[1:] {
+				binary.BigEndian.PutUint32(g[l4+4:], binary.BigEndian.Uint32(g[l4+4:])+1)
+				fix(g)
+			}
+		}},
+		{"other port", "[1 1 1]", func(f [][]byte) { f[1][l4+1]++; fix(f[1]) }},
+		{"ACK number differs", "[1 1 1]", func(f [][]byte) { f[1][l4+11]++; fix(f[1]) }},
+		{"window differs", "[1 1 1]", func(f [][]byte) { f[1][l4+15]++; fix(f[1]) }},
+		{"PSH on the first", "[1 2]", func(f [][]byte) { f[0][l4+13] |= tcpFlagPSH; fix(f[0]) }},
+		{"PSH on the second ends the run", "[2 1]", func(f [][]byte) { f[1][l4+13] |= tcpFlagPSH; fix(f[1]) }},
+		{"FIN", "[1 2]", func(f [][]byte) { f[0][l4+13] |= tcpFlagFIN; fix(f[0]) }},
+		{"SYN", "[1 1 1]", func(f [][]byte) { f[1][l4+13] |= 0x02; fix(f[1]) }},
+		{"CWR", "[1 2]", func(f [][]byte) { f[0][l4+13] |= tcpFlagCWR; fix(f[0]) }},
+		{"bad TCP checksum on the first", "[1 2]", func(f [][]byte) { f[0][l4+16]++ }},
+		{"bad TCP checksum on the second", "[1 1 1]", func(f [][]byte) { f[1][len(f[1])-1]++ }},
+		{"bad IP checksum", "[1 1 1]", func(f [][]byte) { f[1][l3+10]++ }},
+		{"TOS differs", "[1 1 1]", func(f [][]byte) { f[1][l3+1] = 0x02; fix(f[1]) }},
+		{"TTL differs", "[1 1 1]", func(f [][]byte) { f[1][l3+8]--; fix(f[1]) }},
+		{"no DF, IDs not incrementing", "[1 1 1]", func(f [][]byte) {
+			for _, g := range f {
+				g[l3+6] = 0
+				fixIP(g)
+			}
+			f[1][l3+5] += 7
+			fixIP(f[1])
+		}},
+		{"no DF, IDs incrementing", "[3]", func(f [][]byte) {
+			for _, g := range f {
+				g[l3+6] = 0
+				fixIP(g)
+			}
+		}},
+		{"fragment", "[1 1 1]", func(f [][]byte) { f[1][l3+6] |= 0x20; fix(f[1]) }},
+		{"MAC differs", "[1 1 1]", func(f [][]byte) { f[1][5]++ }},
+		{"shorter middle segment", "[2 1]", func(f [][]byte) {
+			g := f[1][:len(f[1])-10]
+			binary.BigEndian.PutUint16(g[l3+2:], uint16(len(g)-l3))
+			fix(g)
+			f[1] = g
+		}},
+		{"Ethernet padding", "[1 1 1]", func(f [][]byte) { f[1] = append(f[1], 0, 0) }},
+		{"IPv4 options", "[1 1 1]", func(f [][]byte) {
+			g := append(append(append([]byte{}, f[1][:l4]...), 1, 1, 1, 1), f[1][l4:]...)
+			g[l3] = 0x46
+			binary.BigEndian.PutUint16(g[l3+2:], uint16(len(g)-l3))
+			f[1] = g
+		}},
+		{"pure ACK first", "[1 2]", func(f [][]byte) {
+			g := f[0][:l4+32]
+			binary.BigEndian.PutUint16(g[l3+2:], uint16(len(g)-l3))
+			fix(g)
+			f[0] = g
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			frames := segments(t, false, 1376*3, 1376, 0, tcpFlagACK)
+			tc.edit(frames)
+			if got := fmt.Sprint(runs(frames, 0)); got != tc.want {
+				t.Fatalf("runs %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestGRONoAllocs(t *testing.T) {
+	fr := withHeadroom(segments(t, false, 1376*40, 1376, 1, tcpFlagACK), 20)
+	var hdr [groMaxHdr]byte
+	allocs := testing.AllocsPerRun(100, func() {
+		for i := 0; i < len(fr); {
+			n, _ := groRun(fr[i:], 20, &hdr)
+			i += n
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("groRun allocates %v times per batch, want 0", allocs)
+	}
+}
+
+func BenchmarkGRORun(b *testing.B) {
+	for _, mss := range []int{512, 1376, 8872} {
+		b.Run(fmt.Sprint(mss), func(b *testing.B) {
+			fr := withHeadroom(segments(b, false, mss*32, mss, 0, tcpFlagACK), 20)
+			var hdr [groMaxHdr]byte
+			b.ReportAllocs()
+			b.SetBytes(int64(mss * 32))
+			for b.Loop() {
+				for i := 0; i < len(fr); {
+					n, _ := groRun(fr[i:], 20, &hdr)
+					i += n
+				}
+			}
+		})
+	}
+}
+
+func FuzzGRORun(f *testing.F) {
+	fr := segments(f, false, 1376*2, 1376, 1, tcpFlagACK)
+	f.Add(fr[0], fr[1])
+	v6 := segments(f, true, 100*2, 100, 0, tcpFlagACK)
+	f.Add(v6[0], v6[1])
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		var hdr [groMaxHdr]byte
+		n, hl := groRun([][]byte{a, b}, 0, &hdr)
+		if n < 1 || n > 2 || (n == 2) != (hl > vnetHdrLen) {
+			t.Fatalf("groRun = %d, %d", n, hl)
+		}
+	})
+}
