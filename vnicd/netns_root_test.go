@@ -24,23 +24,45 @@ func TestOpenTAPByPID(t *testing.T) {
 	nstest.RequireTools(t, "ip", "sleep")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cmd, err := ns.Start(ctx, "sleep", "60")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pid := startIn(t, ctx, ns)
 	name := nstest.LinkName("t")
-	tap, err := vnicd.OpenTAP(vnicd.TAPConfig{Name: name, MAC: tapMAC, NetNS: "pid:" + strconv.Itoa(cmd.Process.Pid)})
+	tap, err := vnicd.OpenTAP(vnicd.TAPConfig{Name: name, MAC: tapMAC, NetNS: "pid:" + strconv.Itoa(pid)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ns.Netlink().LinkByName(name); err != nil {
-		t.Errorf("TAP not in %s (the namespace of pid %d): %v", ns.Name(), cmd.Process.Pid, err)
+		t.Errorf("TAP not in %s (the namespace of pid %d): %v", ns.Name(), pid, err)
 	}
 	index := tap.Index()
 	if err := tap.Remove(); err != nil {
 		t.Fatal(err)
 	}
 	requireGone(t, ns, name, index)
+}
+
+// startIn starts a long sleep in ns and returns its pid once the process is
+// in ns (`ip netns exec` enters the namespace after it starts).
+func startIn(t *testing.T, ctx context.Context, ns *nstest.NS) int {
+	t.Helper()
+	cmd, err := ns.Start(ctx, "sleep", "60")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want unix.Stat_t
+	if err := unix.Stat(ns.Path(), &want); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var st unix.Stat_t
+		if err := unix.Stat(fmt.Sprintf("/proc/%d/ns/net", cmd.Process.Pid), &st); err == nil && st.Ino == want.Ino && st.Dev == want.Dev {
+			return cmd.Process.Pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d did not enter %s", cmd.Process.Pid, ns.Name())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // threadNamespaces maps each OS thread of this process to the inode of its
@@ -70,15 +92,12 @@ func TestNoThreadLeftInOtherNamespace(t *testing.T) {
 	nstest.RequireTools(t, "ip", "sleep")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cmd, err := nsB.Start(ctx, "sleep", "60")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pid := startIn(t, ctx, nsB)
 	var self unix.Stat_t
 	if err := unix.Stat("/proc/self/ns/net", &self); err != nil {
 		t.Fatal(err)
 	}
-	specs := []string{nsA.Name(), nsA.Path(), "pid:" + strconv.Itoa(cmd.Process.Pid), nsB.Path()}
+	specs := []string{nsA.Name(), nsA.Path(), "pid:" + strconv.Itoa(pid), nsB.Path()}
 	const workers, rounds = 4, 10
 	errs := make(chan error, workers)
 	for w := range workers {

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/nstest"
@@ -35,6 +38,27 @@ func vnicctlBinary(t *testing.T) string {
 		t.Fatalf("building vnicctl: %v\n%s", vnicctlErr, vnicctlBin)
 	}
 	return vnicctlBin
+}
+
+// waitInNS waits until process pid is in ns (`ip netns exec` enters it
+// after the process starts).
+func waitInNS(t *testing.T, pid int, ns *nstest.NS) {
+	t.Helper()
+	var want unix.Stat_t
+	if err := unix.Stat(ns.Path(), &want); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var st unix.Stat_t
+		if err := unix.Stat("/proc/"+strconv.Itoa(pid)+"/ns/net", &st); err == nil && st.Ino == want.Ino && st.Dev == want.Dev {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d did not enter %s", pid, ns.Name())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func vnicctl(t *testing.T, socket string, args ...string) string {
@@ -70,6 +94,7 @@ func TestE2EVnicctlAddDel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	waitInNS(t, sleeper.Process.Pid, cb)
 
 	out := vnicctl(t, da.socket, "vnic", "add", "--vesw", "1", "--pkey", "0x8001", "--mcast-dlid", "0xF00001",
 		"--eth-mtu", "1400", "--ifname", "eth1", "--netns", ca.Name(), "--address", "10.1.0.1/24")
