@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/containernetworking/cni/libcni"
 )
 
 func TestLoadConf(t *testing.T) {
@@ -29,5 +31,20 @@ func TestOwner(t *testing.T) {
 	o := owner("red", "abc123", "eth0")
 	if o != "cni:red:abc123:eth0" || !strings.HasPrefix(o, ownerPrefix("red")) || strings.HasPrefix(o, ownerPrefix("re")) {
 		t.Errorf("owner %q", o)
+	}
+}
+
+// TestExampleConfList parses configs/cni/opavnic.conflist as a runtime would.
+func TestExampleConfList(t *testing.T) {
+	l, err := libcni.ConfListFromFile("../../configs/cni/opavnic.conflist")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Plugins) != 1 || l.Plugins[0].Network.Type != "vnic-cni" {
+		t.Fatalf("plugins %+v", l.Plugins)
+	}
+	c, err := loadConf(l.Plugins[0].Bytes)
+	if err != nil || c.IPAM.Type != "host-local" || c.Socket == "" {
+		t.Errorf("conf %+v, %v", c, err)
 	}
 }
