@@ -156,4 +156,20 @@ func TestE2EVnicctlAddDel(t *testing.T) {
 	if _, err := cb.Netlink().LinkByName("eth1"); err == nil {
 		t.Error("eth1 still in the pid's namespace after vnic del")
 	}
+
+	// A namespace removed while it has a VNIC (a container gone before its
+	// CNI DEL): vnicd holds it open, so the VNIC is still deleted cleanly.
+	gone := nstest.RunID() + "-rtgone"
+	if out, err := exec.Command("ip", "netns", "add", gone).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", gone).Run() })
+	vnicctl(t, da.socket, "vnic", "add", "--vesw", "3", "--pkey", "0x8003", "--ifname", "eth3", "--netns", gone)
+	if out, err := exec.Command("ip", "netns", "del", gone).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns del: %v: %s", err, out)
+	}
+	vnicctl(t, da.socket, "vnic", "del", "0")
+	if err := vnicd.Call(da.socket, "vnics", nil, &vs); err != nil || len(vs) != 0 {
+		t.Errorf("vnics after deleting the VNIC of a removed namespace: %+v, %v", vs, err)
+	}
 }
