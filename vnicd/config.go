@@ -996,6 +996,8 @@ func (c *checker) buildSocket(l leaf, nodeName string) string {
 func netdevKey(netns, ifname string) string {
 	switch {
 	case netns == "":
+	case strings.HasPrefix(netns, netnsPIDPrefix):
+		netns = NetNSPath(netns)
 	case !strings.HasPrefix(netns, "/"):
 		netns = netnsCanonical + netns
 	default:
@@ -1018,7 +1020,6 @@ func (c *checker) buildVNICs(raw []rawVNIC, cfg *Config, known map[uint32]string
 	for i := range raw {
 		r := &raw[i]
 		path := fmt.Sprintf("vnics[%d]", i)
-		var v VNICConfig
 
 		vport := c.ranged(r.VPort, path+".vport", 0, MaxVPort, uint64(i), false)
 		if vport > MaxVPort {
@@ -1028,29 +1029,35 @@ func (c *checker) buildVNICs(raw []rawVNIC, cfg *Config, known map[uint32]string
 			c.failf(path+".vport", r.VPort, "vport %d is also %s", vport, prev)
 		}
 		vports[vport] = path
-		v.VPort = uint8(vport)
-
-		vesw := c.buildVESW(&r.VESW, path+".vesw", cfg.Node.LID, known, groups)
-		if prev := vesws[vesw.VESWID]; prev != "" && vesw.VESWID != 0 {
-			c.failf(path+".vesw.id", r.VESW.ID, "vesw %d is also used by %s", vesw.VESWID, prev)
+		v := c.buildVNIC(r, path, uint8(vport), cfg.Node.LID, known, groups)
+		if prev := vesws[v.Port.VESW.VESWID]; prev != "" && v.Port.VESW.VESWID != 0 {
+			c.failf(path+".vesw.id", r.VESW.ID, "vesw %d is also used by %s", v.Port.VESW.VESWID, prev)
 		}
-		vesws[vesw.VESWID] = path
-		v.Port.VESW = vesw
-
-		v.Port.Port = c.buildVPort(r, path, cfg.Node.LID, vesw.VESWID, vport)
-		v.Netdev = c.buildNetdev(&r.Port, path+".port", vport)
+		vesws[v.Port.VESW.VESWID] = path
 		key := netdevKey(v.Netdev.NetNS, v.Netdev.IfName)
 		if prev := ifnames[key]; prev != "" {
 			c.failf(path+".port.ifname", r.Port.IfName, "%q is also %s, in the same network namespace", v.Netdev.IfName, prev)
 		}
 		ifnames[key] = path + ".port.ifname"
-		v.MACTable = c.buildMACTable(r.Port.MACTable, path+".port.mac_table", cfg.Node.LID, known, groups)
 		if c.err != nil {
 			return nil
 		}
 		out = append(out, v)
 	}
 	return out
+}
+
+// buildVNIC checks and builds one VNIC at vport: its vesw, vport and netdev
+// config and its MAC table. What involves other VNICs (a vport, vesw or
+// ifname used twice) is the caller's to check. The static config and the
+// runtime vnic_add command both come through here.
+func (c *checker) buildVNIC(r *rawVNIC, path string, vport uint8, self encap.LID, known map[uint32]string, groups map[uint32][]uint32) VNICConfig {
+	v := VNICConfig{VPort: vport}
+	v.Port.VESW = c.buildVESW(&r.VESW, path+".vesw", self, known, groups)
+	v.Port.Port = c.buildVPort(r, path, self, v.Port.VESW.VESWID, uint64(vport))
+	v.Netdev = c.buildNetdev(&r.Port, path+".port", uint64(vport))
+	v.MACTable = c.buildMACTable(r.Port.MACTable, path+".port.mac_table", self, known, groups)
+	return v
 }
 
 func (c *checker) buildVESW(r *rawVESW, path string, self encap.LID, known map[uint32]string, groups map[uint32][]uint32) VESWConfig {
@@ -1280,24 +1287,6 @@ func checkIfName(s string) error {
 }
 
 func hasControl(s string) bool { return strings.ContainsFunc(s, unicode.IsControl) }
-
-func checkNetNS(s string) error {
-	if hasControl(s) {
-		return errors.New("contains a control character")
-	}
-	if strings.HasPrefix(s, "/") {
-		return nil
-	}
-	switch {
-	case strings.Contains(s, "/"):
-		return errors.New("must be a name (no '/') under " + netnsDir + "/ or an absolute path")
-	case s == "." || s == "..":
-		return errors.New("not a valid namespace name")
-	case len(s) > maxNetNSName:
-		return fmt.Errorf("longer than %d bytes", maxNetNSName)
-	}
-	return nil
-}
 
 func (c *checker) buildNetdev(r *rawPort, path string, vport uint64) NetdevConfig {
 	var d NetdevConfig

@@ -25,6 +25,7 @@ type Daemon struct {
 	engine *Engine
 	mgmt   *Mgmt
 	ctl    *ControlServer
+	rt     runtimeVNICs // VNICs of vnic_add (runtime.go)
 }
 
 // NewDaemon brings a node up from its config: it binds the HFI's socket,
@@ -57,7 +58,9 @@ func NewDaemon(cfg *Config, newDevice DeviceFactory, log *zap.Logger) (_ *Daemon
 			d.engine.Close()
 		}
 	}()
-	d.mgmt = NewMgmt(d.engine, cfg.MgmtConfig(), log)
+	mc := cfg.MgmtConfig()
+	mc.Netdev = d.netdevFor
+	d.mgmt = NewMgmt(d.engine, mc, log)
 	// Static mode configures its ports through its own VEMA agent, as the
 	// EM would (DESIGN.md: the agent is the only way a port's config changes).
 	for _, v := range cfg.VNICs {
@@ -210,6 +213,10 @@ type VNICStatus struct {
 	ConfigState string `json:"config_state"`
 	OperState   string `json:"oper_state"`
 	LinkUp      bool   `json:"link_up"`
+	// Addresses are those vnicd set on the netdev.
+	Addresses []string `json:"addresses,omitempty"`
+	// Owner tags a VNIC made by vnic_add (runtime.go).
+	Owner string `json:"owner,omitempty"`
 }
 
 // PortCounterSet is the counters of one port.
@@ -248,7 +255,16 @@ func stateName(s uint8) string {
 }
 
 func (d *Daemon) registerControl() {
-	d.ctl.Handle("vnics", func(json.RawMessage) (any, error) { return VNICStatuses(d.engine), nil })
+	d.ctl.Handle("vnics", func(json.RawMessage) (any, error) {
+		out := VNICStatuses(d.engine)
+		for i := range out {
+			if v, ok := d.rt.get(out[i].VPort); ok {
+				out[i].Owner = v.owner
+			}
+		}
+		return out, nil
+	})
+	d.registerRuntime()
 	d.ctl.Handle("counters", func(args json.RawMessage) (any, error) {
 		var a struct {
 			VPort *int `json:"vport"`
@@ -323,6 +339,9 @@ func VNICStatuses(e *Engine) []VNICStatus {
 			McastDLID:   fmt.Sprintf("0x%06X", c.VESW.McastDLID),
 			ConfigState: stateName(c.Port.ConfigState), OperState: stateName(p.OperState()), LinkUp: p.LinkUp(),
 		})
+		for _, a := range p.netdev.Addresses {
+			out[len(out)-1].Addresses = append(out[len(out)-1].Addresses, a.String())
+		}
 	}
 	return out
 }

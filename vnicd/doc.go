@@ -5,7 +5,9 @@
 // table, the multicast DLID, the LID in a locally administered MAC or the
 // default port; SC, RC, entropy, PKEY, vesw_id), the receive checks after the
 // HFI's (vesw_id, port state, PKEY, runt and oversize), the kernel's counter
-// set, the static-mode config, and the control socket.
+// set, the static-mode config, runtime VNICs (vnic_add, vnic_del, vnic_gc:
+// checked as config entries, applied through the VEMA agent; runtime.go), and
+// the control socket.
 //
 // It implements ../shared/spec/kernel-reference.md §2 (transmit), §3
 // (receive), §5 (counters) and §6 (netdev behaviour) on top of package hfi

@@ -58,6 +58,6 @@ type MACEntry struct {
 // and placed. None of it travels in a MAD.
 type NetdevConfig struct {
 	IfName    string         // "" means vnic%d
-	NetNS     string         // "" means vnicd's own; a name under /var/run/netns or a path
+	NetNS     string         // "" means vnicd's own; a name under /var/run/netns, pid:N or a path
 	Addresses []netip.Prefix // set on the netdev after it comes up
 }

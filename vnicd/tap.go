@@ -60,8 +60,8 @@ type TAPConfig struct {
 	// MTU of the netdev; 0 keeps the kernel's default (1500).
 	MTU int
 	// NetNS is the network namespace the netdev is placed in: "" for the
-	// caller's own, a name under /var/run/netns (as `ip netns` makes), or an
-	// absolute path to a namespace file (/proc/PID/ns/net, a bind mount).
+	// caller's own, a name under /var/run/netns (as `ip netns` makes),
+	// "pid:N" (the namespace of process N), or an absolute path to a namespace file (/proc/PID/ns/net, a bind mount).
 	NetNS string
 	// Addresses are added to the netdev once it is up; IPv6 ones without
 	// duplicate address detection.
@@ -302,11 +302,7 @@ func createTAP(name string) (*os.File, string, error) {
 
 // openNS opens a namespace named as TAPConfig.NetNS names it.
 func openNS(spec string) (netns.NsHandle, error) {
-	path := spec
-	if !filepath.IsAbs(spec) {
-		path = filepath.Join(netnsDir, spec)
-	}
-	return netns.GetFromPath(path)
+	return netns.GetFromPath(NetNSPath(spec))
 }
 
 // Name returns the netdev's name as the kernel made it (a %d filled in).

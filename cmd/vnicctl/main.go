@@ -8,6 +8,8 @@
 //	vnicctl [--socket PATH] [--json] fabric
 //	vnicctl [--socket PATH] [--json] vesws
 //	vnicctl [--socket PATH] [--json] path LID|NODE
+//	vnicctl [--socket PATH] [--json] vnic add --vesw ID --pkey PKEY [--ifname NAME] [--netns NS] [--address CIDR]... [...]
+//	vnicctl [--socket PATH] [--json] vnic del VPORT | --owner OWNER
 //
 // Without --socket it uses the only socket in /run/opavnic. Exit codes: 0
 // success, 1 the daemon could not answer, 2 bad usage.
@@ -44,6 +46,11 @@ commands of vnicd:
   vesws              the vesw config of each local port
   path LID|NODE      SA path record from this node to a LID (or a peer's name),
                      asked of the fabric manager
+  vnic add --vesw ID --pkey PKEY [OPTIONS]
+                     add a VNIC while vnicd runs (static mode only); see
+                     vnicctl vnic add --help
+  vnic del VPORT | --owner OWNER
+                     remove a VNIC made by vnic add
 commands of opafm:
   fabric             nodes, their GUIDs, LIDs and endpoints
   vesws              the virtual Ethernet switches and their members
@@ -156,6 +163,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		err = generic(path, cmd, args, stdout, *asJSON)
+	case "vnic":
+		var code int
+		if code, err = vnicCmd(path, rest, stdout, stderr, *asJSON); code == 2 {
+			return 2
+		}
 	default:
 		// fabric, vesws, reload, commands, and whatever else the daemon
 		// (vnicd or opafm) answers: printed in the order the daemon wrote.

@@ -1,0 +1,304 @@
+// Command vnic-cni is a CNI plugin (spec 1.0.0 and 1.1.0) that gives a
+// container a VNIC of the local vnicd: ADD asks vnicd, over its control
+// socket, for a VNIC on the network's vesw inside the container's network
+// namespace, then runs the IPAM plugin and sets the addresses and routes on
+// it; DEL removes the VNIC and releases the addresses; CHECK verifies both;
+// GC removes the VNICs of attachments the runtime no longer knows; STATUS
+// reports whether vnicd answers.
+//
+// Network config:
+//
+//	{"cniVersion": "1.0.0", "name": "red", "type": "vnic-cni",
+//	 "vesw": 1, "pkey": "0x8001", "mcast_dlid": "0xF00001", "mtu": 1400,
+//	 "socket": "/run/opavnic/vnicd-host.sock",
+//	 "ipam": {"type": "host-local", "subnet": "10.1.0.0/24"}}
+//
+// vesw and pkey are required; mcast_dlid (a multicast group of vnicd's
+// config that carries the vesw's broadcasts: without one, ARP does not
+// work), mtu (the vesw's eth_mtu, default 1500), mac (default derived from
+// the node's LID and the vesw) and socket (default: the only socket in
+// /run/opavnic) are optional. vnicd must run in static mode; it refuses
+// runtime VNICs when a fabric manager owns its ports.
+//
+// A VNIC is tagged in vnicd with the owner "cni:<network>:<container
+// id>:<ifname>", which is how DEL, CHECK and GC find it. vnicd keeps
+// runtime VNICs in memory only: after a vnicd restart they are gone, and DEL
+// of one succeeds.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/containernetworking/cni/pkg/version"
+	"github.com/containernetworking/plugins/pkg/ipam"
+	"github.com/containernetworking/plugins/pkg/ns"
+	"github.com/vishvananda/netlink"
+
+	"github.com/opavnic/opavnic/vnicd"
+)
+
+// socketDir is where vnicd puts its control socket by default.
+const socketDir = "/run/opavnic"
+
+// errPluginNotAvailable is the spec's well-known error 50 (STATUS: the
+// plugin cannot service ADD requests).
+const errPluginNotAvailable uint = 50
+
+// NetConf is the network config of vnic-cni.
+type NetConf struct {
+	types.NetConf
+	VESW      any    `json:"vesw"`
+	PKey      any    `json:"pkey"`
+	McastDLID any    `json:"mcast_dlid,omitempty"`
+	MTU       any    `json:"mtu,omitempty"`
+	MAC       string `json:"mac,omitempty"`
+	Socket    string `json:"socket,omitempty"`
+}
+
+func main() {
+	skel.PluginMainFuncs(skel.CNIFuncs{Add: cmdAdd, Del: cmdDel, Check: cmdCheck, GC: cmdGC, Status: cmdStatus},
+		version.PluginSupports("1.0.0", "1.1.0"), "vnic-cni: VNICs of opavnic's vnicd for containers")
+}
+
+func loadConf(data []byte) (*NetConf, error) {
+	var c NetConf
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, fmt.Errorf("vnic-cni: bad network config: %w", err)
+	}
+	if c.VESW == nil || c.PKey == nil {
+		return nil, errors.New("vnic-cni: the network config needs vesw and pkey")
+	}
+	if c.Socket == "" {
+		matches, _ := filepath.Glob(filepath.Join(socketDir, "*.sock"))
+		if len(matches) != 1 {
+			return nil, fmt.Errorf("vnic-cni: no \"socket\" in the network config and %d sockets in %s; name vnicd's control socket", len(matches), socketDir)
+		}
+		c.Socket = matches[0]
+	}
+	return &c, nil
+}
+
+// owner is the tag of the VNIC of one attachment.
+func owner(network, containerID, ifName string) string {
+	return ownerPrefix(network) + containerID + ":" + ifName
+}
+
+func ownerPrefix(network string) string { return "cni:" + network + ":" }
+
+func cmdAdd(args *skel.CmdArgs) error {
+	conf, err := loadConf(args.StdinData)
+	if err != nil {
+		return err
+	}
+	if args.Netns == "" {
+		return errors.New("vnic-cni: no network namespace (CNI_NETNS)")
+	}
+	own := owner(conf.Name, args.ContainerID, args.IfName)
+	var st vnicd.VNICStatus
+	err = vnicd.Call(conf.Socket, "vnic_add", vnicd.VNICAddArgs{
+		VESW: conf.VESW, PKey: conf.PKey, McastDLID: conf.McastDLID, EthMTU: conf.MTU, MAC: conf.MAC,
+		IfName: args.IfName, NetNS: args.Netns, Owner: own,
+	}, &st)
+	if err != nil {
+		return fmt.Errorf("vnic-cni: vnicd at %s: %w", conf.Socket, err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = vnicd.Call(conf.Socket, "vnic_del", vnicd.VNICDelArgs{Owner: own}, nil)
+		}
+	}()
+	result := &current.Result{CNIVersion: current.ImplementedSpecVersion,
+		Interfaces: []*current.Interface{{Name: st.IfName, Mac: st.MAC, Mtu: int(st.EthMTU), Sandbox: args.Netns}}}
+	if conf.IPAM.Type != "" {
+		r, err := ipam.ExecAdd(conf.IPAM.Type, args.StdinData)
+		if err != nil {
+			return fmt.Errorf("vnic-cni: IPAM %s: %w", conf.IPAM.Type, err)
+		}
+		defer func() {
+			if !ok {
+				_ = ipam.ExecDel(conf.IPAM.Type, args.StdinData)
+			}
+		}()
+		ir, err := current.NewResultFromResult(r)
+		if err != nil {
+			return fmt.Errorf("vnic-cni: IPAM %s result: %w", conf.IPAM.Type, err)
+		}
+		if len(ir.IPs) == 0 {
+			return fmt.Errorf("vnic-cni: IPAM %s gave no address", conf.IPAM.Type)
+		}
+		result.IPs, result.Routes, result.DNS = ir.IPs, ir.Routes, ir.DNS
+		for _, ip := range result.IPs {
+			ip.Interface = current.Int(0)
+		}
+		err = ns.WithNetNSPath(args.Netns, func(ns.NetNS) error { return ipam.ConfigureIface(args.IfName, result) })
+		if err != nil {
+			return fmt.Errorf("vnic-cni: configuring %s in %s: %w", args.IfName, args.Netns, err)
+		}
+	}
+	ok = true
+	return types.PrintResult(result, conf.CNIVersion)
+}
+
+// unreachable reports whether err means no vnicd serves the socket: then no
+// runtime VNIC exists (vnicd keeps them in memory only).
+func unreachable(err error) bool {
+	return errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT)
+}
+
+func cmdDel(args *skel.CmdArgs) error {
+	conf, err := loadConf(args.StdinData)
+	if err != nil {
+		return err
+	}
+	err = vnicd.Call(conf.Socket, "vnic_del", vnicd.VNICDelArgs{Owner: owner(conf.Name, args.ContainerID, args.IfName)}, nil)
+	if err != nil && !unreachable(err) {
+		return fmt.Errorf("vnic-cni: vnicd at %s: %w", conf.Socket, err)
+	}
+	if conf.IPAM.Type != "" {
+		if err := ipam.ExecDel(conf.IPAM.Type, args.StdinData); err != nil {
+			return fmt.Errorf("vnic-cni: IPAM %s: %w", conf.IPAM.Type, err)
+		}
+	}
+	return nil
+}
+
+func cmdCheck(args *skel.CmdArgs) error {
+	conf, err := loadConf(args.StdinData)
+	if err != nil {
+		return err
+	}
+	if err := version.ParsePrevResult(&conf.NetConf); err != nil {
+		return fmt.Errorf("vnic-cni: prevResult: %w", err)
+	}
+	if conf.PrevResult == nil {
+		return errors.New("vnic-cni: CHECK needs a prevResult")
+	}
+	prev, err := current.NewResultFromResult(conf.PrevResult)
+	if err != nil {
+		return fmt.Errorf("vnic-cni: prevResult: %w", err)
+	}
+	var want *current.Interface
+	for _, i := range prev.Interfaces {
+		if i.Name == args.IfName && i.Sandbox == args.Netns {
+			want = i
+		}
+	}
+	if want == nil {
+		return fmt.Errorf("vnic-cni: prevResult has no interface %s in %s", args.IfName, args.Netns)
+	}
+	own := owner(conf.Name, args.ContainerID, args.IfName)
+	var vs []vnicd.VNICStatus
+	if err := vnicd.Call(conf.Socket, "vnics", nil, &vs); err != nil {
+		return fmt.Errorf("vnic-cni: vnicd at %s: %w", conf.Socket, err)
+	}
+	found := false
+	for _, v := range vs {
+		if v.Owner == own {
+			found = true
+			if !strings.EqualFold(v.MAC, want.Mac) {
+				return fmt.Errorf("vnic-cni: vnicd's VNIC of %s has MAC %s, prevResult %s", own, v.MAC, want.Mac)
+			}
+		}
+	}
+	if !found {
+		return fmt.Errorf("vnic-cni: vnicd has no VNIC of %s", own)
+	}
+	err = ns.WithNetNSPath(args.Netns, func(ns.NetNS) error {
+		l, err := netlink.LinkByName(args.IfName)
+		if err != nil {
+			return fmt.Errorf("interface %s: %w", args.IfName, err)
+		}
+		hw, _ := net.ParseMAC(want.Mac)
+		if l.Attrs().HardwareAddr.String() != hw.String() {
+			return fmt.Errorf("interface %s has MAC %s, prevResult %s", args.IfName, l.Attrs().HardwareAddr, want.Mac)
+		}
+		addrs, err := netlink.AddrList(l, netlink.FAMILY_ALL)
+		if err != nil {
+			return err
+		}
+		for _, ip := range prev.IPs {
+			have := false
+			for _, a := range addrs {
+				have = have || a.IPNet.String() == ip.Address.String()
+			}
+			if !have {
+				return fmt.Errorf("interface %s lacks address %s", args.IfName, ip.Address.String())
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("vnic-cni: in %s: %w", args.Netns, err)
+	}
+	if conf.IPAM.Type != "" {
+		if err := ipam.ExecCheck(conf.IPAM.Type, args.StdinData); err != nil {
+			return fmt.Errorf("vnic-cni: IPAM %s: %w", conf.IPAM.Type, err)
+		}
+	}
+	return nil
+}
+
+// cmdGC removes the VNICs of this network whose attachment is not in the
+// runtime's valid list, and releases their addresses with the IPAM plugin's
+// DEL (host-local has no GC of its own).
+func cmdGC(args *skel.CmdArgs) error {
+	conf, err := loadConf(args.StdinData)
+	if err != nil {
+		return err
+	}
+	keep := []string{}
+	for _, a := range conf.ValidAttachments {
+		keep = append(keep, owner(conf.Name, a.ContainerID, a.IfName))
+	}
+	var del vnicd.VNICDeleted
+	err = vnicd.Call(conf.Socket, "vnic_gc", vnicd.VNICGCArgs{Prefix: ownerPrefix(conf.Name), Keep: keep}, &del)
+	if err != nil {
+		if unreachable(err) {
+			return nil
+		}
+		return fmt.Errorf("vnic-cni: vnicd at %s: %w", conf.Socket, err)
+	}
+	if conf.IPAM.Type == "" {
+		return nil
+	}
+	var errs []error
+	for _, d := range del.Deleted {
+		rest := strings.TrimPrefix(d.Owner, ownerPrefix(conf.Name))
+		i := strings.LastIndexByte(rest, ':')
+		if i < 0 {
+			continue
+		}
+		os.Setenv("CNI_CONTAINERID", rest[:i])
+		os.Setenv("CNI_IFNAME", rest[i+1:])
+		os.Setenv("CNI_COMMAND", "DEL")
+		if err := ipam.ExecDel(conf.IPAM.Type, args.StdinData); err != nil {
+			errs = append(errs, fmt.Errorf("IPAM %s release of %s: %w", conf.IPAM.Type, d.Owner, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func cmdStatus(args *skel.CmdArgs) error {
+	conf, err := loadConf(args.StdinData)
+	if err != nil {
+		return types.NewError(errPluginNotAvailable, err.Error(), "")
+	}
+	if err := vnicd.Call(conf.Socket, "vnics", nil, nil); err != nil {
+		return types.NewError(errPluginNotAvailable, "vnicd does not answer", err.Error())
+	}
+	if conf.IPAM.Type != "" {
+		return ipam.ExecStatus(conf.IPAM.Type, args.StdinData)
+	}
+	return nil
+}

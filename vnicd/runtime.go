@@ -1,0 +1,380 @@
+package vnicd
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+
+	"go.uber.org/zap"
+	"gopkg.in/yaml.v3"
+
+	"github.com/opavnic/opavnic/encap"
+)
+
+// Runtime VNICs: the control commands vnic_add, vnic_del and vnic_gc create
+// and remove VNICs while vnicd runs (for containers: cmd/vnic-cni). Their
+// arguments are checked by the same code as a vnics entry of the config
+// (checker.buildVNIC) and applied through the node's own VEMA agent, as the
+// static config is. They are not persisted: a restarted vnicd starts with the
+// config's VNICs only. In managed mode the EM owns the ports and the commands
+// are refused.
+
+// ErrManaged is returned by the runtime VNIC commands in managed mode.
+var ErrManaged = errors.New("vnicd: this node is managed by a fabric manager, whose EM owns its VNIC ports; add VNICs in the fabric config instead")
+
+// maxOwner bounds the owner tag of a runtime VNIC.
+const maxOwner = 512
+
+// VNICAddArgs are the arguments of vnic_add. Numbers may be JSON numbers or
+// strings ("0x8001"); everything but VESW and PKey is optional.
+type VNICAddArgs struct {
+	VPort       any      `json:"vport,omitempty"` // default: the lowest free vport
+	VESW        any      `json:"vesw"`
+	PKey        any      `json:"pkey"`
+	EthMTU      any      `json:"eth_mtu,omitempty"`
+	McastDLID   any      `json:"mcast_dlid,omitempty"`
+	MAC         string   `json:"mac,omitempty"` // default: derived from the LID and vesw
+	IfName      string   `json:"ifname,omitempty"`
+	NetNS       string   `json:"netns,omitempty"` // name, pid:N or absolute path
+	Addresses   []string `json:"addresses,omitempty"`
+	ConfigState string   `json:"config_state,omitempty"` // forwarding (default) or drop_all
+	// Owner tags the VNIC for vnic_del and vnic_gc by owner (the CNI plugin
+	// uses "cni:<container id>:<ifname>").
+	Owner string `json:"owner,omitempty"`
+}
+
+// VNICDelArgs are the arguments of vnic_del: a vport, or an owner. Deleting
+// by owner succeeds when there is nothing to delete.
+type VNICDelArgs struct {
+	VPort *int   `json:"vport,omitempty"`
+	Owner string `json:"owner,omitempty"`
+}
+
+// VNICGCArgs are the arguments of vnic_gc: every runtime VNIC whose owner
+// starts with Prefix (non-empty) and is not in Keep is deleted.
+type VNICGCArgs struct {
+	Prefix string   `json:"prefix"`
+	Keep   []string `json:"keep"`
+}
+
+// VNICDeleted is the answer of vnic_del and vnic_gc.
+type VNICDeleted struct {
+	Deleted []VNICStatus `json:"deleted"`
+}
+
+// rawVNICAdd is vnic_add's arguments as the config checker reads them.
+type rawVNICAdd struct {
+	VPort       leaf `yaml:"vport"`
+	VESW        leaf `yaml:"vesw"`
+	PKey        leaf `yaml:"pkey"`
+	EthMTU      leaf `yaml:"eth_mtu"`
+	McastDLID   leaf `yaml:"mcast_dlid"`
+	MAC         leaf `yaml:"mac"`
+	IfName      leaf `yaml:"ifname"`
+	NetNS       leaf `yaml:"netns"`
+	Addresses   leaf `yaml:"addresses"`
+	ConfigState leaf `yaml:"config_state"`
+	Owner       leaf `yaml:"owner"`
+}
+
+// argName maps a config field path of buildVNIC to vnic_add's argument.
+func argName(field string) string {
+	if f, ok := strings.CutPrefix(field, "vnic.vesw."); ok {
+		if f == "id" {
+			return "vesw"
+		}
+		return f
+	}
+	if f, ok := strings.CutPrefix(field, "vnic.port."); ok {
+		return f
+	}
+	return strings.TrimPrefix(field, "vnic.")
+}
+
+// VNICFromArgs checks the JSON arguments of vnic_add against the config c
+// (its LID, peers and multicast groups) with the checks a vnics entry gets.
+// free picks the vport when the arguments name none. What involves the
+// running VNICs (a vport, vesw or ifname in use) is the caller's to check.
+func (c *Config) VNICFromArgs(args []byte, free func() (uint8, bool)) (VNICConfig, string, error) {
+	var a rawVNICAdd
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = []byte("{}")
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(args))
+	dec.KnownFields(true)
+	if err := dec.Decode(&a); err != nil && err != io.EOF {
+		var te *yaml.TypeError
+		if errors.As(err, &te) && len(te.Errors) > 0 {
+			return VNICConfig{}, "", fmt.Errorf("bad arguments: %s", strings.Join(te.Errors, "; "))
+		}
+		return VNICConfig{}, "", fmt.Errorf("bad arguments: %w", err)
+	}
+	ck := &checker{}
+	var vport uint8
+	if a.VPort.present() {
+		vport = uint8(ck.ranged(a.VPort, "vnic.vport", 0, MaxVPort, 0, false))
+	} else {
+		v, ok := free()
+		if !ok {
+			return VNICConfig{}, "", errors.New("vport: every vport 0..254 is in use")
+		}
+		vport = v
+	}
+	owner, _ := ck.text(a.Owner, "vnic.owner")
+	if len(owner) > maxOwner || hasControl(owner) {
+		ck.failf("vnic.owner", a.Owner, "longer than %d bytes or has a control character", maxOwner)
+	}
+	ck.required(a.VESW, "vnic.vesw.id")
+	r := rawVNIC{
+		VESW: rawVESW{ID: a.VESW, PKey: a.PKey, EthMTU: a.EthMTU, McastDLID: a.McastDLID, ConfigState: a.ConfigState},
+		Port: rawPort{MAC: a.MAC, IfName: a.IfName, NetNS: a.NetNS, Addresses: a.Addresses},
+	}
+	known := map[uint32]string{uint32(c.Node.LID): "node.lid"}
+	for _, p := range c.Peers {
+		known[uint32(p.LID)] = "peers"
+	}
+	groups := map[uint32][]uint32{}
+	for _, g := range c.Multicast {
+		groups[g.LID] = g.Members
+	}
+	v := VNICConfig{}
+	if ck.err == nil {
+		v = ck.buildVNIC(&r, "vnic", vport, c.Node.LID, known, groups)
+	}
+	if ck.err != nil {
+		return VNICConfig{}, "", fmt.Errorf("%s: %s", argName(ck.err.Field), ck.err.Reason)
+	}
+	return v, owner, nil
+}
+
+// runtimeVNIC is a VNIC made by vnic_add.
+type runtimeVNIC struct {
+	netdev NetdevConfig
+	owner  string
+}
+
+// runtimeVNICs is the daemon's record of the VNICs vnic_add made.
+type runtimeVNICs struct {
+	op sync.Mutex // serializes vnic_add, vnic_del and vnic_gc
+	mu sync.Mutex // guards m; taken inside the agent's Set (netdevFor)
+	m  map[uint8]runtimeVNIC
+}
+
+func (r *runtimeVNICs) get(vport uint8) (runtimeVNIC, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v, ok := r.m[vport]
+	return v, ok
+}
+
+func (r *runtimeVNICs) set(vport uint8, v *runtimeVNIC) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[uint8]runtimeVNIC{}
+	}
+	if v == nil {
+		delete(r.m, vport)
+	} else {
+		r.m[vport] = *v
+	}
+}
+
+// netdevFor is the agent's netdev of vport: a runtime VNIC's, else the
+// config's.
+func (d *Daemon) netdevFor(vport uint8) NetdevConfig {
+	if v, ok := d.rt.get(vport); ok {
+		return v.netdev
+	}
+	return d.cfg.NetdevFor(vport)
+}
+
+func (d *Daemon) registerRuntime() {
+	d.ctl.Handle("vnic_add", d.vnicAdd)
+	d.ctl.Handle("vnic_del", d.vnicDel)
+	d.ctl.Handle("vnic_gc", d.vnicGC)
+}
+
+// status describes vport with its owner.
+func (d *Daemon) status(vport uint8) (VNICStatus, bool) {
+	for _, s := range VNICStatuses(d.engine) {
+		if s.VPort == vport {
+			if v, ok := d.rt.get(vport); ok {
+				s.Owner = v.owner
+			}
+			return s, true
+		}
+	}
+	return VNICStatus{}, false
+}
+
+func (d *Daemon) vnicAdd(args json.RawMessage) (any, error) {
+	if d.mgmt.Managed() {
+		return nil, ErrManaged
+	}
+	d.rt.op.Lock()
+	defer d.rt.op.Unlock()
+	inUse := func(vport uint8) bool {
+		if d.engine.Port(vport) != nil {
+			return true
+		}
+		_, ok := d.rt.get(vport)
+		return ok
+	}
+	v, owner, err := d.cfg.VNICFromArgs(args, func() (uint8, bool) {
+		for i := 0; i <= MaxVPort; i++ {
+			if !inUse(uint8(i)) && !slices.ContainsFunc(d.cfg.VNICs, func(c VNICConfig) bool { return c.VPort == uint8(i) }) {
+				return uint8(i), true
+			}
+		}
+		return 0, false
+	})
+	if err != nil {
+		return nil, err
+	}
+	if inUse(v.VPort) {
+		return nil, fmt.Errorf("vport: vport %d is in use", v.VPort)
+	}
+	key := netdevKey(v.Netdev.NetNS, v.Netdev.IfName)
+	for _, p := range d.engine.Ports() {
+		if netdevKey(p.netdev.NetNS, p.dev.Name()) == key {
+			return nil, fmt.Errorf("ifname: %q is vport %d's, in the same network namespace", v.Netdev.IfName, p.vport)
+		}
+		if c := p.Config().VESW.VESWID & encap.VESWIDMask; c == v.Port.VESW.VESWID&encap.VESWIDMask {
+			return nil, fmt.Errorf("vesw: vesw %d is already used by vport %d on this node (one port per vesw and node)", c, p.vport)
+		}
+	}
+	if owner != "" {
+		for _, vp := range d.owned(func(o string) bool { return o == owner }) {
+			return nil, fmt.Errorf("owner: %q already owns vport %d", owner, vp)
+		}
+	}
+	d.rt.set(v.VPort, &runtimeVNIC{netdev: v.Netdev, owner: owner})
+	if err := d.mgmt.configurePort(v.VPort, &v.Port, v.MACTable); err != nil {
+		d.rt.set(v.VPort, nil)
+		if d.engine.Port(v.VPort) != nil { // made, then a later Set failed
+			_ = d.removePort(v.VPort)
+		}
+		return nil, err
+	}
+	d.log.Info("runtime VNIC added", zap.Uint8("vnic", v.VPort), zap.String("ifname", v.Netdev.IfName),
+		zap.String("netns", v.Netdev.NetNS), zap.Uint16("vesw", uint16(v.Port.VESW.VESWID)), zap.String("owner", owner))
+	s, _ := d.status(v.VPort)
+	return s, nil
+}
+
+// owned lists the runtime vports whose owner matches, in order.
+func (d *Daemon) owned(match func(owner string) bool) []uint8 {
+	d.rt.mu.Lock()
+	defer d.rt.mu.Unlock()
+	var out []uint8
+	for vp, v := range d.rt.m {
+		if v.owner != "" && match(v.owner) {
+			out = append(out, vp)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (d *Daemon) vnicDel(args json.RawMessage) (any, error) {
+	if d.mgmt.Managed() {
+		return nil, ErrManaged
+	}
+	var a VNICDelArgs
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		return nil, fmt.Errorf("bad arguments: %w", err)
+	}
+	d.rt.op.Lock()
+	defer d.rt.op.Unlock()
+	var vports []uint8
+	switch {
+	case a.VPort != nil && a.Owner != "":
+		return nil, errors.New("bad arguments: give a vport or an owner, not both")
+	case a.VPort != nil:
+		vp := *a.VPort
+		if vp < 0 || vp > MaxVPort {
+			return nil, fmt.Errorf("vport: %d is out of range 0..%d", vp, MaxVPort)
+		}
+		if _, ok := d.rt.get(uint8(vp)); !ok {
+			if d.engine.Port(uint8(vp)) != nil {
+				return nil, fmt.Errorf("vport %d is from the config file; remove it there", vp)
+			}
+			return nil, fmt.Errorf("no vport %d", vp)
+		}
+		vports = []uint8{uint8(vp)}
+	case a.Owner != "":
+		vports = d.owned(func(o string) bool { return o == a.Owner })
+	default:
+		return nil, errors.New("bad arguments: vnic_del needs a vport or an owner")
+	}
+	return d.deleteRuntime(vports)
+}
+
+func (d *Daemon) vnicGC(args json.RawMessage) (any, error) {
+	if d.mgmt.Managed() {
+		return nil, ErrManaged
+	}
+	var a VNICGCArgs
+	if err := json.Unmarshal(args, &a); err != nil {
+		return nil, fmt.Errorf("bad arguments: %w", err)
+	}
+	if a.Prefix == "" {
+		return nil, errors.New("bad arguments: vnic_gc needs a non-empty owner prefix")
+	}
+	d.rt.op.Lock()
+	defer d.rt.op.Unlock()
+	return d.deleteRuntime(d.owned(func(o string) bool {
+		return strings.HasPrefix(o, a.Prefix) && !slices.Contains(a.Keep, o)
+	}))
+}
+
+// deleteRuntime removes runtime VNICs; d.rt.op is held.
+func (d *Daemon) deleteRuntime(vports []uint8) (VNICDeleted, error) {
+	out := VNICDeleted{Deleted: []VNICStatus{}}
+	var errs []error
+	for _, vp := range vports {
+		s, _ := d.status(vp)
+		if err := d.removePort(vp); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		d.rt.set(vp, nil)
+		out.Deleted = append(out.Deleted, s)
+		d.log.Info("runtime VNIC deleted", zap.Uint8("vnic", vp), zap.String("ifname", s.IfName), zap.String("owner", s.Owner))
+	}
+	return out, errors.Join(errs...)
+}
+
+// removePort takes vport down through the agent, as the EM does for a
+// removed member (a VESWPortInfo Set with config_state DROP_ALL), then
+// removes its netdev and the agent's state of it. A netdev that is already
+// gone (its namespace was destroyed) is not an error.
+func (d *Daemon) removePort(vport uint8) error {
+	if info, ok := d.mgmt.Ports.VESWPortInfo(vport); ok {
+		pc := PortConfigFrom(&info)
+		pc.Port.ConfigState = StateDropAll
+		if err := d.mgmt.configurePort(vport, &pc, nil); err != nil {
+			d.log.Warn("cannot set DROP_ALL before removal", zap.Uint8("vnic", vport), zap.Error(err))
+		}
+	}
+	if err := d.engine.DeletePort(vport); err != nil {
+		d.log.Warn("removing the netdev", zap.Uint8("vnic", vport), zap.Error(err))
+	}
+	d.mgmt.Ports.forget(vport)
+	return nil
+}
+
+// forget drops the agent-side state of a removed vport.
+func (c *EnginePorts) forget(vport uint8) {
+	c.mu.Lock()
+	delete(c.st, vport)
+	c.mu.Unlock()
+}

@@ -1,0 +1,131 @@
+package vnicd_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/taptest"
+)
+
+// startFakeDaemon runs a daemon of cfgText (with the control socket in a
+// temporary directory) on in-memory devices; no root needed.
+func startFakeDaemon(t *testing.T, cfgText string) string {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "vnicd.sock")
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0") // a free port for the HFI
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := pc.LocalAddr().(*net.UDPAddr).Port
+	pc.Close()
+	cfgText = strings.ReplaceAll(cfgText, "PORT", strconv.Itoa(port))
+	cfg, err := vnicd.ParseConfig([]byte(cfgText + fmt.Sprintf("control: {socket: %q}\n", sock)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory := func(s vnicd.DeviceSpec) (vnicd.Device, error) {
+		a, _ := taptest.Pair(taptest.Options{Names: [2]string{s.Netdev.IfName, "peer"}})
+		return a, nil
+	}
+	d, err := vnicd.NewDaemon(cfg, factory, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return sock
+}
+
+const fakeStatic = `
+node: {name: a, lid: 0x10, listen: "127.0.0.1:PORT"}
+peers: [{lid: 0x20, address: "127.0.0.1:9"}]
+multicast: [{lid: 0xF00001, members: [0x10, 0x20]}]
+vnics:
+  - {vport: 0, vesw: {id: 5, pkey: 0x8005}, port: {ifname: static0}}
+`
+
+func TestRuntimeVNICCommands(t *testing.T) {
+	sock := startFakeDaemon(t, fakeStatic)
+	var st vnicd.VNICStatus
+	err := vnicd.Call(sock, "vnic_add", vnicd.VNICAddArgs{VESW: 1, PKey: "0x8001", McastDLID: "0xF00001",
+		IfName: "eth1", NetNS: "pid:1", Addresses: []string{"10.1.0.5/24"}, Owner: "cni:n:c1:eth1"}, &st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// vport 0 is the config's: the lowest free one is 1.
+	if st.VPort != 1 || st.IfName != "eth1" || st.NetNS != "pid:1" || st.MAC != "02:00:01:10:00:00" ||
+		len(st.Addresses) != 1 || st.Addresses[0] != "10.1.0.5/24" || st.Owner != "cni:n:c1:eth1" || st.ConfigState != "FORWARDING" {
+		t.Errorf("vnic_add answered %+v", st)
+	}
+	for _, tc := range []struct {
+		args any
+		err  string
+	}{
+		{vnicd.VNICAddArgs{VESW: 2, PKey: "0x8002", IfName: "eth2", Owner: "cni:n:c1:eth1"}, `owner: "cni:n:c1:eth1" already owns vport 1`},
+		{vnicd.VNICAddArgs{VPort: 0, VESW: 2, PKey: "0x8002"}, "vport: vport 0 is in use"},
+		{vnicd.VNICAddArgs{VESW: 5, PKey: "0x8002"}, "vesw: vesw 5 is already used by vport 0"},
+		{vnicd.VNICAddArgs{VESW: 2, PKey: "0x8002", IfName: "static0"}, `ifname: "static0" is vport 0's`},
+		{map[string]any{"vesw": 2, "pkey": 1, "bogus": 1}, "field bogus not found"},
+	} {
+		if err := vnicd.Call(sock, "vnic_add", tc.args, nil); err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("vnic_add %+v: %v; want %q", tc.args, err, tc.err)
+		}
+	}
+	for _, tc := range []struct {
+		args any
+		err  string
+	}{
+		{map[string]int{"vport": 0}, "vport 0 is from the config file"},
+		{map[string]int{"vport": 9}, "no vport 9"},
+		{map[string]any{}, "needs a vport or an owner"},
+		{map[string]any{"vport": 1, "owner": "x"}, "not both"},
+	} {
+		if err := vnicd.Call(sock, "vnic_del", tc.args, nil); err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("vnic_del %+v: %v; want %q", tc.args, err, tc.err)
+		}
+	}
+	// A second runtime VNIC, then GC keeps c2 and removes c1.
+	if err := vnicd.Call(sock, "vnic_add", vnicd.VNICAddArgs{VESW: 2, PKey: "0x8002", IfName: "eth2", Owner: "cni:n:c2:eth2"}, &st); err != nil || st.VPort != 2 {
+		t.Fatalf("second vnic_add: %+v, %v", st, err)
+	}
+	var del vnicd.VNICDeleted
+	if err := vnicd.Call(sock, "vnic_gc", vnicd.VNICGCArgs{Prefix: "cni:n:", Keep: []string{"cni:n:c2:eth2"}}, &del); err != nil ||
+		len(del.Deleted) != 1 || del.Deleted[0].Owner != "cni:n:c1:eth1" {
+		t.Fatalf("vnic_gc: %+v, %v", del, err)
+	}
+	var vs []vnicd.VNICStatus
+	if err := vnicd.Call(sock, "vnics", nil, &vs); err != nil || len(vs) != 2 || vs[0].VPort != 0 || vs[1].Owner != "cni:n:c2:eth2" {
+		t.Fatalf("vnics after gc: %+v, %v", vs, err)
+	}
+	if err := vnicd.Call(sock, "vnic_gc", vnicd.VNICGCArgs{}, nil); err == nil || !strings.Contains(err.Error(), "non-empty owner prefix") {
+		t.Errorf("vnic_gc without prefix: %v", err)
+	}
+	// The freed vport 1 is the lowest free one again.
+	if err := vnicd.Call(sock, "vnic_add", vnicd.VNICAddArgs{VESW: 1, PKey: "0x8001"}, &st); err != nil || st.VPort != 1 || st.IfName != "vnic1" {
+		t.Errorf("vnic_add after gc: %+v, %v", st, err)
+	}
+}
+
+func TestRuntimeVNICManagedRefused(t *testing.T) {
+	sock := startFakeDaemon(t, `node: {name: m, listen: "127.0.0.1:PORT", fabric_manager: "127.0.0.1:9"}
+`)
+	for _, cmd := range []string{"vnic_add", "vnic_del", "vnic_gc"} {
+		err := vnicd.Call(sock, cmd, map[string]any{"vesw": 1, "pkey": "0x8001", "vport": 0, "prefix": "x"}, nil)
+		if err == nil || !strings.Contains(err.Error(), "managed by a fabric manager") {
+			t.Errorf("%s in managed mode: %v", cmd, err)
+		}
+	}
+}
