@@ -78,6 +78,9 @@ func vnicPacket(t *testing.T, n int, p encap.VNICParams) []byte {
 	frame[22] = 64
 	frame[23] = 17
 	copy(frame[26:], []byte{192, 168, 101, 1, 192, 168, 101, 2})
+	binary.BigEndian.PutUint16(frame[34:], 5000)
+	binary.BigEndian.PutUint16(frame[36:], 5001)
+	binary.BigEndian.PutUint16(frame[38:], uint16(n-34))
 	buf := make([]byte, encap.Headroom+max(n, encap.MinFrameLen)+encap.Tailroom)
 	copy(buf[encap.Headroom:], frame)
 	pkt, err := encap.EncapVNIC(buf, encap.Headroom, n, &p)
@@ -122,6 +125,9 @@ func TestLuaDissector(t *testing.T) {
 	}
 
 	path := filepath.Join(t.TempDir(), "opavnic.pcap")
+	if p := os.Getenv("OPAVNIC_PCAP_OUT"); p != "" {
+		path = p // keep the capture, to look at it in Wireshark
+	}
 	if err := os.WriteFile(path, pcapFile([][]byte{good, bad, variant, mgmt, smpPkt}), 0o644); err != nil {
 		t.Fatal(err)
 	}
