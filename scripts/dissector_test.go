@@ -98,7 +98,8 @@ func TestLuaDissector(t *testing.T) {
 		}
 		t.Skip("tshark is not installed (apt-get install tshark; scripts/deps.sh installs it as root)")
 	}
-	vp := encap.VNICParams{SLID: 0x10, DLID: 0xABCDE, SC: 3, RC: 2, PKey: 0x8001, Entropy: 0x5A, VESWID: 0x123}
+	vp := encap.VNICParams{SLID: 0x10, DLID: 0xE12345, // DLID[23:20] = 0xE in QW1
+		SC: 3, RC: 2, PKey: 0x8001, Entropy: 0x5A, VESWID: 0x123}
 	good := vnicPacket(t, 98, vp)
 	bad := vnicPacket(t, 98, vp)
 	bad[len(bad)-3] ^= 0xFF // a byte of the ICRC
@@ -119,7 +120,7 @@ func TestLuaDissector(t *testing.T) {
 	}
 	smp := make([]byte, 256)
 	copy(smp, []byte{0x80, 0x81, 0x80, 0x81, 0x80, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0x00, 0x15, 0, 0, 0, 0, 0, 1})
-	smpPkt, err := encap.AppendMgmt(nil, &encap.MgmtParams{SLID: 0x10, DLID: 1, PKey: 0x7FFF, DestQPN: 0, SrcQPN: 0}, smp)
+	smpPkt, err := encap.AppendMgmt(nil, &encap.MgmtParams{SLID: 0x9ABCDE, DLID: 1, PKey: 0x7FFF, DestQPN: 0, SrcQPN: 0}, smp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func TestLuaDissector(t *testing.T) {
 		want map[string]string
 	}{
 		{"vnic header", 0, map[string]string{
-			"opa16b.slid": "0x00000010", "opa16b.dlid": "0x000abcde", "opa16b.len": "16", "opa16b.becn": "0",
+			"opa16b.slid": "0x00000010", "opa16b.dlid": "0x00e12345", "opa16b.len": "16", "opa16b.becn": "0",
 			"opa16b.sc": "3", "opa16b.rc": "2", "opa16b.fecn": "0", "opa16b.l2": "2", "opa16b.lt": "1",
 			"opa16b.l4": "0x00000078", "opa16b.pkey": "0x00008001", "opa16b.entropy": "0x0000005a", "opa16b.age": "0",
 			"opa16b.vnic.vesw_id": "291", "opa16b.icrc.status": "good", "opa16b.tail.pad": "5", "opa16b.tail.lt": "1",
@@ -189,7 +190,7 @@ func TestLuaDissector(t *testing.T) {
 			"opa16b.mad.method": "0x01", "opa16b.mad.tid": "0x1122334455667788", "opa16b.mad.attr_id": "0x0011",
 			"opa16b.mad.attr_name": "VESWPortInfo", "opa16b.mad.attr_mod": "0x00000003",
 			"opa16b.icrc.status": "good", "opa16b.tail.pad": "3", "ip.dst": "10.0.0.2"}},
-		{"smp", 4, map[string]string{"opa16b.mad.class": "0x81", "opa16b.mad.method": "0x81",
+		{"smp", 4, map[string]string{"opa16b.slid": "0x009abcde", "opa16b.mad.class": "0x81", "opa16b.mad.method": "0x81",
 			"opa16b.mad.status": "0x8000", "opa16b.mad.attr_name": "PortInfo", "opa16b.dqpn": "0", "opa16b.icrc.status": "good"}},
 	} {
 		for k, v := range tc.want {
