@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,5 +134,68 @@ func TestE2EMetrics(t *testing.T) {
 	}
 	if v := metricValue(after, "opavnic_hfi_rcv_drops_total", map[string]string{"node": "host-a", "reason": "bad_icrc"}); v != 0 {
 		t.Errorf("bad_icrc drops = %v, want 0", v)
+	}
+}
+
+// TestE2EMetricsFabricManager runs opafm with --metrics-listen beside two
+// managed hosts and checks, from inside the FM's namespace, the fabric
+// membership it exports.
+func TestE2EMetricsFabricManager(t *testing.T) {
+	nstest.RequireRoot(t)
+	nstest.RequireTools(t, "ip", "ping", "curl")
+	a, b := nstest.NewNS(t, "fa"), nstest.NewNS(t, "fb")
+	aBlue, bBlue := nstest.NewNS(t, "fablue"), nstest.NewNS(t, "fbblue")
+	nstest.Veth(t, a, b, pfx("10.202.0.1/24"), pfx("10.202.0.2/24"), 1500)
+	if _, err := a.Exec(context.Background(), "ip", "link", "set", "lo", "up"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	fabric := filepath.Join(dir, "fabric.yaml")
+	cfg := strings.Replace(fmt.Sprintf(fabricYAML, filepath.Join(dir, "fm.sock"), blueVESW), "10.202.0.3:4793", "10.202.0.1:4794", 1)
+	if err := os.WriteFile(fabric, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const addr = "127.0.0.1:9480"
+	if _, err := a.Start(context.Background(), opafmBinary(t), "--config", fabric, "--metrics-listen", addr); err != nil {
+		t.Fatal(err)
+	}
+	da := managedHost(t, a, aBlue, "host-a", 1, filepath.Join(dir, "a.sock"), "10.202.0.1:4794")
+	db := managedHost(t, b, bBlue, "host-b", 2, filepath.Join(dir, "b.sock"), "10.202.0.1:4794")
+	waitVNICs(t, da, 2, "FORWARDING", 15*time.Second)
+	waitVNICs(t, db, 2, "FORWARDING", 15*time.Second)
+
+	var mfs map[string]*dto.MetricFamily
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mfs = scrapeIn(t, a, addr)
+		if metricValue(mfs, "opafm_vesw_members_configured", map[string]string{"vesw": "2"}) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"opafm_nodes", map[string]string{"state": "active"}, 2},
+		{"opafm_nodes", map[string]string{"state": "lost"}, 0},
+		{"opafm_node_lid", map[string]string{"node": "host-a"}, 0x10},
+		{"opafm_node_lid", map[string]string{"node": "host-b"}, 0xC000},
+		{"opafm_node_active", map[string]string{"node": "host-b"}, 1},
+		{"opafm_vesw_members", map[string]string{"vesw": "1", "name": "red"}, 2},
+		{"opafm_vesw_members_configured", map[string]string{"vesw": "1"}, 2},
+		{"opafm_vesw_members_configured", map[string]string{"vesw": "2"}, 2},
+		{"opavnic_hfi_lid", map[string]string{"node": "fm"}, 1},
+	} {
+		if got := metricValue(mfs, tc.name, tc.labels); got != tc.want {
+			t.Errorf("%s%v = %v, want %v", tc.name, tc.labels, got, tc.want)
+		}
+	}
+	if v := metricValue(mfs, "opavnic_hfi_port_rcv_packets_total", map[string]string{"node": "fm"}); v <= 0 {
+		t.Errorf("the FM's HFI received no packets: %v", v)
 	}
 }
