@@ -37,7 +37,7 @@ func Serve(ctx context.Context, path string, log *zap.Logger, hup <-chan os.Sign
 	if err != nil {
 		return err
 	}
-	if err := registerMetrics(o.reg, f); err != nil {
+	if err := RegisterMetrics(o.reg, f, log); err != nil {
 		f.HFI().Transport().Close()
 		return fmt.Errorf("fmd: metrics: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/vema/fm"
@@ -99,15 +100,22 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// registerMetrics registers the FM's collectors on reg.
-func registerMetrics(reg prometheus.Registerer, f *fm.FM) error {
+// RegisterMetrics registers the FM's collectors on reg (Serve does, with
+// WithRegistry). The FM's HFI
+// metrics carry node=<FM name>; when a vnicd in the same process has that
+// name too (vnicd --fabric-manager), they cannot be told apart, so the FM's
+// are left out with a warning rather than stopping the FM.
+func RegisterMetrics(reg prometheus.Registerer, f *fm.FM, log *zap.Logger) error {
 	if reg == nil {
 		return nil
 	}
 	if err := reg.Register(NewCollector(f)); err != nil {
 		return err
 	}
-	return reg.Register(vnicd.NewHFICollector(f.HFI(), f.Config().FM.Name))
+	if err := reg.Register(vnicd.NewHFICollector(f.HFI(), f.Config().FM.Name)); err != nil {
+		log.Warn("the FM's HFI metrics are not exported: the node and the FM have the same name", zap.Error(err))
+	}
+	return nil
 }
 
 func b2f(b bool) float64 {

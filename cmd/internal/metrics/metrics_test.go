@@ -218,3 +218,22 @@ func TestListen(t *testing.T) {
 		t.Fatal("a second listener on the same address did not fail")
 	}
 }
+
+// An FM named like the node it runs beside still registers (its HFI
+// metrics are left out), so vnicd --fabric-manager never fails on metrics.
+func TestSameNameFM(t *testing.T) {
+	n := hfitest.NewNetwork()
+	fcfg, err := fm.ParseConfig([]byte(fabricYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fm.New(hfi.New(n.Listen(netip.MustParseAddrPort("10.0.0.9:4793")), hfi.Config{LID: 1}), fcfg, zap.NewNop())
+	reg := metrics.NewRegistry()
+	reg.MustRegister(vnicd.NewHFICollector(hfi.New(n.Listen(netip.MustParseAddrPort("10.0.0.1:4793")), hfi.Config{LID: 0x10}), "fm0"))
+	if err := fmd.RegisterMetrics(reg, f, zap.NewNop()); err != nil {
+		t.Fatalf("registering an FM named like the node: %v", err)
+	}
+	if _, err := reg.Gather(); err != nil {
+		t.Fatal(err)
+	}
+}
