@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what opavnic's scripts need on a Debian/Ubuntu machine, only what is
-# missing: Go modules, and (as root) iproute2, iperf3, ping, tcpdump, ethtool, jq.
+# missing: Go modules, and (as root) iproute2, iperf3, ping, tcpdump, ethtool, jq, curl,
+# tshark (the Lua dissector's test). promtool is optional (Debian's prometheus package, which
+# also installs a server, so it is not installed here): the metrics test lints with it when present.
 # Sourced by demo.sh and test.sh; safe to run on its own.
 set -euo pipefail
 
@@ -11,6 +13,8 @@ command -v ping >/dev/null 2>&1 || need_pkgs+=(iputils-ping)
 command -v tcpdump >/dev/null 2>&1 || need_pkgs+=(tcpdump)
 command -v ethtool >/dev/null 2>&1 || need_pkgs+=(ethtool)
 command -v jq >/dev/null 2>&1 || need_pkgs+=(jq)
+command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
+command -v tshark >/dev/null 2>&1 || need_pkgs+=(tshark)
 
 if ((${#need_pkgs[@]})); then
 	if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then

@@ -19,6 +19,19 @@ fi
 echo "== go vet"
 go vet ./...
 
+echo "== static binaries (the Dockerfile's build: CGO_ENABLED=0 -trimpath -ldflags '-s -w')"
+static_dir=$(mktemp -d)
+trap 'rm -rf "$static_dir"' EXIT
+for c in vnicd opafm vnicctl vnic-cni; do
+	[[ -d cmd/$c ]] || continue
+	CGO_ENABLED=0 go build -buildvcs=false -trimpath -ldflags '-s -w' -o "$static_dir/$c" "./cmd/$c"
+	if command -v file >/dev/null 2>&1; then
+		file -b "$static_dir/$c" | grep -q 'statically linked' || { echo "$c is not static: $(file -b "$static_dir/$c")" >&2; exit 1; }
+	fi
+	echo "$c: $(du -h "$static_dir/$c" | cut -f1)"
+done
+OPAVNIC_STATIC_DIR=$static_dir go test -count=1 -run TestStaticBinaries ./scripts
+
 if [[ $(id -u) -ne 0 ]]; then
 	echo "== note: not root, so the namespace end-to-end tests will skip" >&2
 fi

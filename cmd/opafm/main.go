@@ -4,6 +4,10 @@
 // Usage:
 //
 //	opafm --config /etc/opavnic/fabric.yaml [--log-level info] [--log-format console]
+//	      [--metrics-listen 127.0.0.1:9480]
+//
+// With --metrics-listen it serves Prometheus metrics at /metrics: fabric
+// membership (opafm_nodes{state}, opafm_node_lid{node}, vesws) and its HFI.
 //
 // SIGHUP reloads the config (a bad one is logged and the old one kept);
 // SIGINT and SIGTERM stop it. Control commands: fabric, vesws, path
@@ -25,6 +29,7 @@ import (
 
 	"github.com/opavnic/opavnic/cmd/internal/cli"
 	"github.com/opavnic/opavnic/cmd/internal/fmd"
+	"github.com/opavnic/opavnic/cmd/internal/metrics"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -34,6 +39,7 @@ func run(args []string) int {
 	configPath := fs.String("config", "", "path of the fabric YAML config (required)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	format := fs.String("log-format", "console", "log format: console or json")
+	metricsListen := fs.String("metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics (host:port; off when empty)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -56,7 +62,16 @@ func run(args []string) int {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	if err := fmd.Serve(ctx, *configPath, log, hup); err != nil {
+	var opts []fmd.Option
+	if *metricsListen != "" {
+		reg := metrics.NewRegistry()
+		if _, err := metrics.Listen(ctx, *metricsListen, reg, log); err != nil {
+			log.Error("cannot serve metrics", zap.Error(err))
+			return 1
+		}
+		opts = append(opts, fmd.WithRegistry(reg))
+	}
+	if err := fmd.Serve(ctx, *configPath, log, hup, opts...); err != nil {
 		if errors.Is(err, fmd.ErrConfig) {
 			fmt.Fprintf(os.Stderr, "opafm: %v\n", err)
 			return 2

@@ -5,7 +5,11 @@
 // Usage:
 //
 //	vnicd --config /etc/opavnic/vnicd.yaml [--log-level info] [--log-format console]
-//	      [--fabric-manager /etc/opavnic/fabric.yaml]
+//	      [--fabric-manager /etc/opavnic/fabric.yaml] [--metrics-listen 127.0.0.1:9479]
+//
+// With --metrics-listen the daemon serves Prometheus metrics at /metrics
+// (per-VNIC kernel counters, the HFI's counters and drops by reason, and with
+// --fabric-manager the FM's view of the fabric too).
 //
 // With --fabric-manager the daemon also runs the fabric manager (as opafm
 // does, on its own HFI and control socket), so one host can be the FM.
@@ -28,6 +32,7 @@ import (
 
 	"github.com/opavnic/opavnic/cmd/internal/cli"
 	"github.com/opavnic/opavnic/cmd/internal/fmd"
+	"github.com/opavnic/opavnic/cmd/internal/metrics"
 	"github.com/opavnic/opavnic/vema/fm"
 	"github.com/opavnic/opavnic/vnicd"
 )
@@ -40,6 +45,7 @@ func run(args []string) int {
 	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	format := fs.String("log-format", "console", "log format: console or json")
 	fabricManager := fs.String("fabric-manager", "", "also run a fabric manager with this fabric config (as opafm does), so that this host is the FM")
+	metricsListen := fs.String("metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics (host:port; off when empty)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this file until vnicd stops (for performance work)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -92,6 +98,18 @@ func run(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	var fmOpts []fmd.Option
+	if *metricsListen != "" {
+		reg := metrics.NewRegistry()
+		reg.MustRegister(d.Collectors()...)
+		if _, err := metrics.Listen(ctx, *metricsListen, reg, log); err != nil {
+			log.Error("cannot serve metrics", zap.Error(err))
+			stop()
+			d.Run(ctx) //nolint:errcheck // only to remove what NewDaemon made
+			return 1
+		}
+		fmOpts = append(fmOpts, fmd.WithRegistry(reg))
+	}
 	fmDone := make(chan error, 1)
 	if *fabricManager != "" {
 		// The embedded FM has its own HFI (LID and listen address from its
@@ -102,7 +120,7 @@ func run(args []string) int {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		go func() {
-			err := fmd.Serve(ctx, *fabricManager, log.Named("opafm"), hup)
+			err := fmd.Serve(ctx, *fabricManager, log.Named("opafm"), hup, fmOpts...)
 			if err != nil {
 				log.Error("fabric manager stopped", zap.Error(err))
 				stop() // the host was asked to be the FM: without it, stop

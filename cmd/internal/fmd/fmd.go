@@ -24,7 +24,11 @@ var ErrConfig = errors.New("bad fabric config")
 // Serve runs the fabric manager of the config at path, with its control
 // socket, until ctx is done. Each value from hup reloads the config (a bad
 // one is logged and the old one kept).
-func Serve(ctx context.Context, path string, log *zap.Logger, hup <-chan os.Signal) error {
+func Serve(ctx context.Context, path string, log *zap.Logger, hup <-chan os.Signal, opts ...Option) error {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	cfg, err := fm.LoadConfig(path)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
@@ -32,6 +36,10 @@ func Serve(ctx context.Context, path string, log *zap.Logger, hup <-chan os.Sign
 	f, err := fm.Open(cfg, log)
 	if err != nil {
 		return err
+	}
+	if err := RegisterMetrics(o.reg, f, log); err != nil {
+		f.HFI().Transport().Close()
+		return fmt.Errorf("fmd: metrics: %w", err)
 	}
 	ctl, err := vnicd.ListenControl(cfg.FM.ControlSocket, log)
 	if err != nil {

@@ -1,0 +1,71 @@
+// Package metrics serves a Prometheus registry over HTTP at /metrics for the
+// daemons' opt-in --metrics-listen flag (MANAGEMENT.md §3). The collectors
+// live beside what they read (vnicd, cmd/internal/fmd); this package only
+// owns the registry and the listener.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+)
+
+// NewRegistry returns a registry with the Go runtime and process collectors.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// Handler serves reg's exposition at /metrics and a short index at /.
+func Handler(reg *prometheus.Registry, log *zap.Logger) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog:      zap.NewStdLog(log),
+		ErrorHandling: promhttp.ContinueOnError,
+	}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintln(w, "opavnic metrics: /metrics")
+	})
+	return mux
+}
+
+// Listen binds addr (host:port; port 0 picks one) and serves reg until ctx is
+// done. It returns the bound address once listening, so a failure to bind is
+// a start-up error.
+func Listen(ctx context.Context, addr string, reg *prometheus.Registry, log *zap.Logger) (net.Addr, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	log = log.Named("metrics")
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	srv := &http.Server{Handler: Handler(reg, log), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx) //nolint:errcheck // shutting down
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server stopped", zap.Error(err))
+		}
+	}()
+	log.Info("serving metrics", zap.Stringer("listen", ln.Addr()))
+	return ln.Addr(), nil
+}

@@ -1,0 +1,211 @@
+package vnicd
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/opavnic/opavnic/hfi"
+)
+
+// Prometheus metrics (MANAGEMENT.md §3). The collectors read the same atomic
+// counters vnicctl shows, at scrape time: nothing is added to the per-packet
+// path, and a scrape costs one Snapshot per port and one for the HFI.
+
+// vnicLabels are the variable labels of every per-VNIC metric.
+var vnicLabels = []string{"vport", "ifname", "vesw"}
+
+// vnicCounterHelp explains the kernel counters whose names do not say enough.
+var vnicCounterHelp = map[string]string{
+	"rx_bytes":      "Bytes received on the VNIC (frame length plus the 4-byte FCS the fabric does not carry).",
+	"tx_bytes":      "Bytes sent on the VNIC (frame length plus the 4-byte FCS the fabric does not carry).",
+	"rx_bad_veswid": "VNIC packets for a vesw no port is on (the kernel's rx_nohandler).",
+	"rx_bad_pkey":   "VNIC packets whose PKEY is not the vesw's.",
+	"tx_dlid_zero":  "Frames not sent because the DLID resolved to 0.",
+}
+
+// hfiDropReasons maps hfi.Counters names of receive checks (WIRE.md §7) to
+// the reason label of opavnic_hfi_rcv_drops_total.
+var hfiDropReasons = map[string]string{
+	"rcv_malformed":  "malformed",
+	"rcv_bad_icrc":   "bad_icrc",
+	"rcv_bad_source": "bad_source",
+	"rcv_bad_dlid":   "bad_dlid",
+	"rcv_unknown_l4": "unknown_l4",
+}
+
+// hfiPortCounters maps OPA port counter names to metric names; data counters
+// are converted from 8-byte flits to bytes.
+var hfiPortCounters = map[string]struct {
+	name, help string
+	scale      uint64
+}{
+	"PortXmitData":     {"opavnic_hfi_port_xmit_data_bytes_total", "Bytes handed to the wire (OPA PortXmitData, counted in 8-byte flits, times 8).", 8},
+	"PortRcvData":      {"opavnic_hfi_port_rcv_data_bytes_total", "Bytes of packets that passed the receive checks (OPA PortRcvData in flits, times 8).", 8},
+	"PortXmitPkts":     {"opavnic_hfi_port_xmit_packets_total", "Packets handed to the wire (OPA PortXmitPkts).", 1},
+	"PortRcvPkts":      {"opavnic_hfi_port_rcv_packets_total", "Packets that passed the receive checks (OPA PortRcvPkts).", 1},
+	"PortRcvErrors":    {"opavnic_hfi_port_rcv_errors_total", "Packets that failed any receive check (OPA PortRcvErrors).", 1},
+	"PortXmitDiscards": {"opavnic_hfi_port_xmit_discards_total", "Packets not sent: no route, or refused by the kernel (OPA PortXmitDiscards).", 1},
+}
+
+var hfiStates = []hfi.PortState{hfi.StateDown, hfi.StateInit, hfi.StateArmed, hfi.StateActive}
+
+// HFICollector exports one HFI's port counters, drops by reason, LID and
+// state. node is a constant label, so that a process running two HFIs (vnicd
+// --fabric-manager) exports both into one registry.
+type HFICollector struct {
+	h *hfi.HFI
+	// extraDrops, if set, adds receive drops counted above the HFI (reason ->
+	// value), such as the engine's and the management agent's.
+	extraDrops func() map[string]uint64
+
+	port      map[string]*prometheus.Desc
+	drops     *prometheus.Desc
+	xmitDrops *prometheus.Desc
+	lid       *prometheus.Desc
+	state     *prometheus.Desc
+}
+
+var _ prometheus.Collector = (*HFICollector)(nil)
+
+// NewHFICollector returns a collector for h, labelled node=node.
+func NewHFICollector(h *hfi.HFI, node string) *HFICollector {
+	cl := prometheus.Labels{"node": node}
+	c := &HFICollector{h: h, port: map[string]*prometheus.Desc{}}
+	for k, v := range hfiPortCounters {
+		c.port[k] = prometheus.NewDesc(v.name, v.help, nil, cl)
+	}
+	c.drops = prometheus.NewDesc("opavnic_hfi_rcv_drops_total",
+		"Received packets dropped, by the check that failed (WIRE.md §7) or the layer above the HFI that refused them.",
+		[]string{"reason"}, cl)
+	c.xmitDrops = prometheus.NewDesc("opavnic_hfi_xmit_drops_total",
+		"Packets not sent, by reason.", []string{"reason"}, cl)
+	c.lid = prometheus.NewDesc("opavnic_hfi_lid", "The HFI port's LID (24-bit 16B form; 0 before the SM assigns one).", nil, cl)
+	c.state = prometheus.NewDesc("opavnic_hfi_port_state", "The HFI port's state: 1 for the current state, 0 for the others.",
+		[]string{"state"}, cl)
+	return c
+}
+
+// Describe implements prometheus.Collector.
+func (c *HFICollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.port {
+		ch <- d
+	}
+	ch <- c.drops
+	ch <- c.xmitDrops
+	ch <- c.lid
+	ch <- c.state
+}
+
+// Collect implements prometheus.Collector.
+func (c *HFICollector) Collect(ch chan<- prometheus.Metric) {
+	for _, v := range c.h.Counters.Snapshot() {
+		if d, ok := c.port[v.Name]; ok {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v.Value*hfiPortCounters[v.Name].scale))
+		} else if r, ok := hfiDropReasons[v.Name]; ok {
+			ch <- prometheus.MustNewConstMetric(c.drops, prometheus.CounterValue, float64(v.Value), r)
+		} else if v.Name == "xmit_no_route" {
+			ch <- prometheus.MustNewConstMetric(c.xmitDrops, prometheus.CounterValue, float64(v.Value), "no_route")
+		}
+	}
+	if c.extraDrops != nil {
+		for r, v := range c.extraDrops() {
+			ch <- prometheus.MustNewConstMetric(c.drops, prometheus.CounterValue, float64(v), r)
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(c.lid, prometheus.GaugeValue, float64(c.h.LID()))
+	cur := c.h.State()
+	for _, s := range hfiStates {
+		ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, b2f(s == cur), s.String())
+	}
+}
+
+// VNICCollector exports every VNIC port's kernel counters (one counter
+// family per ethtool name, opavnic_vnic_<name>_total), its oper state, link
+// state and identity.
+type VNICCollector struct {
+	e        *Engine
+	counters map[string]*prometheus.Desc
+	oper     *prometheus.Desc
+	linkUp   *prometheus.Desc
+	mtu      *prometheus.Desc
+	info     *prometheus.Desc
+}
+
+var _ prometheus.Collector = (*VNICCollector)(nil)
+
+// NewVNICCollector returns a collector for e's ports.
+func NewVNICCollector(e *Engine) *VNICCollector {
+	c := &VNICCollector{e: e, counters: map[string]*prometheus.Desc{}}
+	var zero PortCounters
+	for _, v := range zero.Snapshot() {
+		help := vnicCounterHelp[v.Name]
+		if help == "" {
+			help = "The VNIC's " + v.Name + " counter (Linux opa_vnic ethtool name)."
+		}
+		c.counters[v.Name] = prometheus.NewDesc("opavnic_vnic_"+v.Name+"_total", help, vnicLabels, nil)
+	}
+	c.oper = prometheus.NewDesc("opavnic_vnic_oper_state",
+		"The VNIC's operational state: 1 for the current state (FORWARDING or DROP_ALL), 0 for the other.",
+		append(append([]string(nil), vnicLabels...), "state"), nil)
+	c.linkUp = prometheus.NewDesc("opavnic_vnic_link_up", "1 when the VNIC's netdev is administratively up.", vnicLabels, nil)
+	c.mtu = prometheus.NewDesc("opavnic_vnic_eth_mtu_bytes", "The vesw's Ethernet MTU.", vnicLabels, nil)
+	c.info = prometheus.NewDesc("opavnic_vnic_info", "Identity of a VNIC port; always 1.",
+		append(append([]string(nil), vnicLabels...), "mac", "pkey", "netns"), nil)
+	return c
+}
+
+// Describe implements prometheus.Collector.
+func (c *VNICCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.counters {
+		ch <- d
+	}
+	ch <- c.oper
+	ch <- c.linkUp
+	ch <- c.mtu
+	ch <- c.info
+}
+
+// Collect implements prometheus.Collector.
+func (c *VNICCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, p := range c.e.Ports() {
+		cfg := p.Config()
+		lv := []string{strconv.Itoa(int(p.vport)), p.dev.Name(), strconv.Itoa(int(cfg.VESW.VESWID))}
+		for _, v := range p.Counters.Snapshot() {
+			if d, ok := c.counters[v.Name]; ok {
+				ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v.Value), lv...)
+			}
+		}
+		oper := p.OperState()
+		for _, s := range []uint8{StateForwarding, StateDropAll} {
+			ch <- prometheus.MustNewConstMetric(c.oper, prometheus.GaugeValue, b2f(oper == s), append(lv, stateName(s))...)
+		}
+		ch <- prometheus.MustNewConstMetric(c.linkUp, prometheus.GaugeValue, b2f(p.LinkUp()), lv...)
+		ch <- prometheus.MustNewConstMetric(c.mtu, prometheus.GaugeValue, float64(cfg.VESW.EthMTU), lv...)
+		ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1,
+			append(lv, netMAC(cfg.Port.BaseMAC), cfg.VESW.PKey.String(), p.netdev.NetNS)...)
+	}
+}
+
+// Collectors returns the daemon's metrics: its VNICs, and its HFI with the
+// drops counted by the engine (vnic_bad_tail, vnic_no_port) and by the
+// management agent (mgmt_untrusted, mgmt_bad) as further reasons.
+func (d *Daemon) Collectors() []prometheus.Collector {
+	hc := NewHFICollector(d.hfi, d.cfg.Node.Name)
+	hc.extraDrops = func() map[string]uint64 {
+		return map[string]uint64{
+			"vnic_bad_tail":  d.engine.RxBadTail.Load(),
+			"vnic_no_port":   d.engine.RxNoPort.Load(),
+			"mgmt_untrusted": d.mgmt.Untrusted.Load(),
+			"mgmt_bad":       d.mgmt.Bad.Load(),
+		}
+	}
+	return []prometheus.Collector{NewVNICCollector(d.engine), hc}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
