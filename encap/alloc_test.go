@@ -25,6 +25,9 @@ var (
 // TestNoAllocs fails if anything on the per-packet path allocates, on its
 // success path and on its error paths.
 func TestNoAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector; scripts/test.sh checks them in its non-race pass")
+	}
 	vp := base
 	mp := encap.MgmtParams{SLID: 1, DLID: 2, PKey: 0xFFFF, DestQPN: 1, SrcQPN: 1}
 	txBuf := make([]byte, encap.Headroom+1500+encap.Tailroom)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# All of opavnic's tests: vet and format checks, unit tests with the fuzz seed
-# corpora under the race detector, and, as root, the end-to-end tests in network namespaces (which
-# build their own namespaces and always remove them).
+# All of opavnic's tests: vet and format checks, the static-binary check, and
+# every test (unit, fuzz seed corpora and, as root, the end-to-end tests in
+# network namespaces, which build their own namespaces and always remove
+# them) twice: once plain, where the zero-allocation tests count, and once
+# under the race detector.
 #
 #   scripts/test.sh            # everything
 #   scripts/test.sh -run E2E   # extra arguments go to `go test`
@@ -35,5 +37,7 @@ OPAVNIC_STATIC_DIR=$static_dir go test -count=1 -run TestStaticBinaries ./script
 if [[ $(id -u) -ne 0 ]]; then
 	echo "== note: not root, so the namespace end-to-end tests will skip" >&2
 fi
+echo "== go test"
+go test -count=1 -timeout 30m "$@" ./...
 echo "== go test -race"
 go test -race -count=1 -timeout 30m "$@" ./...

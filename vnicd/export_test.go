@@ -11,3 +11,6 @@ const TxBufLen = txBufLen
 func (p *Port) EncapOne(buf []byte, n int) []byte {
 	return p.encap(p.st.Load(), p.fwd.Load(), buf, n)
 }
+
+// RaceEnabled tells the external tests whether the race detector is on.
+const RaceEnabled = raceEnabled

@@ -1,0 +1,5 @@
+//go:build !race
+
+package encap_test
+
+const raceEnabled = false

@@ -1,0 +1,5 @@
+//go:build !race
+
+package hfi
+
+const raceEnabled = false

@@ -1,0 +1,7 @@
+//go:build race
+
+package hfi
+
+// raceEnabled reports a build with the race detector, under which allocation
+// counts mean nothing (sync.Pool drops items on purpose).
+const raceEnabled = true

@@ -1,0 +1,5 @@
+//go:build !race
+
+package vnicd
+
+const raceEnabled = false

@@ -1,0 +1,5 @@
+//go:build !race
+
+package taptest
+
+const raceEnabled = false
