@@ -186,17 +186,8 @@ func (e *Engine) applyState(p *Port) {
 	}
 }
 
-// SetLinkUp records the netdev's administrative state (from a link watcher)
-// and recomputes the port's oper state.
-func (e *Engine) SetLinkUp(vport uint8, up bool) {
-	e.mu.Lock()
-	p := e.ports[vport]
-	e.mu.Unlock()
-	if p != nil {
-		e.setLinkUp(p, up)
-	}
-}
-
+// setLinkUp records the netdev's administrative state (from its link
+// watcher) and recomputes the port's oper state.
 func (e *Engine) setLinkUp(p *Port, up bool) {
 	p.linkUp.Store(up)
 	p.updateOper()
