@@ -36,24 +36,9 @@ func main() { os.Exit(run(os.Args[1:])) }
 
 func run(args []string) int {
 	fs := flag.NewFlagSet("opafm", flag.ContinueOnError)
-	configPath := fs.String("config", "", "path of the fabric YAML config (required)")
-	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
-	format := fs.String("log-format", "console", "log format: console or json")
-	metricsListen := fs.String("metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics (host:port; off when empty)")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "opafm: unexpected arguments: %v\n", fs.Args())
-		return 2
-	}
-	if *configPath == "" {
-		fmt.Fprintln(os.Stderr, "opafm: --config is required")
-		return 2
-	}
-	log, err := cli.NewLogger(*level, *format)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "opafm: %v\n", err)
+	flags := cli.CommonFlags(fs, "path of the fabric YAML config")
+	log := flags.Start(fs, args)
+	if log == nil {
 		return 2
 	}
 	defer log.Sync() //nolint:errcheck
@@ -63,15 +48,15 @@ func run(args []string) int {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	var opts []fmd.Option
-	if *metricsListen != "" {
+	if *flags.MetricsListen != "" {
 		reg := metrics.NewRegistry()
-		if _, err := metrics.Listen(ctx, *metricsListen, reg, log); err != nil {
+		if _, err := metrics.Listen(ctx, *flags.MetricsListen, reg, log); err != nil {
 			log.Error("cannot serve metrics", zap.Error(err))
 			return 1
 		}
 		opts = append(opts, fmd.WithRegistry(reg))
 	}
-	if err := fmd.Serve(ctx, *configPath, log, hup, opts...); err != nil {
+	if err := fmd.Serve(ctx, *flags.Config, log, hup, opts...); err != nil {
 		if errors.Is(err, fmd.ErrConfig) {
 			fmt.Fprintf(os.Stderr, "opafm: %v\n", err)
 			return 2

@@ -41,30 +41,15 @@ func main() { os.Exit(run(os.Args[1:])) }
 
 func run(args []string) int {
 	fs := flag.NewFlagSet("vnicd", flag.ContinueOnError)
-	configPath := fs.String("config", "", "path of the YAML config (required)")
-	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
-	format := fs.String("log-format", "console", "log format: console or json")
+	flags := cli.CommonFlags(fs, "path of the YAML config")
 	fabricManager := fs.String("fabric-manager", "", "also run a fabric manager with this fabric config (as opafm does), so that this host is the FM")
-	metricsListen := fs.String("metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics (host:port; off when empty)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this file until vnicd stops (for performance work)")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "vnicd: unexpected arguments: %v\n", fs.Args())
-		return 2
-	}
-	if *configPath == "" {
-		fmt.Fprintln(os.Stderr, "vnicd: --config is required")
-		return 2
-	}
-	log, err := cli.NewLogger(*level, *format)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "vnicd: %v\n", err)
+	log := flags.Start(fs, args)
+	if log == nil {
 		return 2
 	}
 	defer log.Sync() //nolint:errcheck
-	cfg, err := vnicd.LoadConfig(*configPath)
+	cfg, err := vnicd.LoadConfig(*flags.Config)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "vnicd: %v\n", err)
 		return 2
@@ -99,10 +84,10 @@ func run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	var fmOpts []fmd.Option
-	if *metricsListen != "" {
+	if *flags.MetricsListen != "" {
 		reg := metrics.NewRegistry()
 		reg.MustRegister(d.Collectors()...)
-		if _, err := metrics.Listen(ctx, *metricsListen, reg, log); err != nil {
+		if _, err := metrics.Listen(ctx, *flags.MetricsListen, reg, log); err != nil {
 			log.Error("cannot serve metrics", zap.Error(err))
 			stop()
 			d.Run(ctx) //nolint:errcheck // only to remove what NewDaemon made

@@ -1,8 +1,11 @@
-// Package cli holds what the daemons' mains share: logger construction.
+// Package cli holds what the daemons' mains share: the common flags and the
+// logger.
 package cli
 
 import (
+	"flag"
 	"fmt"
+	"os"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -28,4 +31,44 @@ func NewLogger(level, format string) (*zap.Logger, error) {
 	zc.Level = zap.NewAtomicLevelAt(lvl)
 	zc.DisableCaller = true
 	return zc.Build()
+}
+
+// Common holds the flags every daemon has: --config, --log-level,
+// --log-format and --metrics-listen.
+type Common struct {
+	Config, Level, Format, MetricsListen *string
+}
+
+// CommonFlags registers the common flags on fs; configHelp describes --config.
+func CommonFlags(fs *flag.FlagSet, configHelp string) *Common {
+	return &Common{
+		Config:        fs.String("config", "", configHelp+" (required)"),
+		Level:         fs.String("log-level", "info", "log level: debug, info, warn or error"),
+		Format:        fs.String("log-format", "console", "log format: console or json"),
+		MetricsListen: fs.String("metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics (host:port; off when empty)"),
+	}
+}
+
+// Start parses args and builds the logger. On a usage error it prints why to
+// stderr under the program's name and returns a nil logger: the caller exits
+// with code 2.
+func (c *Common) Start(fs *flag.FlagSet, args []string) *zap.Logger {
+	name := fs.Name()
+	if err := fs.Parse(args); err != nil {
+		return nil
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "%s: unexpected arguments: %v\n", name, fs.Args())
+		return nil
+	}
+	if *c.Config == "" {
+		fmt.Fprintf(os.Stderr, "%s: --config is required\n", name)
+		return nil
+	}
+	log, err := NewLogger(*c.Level, *c.Format)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		return nil
+	}
+	return log
 }
