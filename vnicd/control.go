@@ -215,7 +215,15 @@ func Call(path, cmd string, args any, out any) error {
 	if _, err := c.Write(append(b, '\n')); err != nil {
 		return err
 	}
-	line, err := readLine(bufio.NewReader(c), 64<<20)
+	return readAnswer(bufio.NewReader(c), out)
+}
+
+// maxAnswer bounds an answer line a client accepts.
+const maxAnswer = 64 << 20
+
+// readAnswer reads one answer line and decodes it as Call does.
+func readAnswer(r *bufio.Reader, out any) error {
+	line, err := readLine(r, maxAnswer)
 	if err != nil {
 		return fmt.Errorf("reading the answer: %w", err)
 	}

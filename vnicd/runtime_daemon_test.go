@@ -15,7 +15,7 @@ import (
 
 // startFakeDaemon runs a daemon of cfgText (with the control socket in a
 // temporary directory) on in-memory devices; no root needed.
-func startFakeDaemon(t *testing.T, cfgText string) string {
+func startFakeDaemon(t testing.TB, cfgText string) string {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "vnicd.sock")
 	pc, err := net.ListenPacket("udp4", "127.0.0.1:0") // a free port for the HFI
