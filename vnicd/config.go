@@ -20,11 +20,13 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -738,7 +740,7 @@ func (r *rawConfig) build() (*Config, error) {
 	}
 	cfg.Control.Socket = c.buildSocket(r.Control.Socket, cfg.Node.Name)
 	cfg.TrustedManagers = c.buildTrusted(r.TrustedManagers, cfg.Node.Managed())
-	cfg.Netdevs = c.buildNetdevs(r.Netdevs)
+	cfg.Netdevs = c.buildNetdevs(r.Netdevs, cfg.Node.Managed())
 	cfg.VNICs = c.buildVNICs(r.VNICs, cfg, known, groups)
 	if c.err != nil {
 		return nil, c.err
@@ -1371,6 +1373,31 @@ func (c *Config) Marshal() ([]byte, error) {
 		"control", mapping("socket", str(c.Control.Socket)),
 		"vnics", c.marshalVNICs(),
 	)
+	top, n := node, node.Content[1]
+	if c.Node.Managed() {
+		if c.Node.LID == 0 { // the FM assigns it
+			n.Content = slices.Delete(n.Content, 4, 6)
+		}
+		n.Content = append(n.Content, str("fabric_manager"), str(c.Node.FabricManager.String()),
+			str("fm_lid"), hexNum(uint64(c.Node.FMLID)))
+		netdevs := mapping()
+		for _, vp := range slices.Sorted(maps.Keys(c.Netdevs)) {
+			nd := c.Netdevs[vp]
+			addrs := seq(true)
+			for _, a := range nd.Addresses {
+				addrs.Content = append(addrs.Content, str(a.String()))
+			}
+			netdevs.Content = append(netdevs.Content, str(strconv.Itoa(int(vp))),
+				mapping("ifname", str(nd.IfName), "netns", str(nd.NetNS), "addresses", addrs))
+		}
+		top.Content = append(top.Content, str("netdevs"), netdevs)
+	} else if len(c.TrustedManagers) > 0 {
+		tm := seq(false)
+		for _, ap := range c.TrustedManagers {
+			tm.Content = append(tm.Content, str(ap.String()))
+		}
+		top.Content = append(top.Content, str("trusted_managers"), tm)
+	}
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
@@ -1578,8 +1605,14 @@ func (c *checker) buildTrusted(l leaf, managed bool) []netip.AddrPort {
 	return out
 }
 
-func (c *checker) buildNetdevs(raw map[string]rawNetdev) map[uint8]NetdevConfig {
+func (c *checker) buildNetdevs(raw map[string]rawNetdev, managed bool) map[uint8]NetdevConfig {
 	if len(raw) == 0 {
+		return nil
+	}
+	if !managed {
+		k := sortedKeys(raw)[0]
+		r := raw[k]
+		c.failf("netdevs."+k, r.IfName, "only in managed mode (with node.fabric_manager); in static mode each vnics[] entry names its netdev under port:")
 		return nil
 	}
 	out := map[uint8]NetdevConfig{}

@@ -43,6 +43,7 @@ netdevs:
 		"bad trusted":             {"node: {name: a, lid: 2}\ntrusted_managers: [nope]", "trusted_managers[0]"},
 		"bad netdevs key":         {"node: {name: a, fabric_manager: '10.0.0.1'}\nnetdevs: {x: {ifname: a}}", "netdevs.x"},
 		"bad netdevs ifname":      {"node: {name: a, fabric_manager: '10.0.0.1'}\nnetdevs: {1: {ifname: 'a b'}}", "netdevs.1.ifname"},
+		"netdevs in static mode":  {"node: {name: a, lid: 2}\nnetdevs: {0: {ifname: a}}", "netdevs.0"},
 	} {
 		_, err := ParseConfig([]byte(c.text))
 		var ce *ConfigError

@@ -723,6 +723,8 @@ func TestMarshalRoundTrip(t *testing.T) {
 		filepath.Join("..", "configs", "vnicd.example.yaml"),
 		filepath.Join("..", "configs", "demo", "host-a.yaml"),
 		filepath.Join("..", "configs", "demo", "host-b.yaml"),
+		filepath.Join("..", "configs", "demo", "managed-host-a.yaml"),
+		filepath.Join("..", "configs", "demo", "managed-host-b.yaml"),
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
@@ -743,6 +745,21 @@ vnics:
     port: {port_num: 77, mac: "12:34:56:78:9a:bc", ifname: "true", netns: "0x10", addresses: ["10.1.1.1/8"],
            mac_table: [{mac: "aa:bb:cc:dd:ee:ff", dlid: 0xF00002}]}
 `)
+		roundTrip(t, c, noEnv)
+	})
+	t.Run("managed with a LID and netdevs", func(t *testing.T) {
+		c := mustParse(t, `node: {name: m, lid: 0xC000, fabric_manager: "10.0.0.9:4793", fm_lid: 0x20}
+netdevs:
+  "3": {ifname: pod3, netns: blue, addresses: [10.3.0.1/24, "fd00::1/64"]}
+  "0": {}
+`)
+		roundTrip(t, c, noEnv)
+	})
+	t.Run("static with trusted managers", func(t *testing.T) {
+		c := mustParse(t, cfgBase+"trusted_managers: [\"10.0.0.9:4793\", \"[fd00::9]:4000\"]\n")
+		if len(c.TrustedManagers) != 2 {
+			t.Fatalf("trusted managers %v", c.TrustedManagers)
+		}
 		roundTrip(t, c, noEnv)
 	})
 	t.Run("dollar text", func(t *testing.T) {
@@ -805,7 +822,7 @@ func fuzzEnv(k string) (string, bool) {
 }
 
 func FuzzParseConfig(f *testing.F) {
-	for _, p := range []string{"vnicd.example.yaml", "demo/host-a.yaml", "demo/host-b.yaml"} {
+	for _, p := range []string{"vnicd.example.yaml", "demo/host-a.yaml", "demo/host-b.yaml", "demo/managed-host-a.yaml", "demo/managed-host-b.yaml"} {
 		b, err := os.ReadFile(filepath.Join("..", "configs", p))
 		if err != nil {
 			f.Fatal(err)
