@@ -7,6 +7,9 @@
 #
 #   scripts/test.sh            # everything
 #   scripts/test.sh -run E2E   # extra arguments go to `go test`
+#
+# It ends with `scripts/stress.sh --short`: every fuzz target for 3 s (the full
+# 5-minute runs and the full-size fault tests are `scripts/stress.sh`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
@@ -41,3 +44,5 @@ echo "== go test"
 go test -count=1 -timeout 30m "$@" ./...
 echo "== go test -race"
 go test -race -count=1 -timeout 30m "$@" ./...
+echo "== scripts/stress.sh --short (every fuzz target for 3 s)"
+bash scripts/stress.sh --short
