@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/netip"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -230,6 +231,34 @@ func TestManagedNodeJoins(t *testing.T) {
 	}
 	if nd.mgmt.Untrusted.Load() != before+1 {
 		t.Fatal("untrusted MAD not counted")
+	}
+	// 6b. Sets that would take the port down: from the peer with its own
+	// SLID (the agent's trust check: mgmt_untrusted), and from the peer's
+	// endpoint claiming the FM's SLID (the HFI's source check, before any
+	// agent sees it: rcv_bad_source). Both are dropped and counted; the
+	// port keeps forwarding.
+	down := info
+	down.VPort.ConfigState = vema.StateDropAll
+	db2, _ := down.MarshalBinary()
+	_, setReq := fm.vema(netip.AddrPort{}, nodeLID, vema.ClassVEMA, vema.MethodSet, vema.AttrVESWPortInfo, 0, db2)
+	for _, tc := range []struct {
+		slid    uint32
+		counter *atomic.Uint64
+	}{{peerLID, &nd.mgmt.Untrusted}, {fmLID, &nd.hfi.Counters.RcvBadSource}} {
+		slid := tc.slid
+		before := tc.counter.Load()
+		pkt, _ := encap.AppendMgmt(nil, &encap.MgmtParams{SLID: slid, DLID: nodeLID, PKey: 0xFFFF, DestQPN: 1, SrcQPN: 1}, setReq)
+		peer.tr.WriteBatch([]hfi.Message{{Buf: pkt, N: len(pkt), Addr: tEPNode}})
+		deadline := time.Now().Add(2 * time.Second)
+		for tc.counter.Load() == before && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if tc.counter.Load() != before+1 {
+			t.Fatalf("Set from the peer with SLID %#x not counted", slid)
+		}
+		if st := nd.engine.Port(0).Config().Port.ConfigState; st != vnicd.StateForwarding {
+			t.Fatalf("Set from the peer with SLID %#x changed the port: config state %v", slid, st)
+		}
 	}
 
 	// 7. SA PathRecord through the FM.
