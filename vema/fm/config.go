@@ -42,8 +42,9 @@ const (
 	DefaultControlDir = "/run/opavnic"
 	// DefaultEthMTU is a vesw's eth_mtu when the config gives none.
 	DefaultEthMTU = 1500
-	// MaxVPort is the largest vport index.
-	MaxVPort = 254
+	// MaxVPort is the largest vport index: the VEMA advertises 255 vports
+	// (OPA_VNIC_MAX_NUM_VPORT), indices 0..254.
+	MaxVPort = vema.MaxVPort
 	// MaxFabricID is the largest fabric_id (10 bits).
 	MaxFabricID = 1023
 
