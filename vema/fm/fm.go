@@ -31,8 +31,10 @@ const (
 	// inboundQueue bounds the MADs waiting for the FM's loop; beyond it they
 	// are dropped (and counted), as a busy socket would.
 	inboundQueue = 1024
-	// maxPending bounds the outstanding requests.
-	maxPending = 8192
+	// maxPending bounds the outstanding requests: four per node at
+	// MaxNodes (a poll, a directory push, EM requests), some 34 MB of
+	// packets kept for retries.
+	maxPending = 4 * MaxNodes
 	// MaxNodes bounds the nodes the SM keeps (joining, active and lost):
 	// with the FM's own entry they fill one directory generation
 	// (vema.MaxDirEntries). An announce from a new port GUID beyond it is
@@ -781,18 +783,29 @@ func (f *FM) pushDirectory() {
 		}
 	}
 	for _, n := range f.nodes {
-		if n.state != NodeActive {
-			continue
-		}
-		for i := range blocks {
-			b := &blocks[i]
-			f.vendorMAD(n, classDirectory, vema.MethodSet, b.Attr, uint32(b.Block), data[i], func(_ *inbound, st vema.Status) {
-				if st != vema.StatusSuccess {
-					f.log.Warn("directory block refused", zap.String("node", n.name), zap.Stringer("status", st))
-				}
-			}, nil)
+		if n.state == NodeActive {
+			f.sendDirectory(n, f.gen, blocks, data, 0)
 		}
 	}
+}
+
+// sendDirectory sends block i of generation gen to n and, once n answers,
+// the next: a push holds one request per node, not one per block (at
+// MaxNodes nodes, 51 blocks each would be some 200000, far beyond
+// maxPending). It stops when a newer generation is being pushed, when n is
+// no longer active, or when n refuses a block.
+func (f *FM) sendDirectory(n *node, gen uint32, blocks []dirBlock, data [][]byte, i int) {
+	if i == len(blocks) || gen != f.gen || n.state != NodeActive {
+		return
+	}
+	b := &blocks[i]
+	f.vendorMAD(n, classDirectory, vema.MethodSet, b.Attr, uint32(b.Block), data[i], func(_ *inbound, st vema.Status) {
+		if st != vema.StatusSuccess {
+			f.log.Warn("directory block refused", zap.String("node", n.name), zap.Uint16("block", b.Block), zap.Stringer("status", st))
+			return
+		}
+		f.sendDirectory(n, gen, blocks, data, i+1)
+	}, nil)
 }
 
 // activeNode returns the active node matched to a config node name.

@@ -217,3 +217,50 @@ func TestLimitFabricConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestLimitDirectoryPush pushes a directory to MaxNodes active nodes: the
+// generation is at the directory's bound (the FM and 4095 nodes, 50
+// DirectoryBlocks and a MulticastBlock), every node gets it, and the push
+// holds one request per node (block after block), none dropped.
+func TestLimitDirectoryPush(t *testing.T) {
+	net := hfitest.NewNetwork()
+	cfg := mustConfig(t, testFabric)
+	f := New(hfi.New(net.Listen(fmEP), hfi.Config{LID: cfg.FM.LID, TrustAnyMgmtSource: true}), cfg, nil)
+	for i := range MaxNodes {
+		n := &node{portGUID: uint64(0x1000 + i), lid: uint32(0x10 + i), ep: silentEP(i), state: NodeActive}
+		f.nodes[n.portGUID] = n
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pushDirectory()
+	if len(f.lastDir) != 51 || len(f.lastDir[0].Entries) != vema.MaxDirEntriesPerMAD {
+		t.Fatalf("%d blocks, want 50 DirectoryBlocks and a MulticastBlock", len(f.lastDir))
+	}
+	if len(f.pending) != MaxNodes || f.RequestsDropped.Load() != 0 {
+		t.Fatalf("%d requests outstanding, %d dropped; want one per node (%d), none", len(f.pending), f.RequestsDropped.Load(), MaxNodes)
+	}
+	// One node answering takes it through every block, one at a time.
+	ep := silentEP(7)
+	blocks := 0
+	for {
+		var tid uint64
+		for k, r := range f.pending {
+			if r.ep == ep {
+				tid = k
+			}
+		}
+		if tid == 0 {
+			break
+		}
+		r := f.pending[tid]
+		delete(f.pending, tid)
+		blocks++
+		r.onResp(&inbound{src: ep}, vema.StatusSuccess)
+		if len(f.pending) > MaxNodes {
+			t.Fatalf("block %d: %d outstanding", blocks, len(f.pending))
+		}
+	}
+	if blocks != len(f.lastDir) || len(f.pending) != MaxNodes-1 {
+		t.Fatalf("node 7 got %d blocks (want %d); %d outstanding", blocks, len(f.lastDir), len(f.pending))
+	}
+}
