@@ -276,3 +276,33 @@ func TestLimitDirectory(t *testing.T) {
 		t.Errorf("%d blocks: %v", big.NumBlocks, err)
 	}
 }
+
+// TestLimitIfaceMACs: an interface MAC list answers at most 333 MACs per MAD
+// ((2008-8)/6, vema_get_mac_list): asking for 334 gets 333, and the rest of a
+// longer list is read from start_idx. (vnicd's lists are fixed: the netdev's
+// own MAC and no secondary or multicast addresses.)
+func TestLimitIfaceMACs(t *testing.T) {
+	p := newFakePorts()
+	a := NewAgent(p, nil)
+	if st, _ := status(t, a, vemaReq(0x02, AttrVESWPortInfo, 0, setInfoData())); st != StatusSuccess {
+		t.Fatal(st)
+	}
+	l := IfaceMACList{GenCount: 9}
+	for i := range 400 {
+		l.UC = append(l.UC, [6]byte{0x02, 0xCC, 0, 0, byte(i >> 8), byte(i)})
+	}
+	p.uc[0] = l
+	for _, tc := range []struct{ start, ask, got int }{
+		{0, MaxIfaceMACsPerMAD, MaxIfaceMACsPerMAD},
+		{0, MaxIfaceMACsPerMAD + 1, MaxIfaceMACsPerMAD},
+		{MaxIfaceMACsPerMAD, 0, 400 - MaxIfaceMACsPerMAD},
+	} {
+		req := []byte{byte(tc.start >> 8), byte(tc.start), byte(tc.ask >> 8), byte(tc.ask)}
+		st, data := status(t, a, vemaReq(0x01, AttrIfaceUcastMACs, 0, req))
+		var m IfaceMACs
+		if err := m.UnmarshalBinary(data); st != StatusSuccess || err != nil || len(m.MACs) != tc.got || m.TotMACsInLst != 400 ||
+			m.MACs[0] != l.UC[tc.start] {
+			t.Errorf("start %d ask %d: %v %v, %d MACs of %d", tc.start, tc.ask, st, err, len(m.MACs), m.TotMACsInLst)
+		}
+	}
+}
