@@ -492,7 +492,7 @@ func (f *FM) announce(p *inbound) {
 		}
 		n = &node{portGUID: guid, ep: p.src, state: NodeJoining}
 		f.nodes[guid] = n
-		f.log.Info("node announced", zap.Uint64("guid", guid), zap.Stringer("peer", p.src), zap.Stringer("lid", encap.LID(held)))
+		f.log.Debug("node announced", zap.Uint64("guid", guid), zap.Stringer("peer", p.src), zap.Stringer("lid", encap.LID(held)))
 	}
 	if n.ep != p.src {
 		f.log.Info("node moved", zap.String("node", n.name), zap.Stringer("peer", p.src), zap.Stringer("old", n.ep))
@@ -525,7 +525,7 @@ func (f *FM) join(n *node, held uint32) {
 			}
 			n.state, n.lostAt = NodeLost, time.Now()
 		}
-		f.log.Warn("join failed; waiting for the next announce", zap.String("node", n.name), zap.Stringer("peer", n.ep))
+		f.warn("join", "join failed; waiting for the next announce", zap.String("node", n.name), zap.Stringer("peer", n.ep))
 	}
 	f.drSMP(n, vema.MethodGet, vema.SMPAttrNodeInfo, 0, nil, f.tries, f.retryTimeout, func(_ *inbound, r *vema.SMP) {
 		var ni vema.NodeInfo

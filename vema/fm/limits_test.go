@@ -69,7 +69,7 @@ func TestLimitNodes(t *testing.T) {
 
 	// The silent nodes never finish joining: each is forgotten when its
 	// join fails, so the refused GUID gets in when it announces again.
-	waitFor(t, "failed joins to free their slots", 10*time.Second, func() bool { return len(f.Nodes()) == 1 })
+	waitFor(t, "failed joins to free their slots", 30*time.Second, func() bool { return len(f.Nodes()) == 1 })
 	f.mu.Lock()
 	f.handle(&over)
 	_, overKept = f.nodes[0xDEF]
