@@ -173,6 +173,9 @@ func (a *Agent) set(attr uint16, vport uint8, in, out []byte) Status {
 		_ = req.UnmarshalBinary(in)
 		cur, ok := a.ports.VESWPortInfo(vport)
 		if !ok {
+			if vport > MaxVPort { // beyond OPA_VNIC_MAX_NUM_VPORT: no VNIC is made
+				return StatusInvalidAttrValue
+			}
 			cur = PowerOnVESWPortInfo()
 		}
 		mergeWritable(&cur, &req)

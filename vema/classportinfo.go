@@ -10,6 +10,11 @@ const (
 	// VEMAMaxVPorts is the vport count the VEMA advertises in cap_mask
 	// bits 15:8 (OPA_VNIC_MAX_NUM_VPORT).
 	VEMAMaxVPorts = 255
+	// MaxVPort is the largest vport index a VESWPortInfo Set creates: the
+	// 255 vports advertised are indices 0..254, so attr_mod & 0xFF = 255
+	// never names a VNIC (a Set of it answers StatusInvalidAttrValue, as
+	// the kernel's vema_set_veswport_info does when vema_add_vport fails).
+	MaxVPort = VEMAMaxVPorts - 1
 	// VEMACPICapMask is the cap_mask a VEMA Get returns: 0xFF01.
 	VEMACPICapMask uint16 = CPICapTrap | VEMAMaxVPorts<<8
 	// VEMACPIRespTime is the response time a VEMA Get returns (4.096 us *

@@ -21,9 +21,11 @@ const (
 	MaxDirEntriesPerMAD  = (VEMADataLen - DirBlockHeaderLen) / DirEntryLen // 83
 	MaxDirEntries        = 4096                                            // unicast entries in a generation
 	MaxDirGroups         = 256                                             // groups in a generation
-	MaxDirGroupMembers   = 1024                                            // members of one group
 	dirGroupHeaderLen    = 8
 	maxDirGroupDataBytes = VEMADataLen - DirBlockHeaderLen
+	// MaxDirGroupMembers bounds the members of one group: a group does not
+	// span blocks, so it is what one block holds, (2008-16-8)/4 = 496.
+	MaxDirGroupMembers = (maxDirGroupDataBytes - dirGroupHeaderLen) / 4
 )
 
 // Directory errors.
@@ -304,11 +306,16 @@ func (a *DirAssembler) AddMulticastBlock(b *MulticastBlock) (endpoints map[uint3
 	}
 	a.mcN = b.NumBlocks
 	a.mc[b.Block] = b.Groups
-	n := 0
-	for _, g := range a.mc {
-		n += len(g)
+	n, over := 0, false
+	members := map[uint32]int{} // a group named in two blocks is merged: bound the sum
+	for _, gs := range a.mc {
+		n += len(gs)
+		for _, g := range gs {
+			members[g.MLID] += len(g.Members)
+			over = over || members[g.MLID] > MaxDirGroupMembers
+		}
 	}
-	if n > MaxDirGroups {
+	if n > MaxDirGroups || over {
 		delete(a.mc, b.Block)
 		return nil, nil, false, ErrDirBounds
 	}

@@ -77,9 +77,9 @@ func TestDirectoryCodec(t *testing.T) {
 		t.Fatalf("short: %v", err)
 	}
 	bad = bytes.Clone(mw)
-	put(bad, 20, 0x04, 0x01) // 1025 members
+	put(bad, 20, 0x01, 0xF1) // 497 members: one more than a block holds
 	if err := m.UnmarshalBinary(bad); !errors.Is(err, ErrDirBounds) {
-		t.Fatalf("1025 members: %v", err)
+		t.Fatalf("497 members: %v", err)
 	}
 	if err := m.UnmarshalBinary(mw[:30]); !errors.Is(err, ErrShort) {
 		t.Fatalf("short group: %v", err)

@@ -34,6 +34,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/vema"
 )
 
 // Config defaults and bounds (configs/README.md).
@@ -48,8 +49,9 @@ const (
 	// MaxEthMTU is the largest eth_mtu: a full-size frame, MTU + 18 bytes
 	// (VLAN_ETH_HLEN, the receivers' oversize limit), must fit a 16B packet.
 	MaxEthMTU = encap.MaxFrameLen - vlanEthHLen
-	// MaxVPort is the largest vport index.
-	MaxVPort = 254
+	// MaxVPort is the largest vport index: the VEMA advertises 255 vports
+	// (OPA_VNIC_MAX_NUM_VPORT), indices 0..254.
+	MaxVPort = vema.MaxVPort
 	// MaxFabricID is the largest fabric_id (10 bits).
 	MaxFabricID = 1023
 	// DefaultControlDir is where the default control socket lives.
@@ -62,7 +64,8 @@ const (
 	maxSocketPath  = 107 // sizeof(sun_path) - 1
 	maxSC          = 31  // 5-bit SC
 	maxVL          = 31
-	maxRC          = 7 // 3-bit routing control field
+	maxRC          = 7                      // 3-bit routing control field
+	maxPeers       = vema.MaxDirEntries - 1 // the node's own LID is the directory's other entry
 	rcUnusedBits   = 0xFFFFFFFF &^ 0x07777777
 	netnsCanonical = "/run/netns/" // /var/run is a link to /run on every current distribution
 )
@@ -906,6 +909,10 @@ func (c *checker) buildPeers(raw []rawPeer, known map[uint32]string) []Peer {
 	addrs := map[netip.AddrPort]string{}
 	for i, r := range raw {
 		path := fmt.Sprintf("peers[%d]", i)
+		if i == maxPeers {
+			c.failf(path, r.LID, "more than %d peers: with this node, a directory holds at most %d LIDs", maxPeers, vema.MaxDirEntries)
+			break
+		}
 		var p Peer
 		if c.required(r.LID, path+".lid") {
 			p.LID = encap.LID(c.unicastLID(r.LID, path+".lid"))
@@ -942,6 +949,10 @@ func (c *checker) buildGroups(raw []rawGroup, known map[uint32]string, groups ma
 	var out []MulticastGroup
 	for i, r := range raw {
 		path := fmt.Sprintf("multicast[%d]", i)
+		if i == vema.MaxDirGroups {
+			c.failf(path, r.LID, "more than %d groups: a directory holds at most %d", vema.MaxDirGroups, vema.MaxDirGroups)
+			break
+		}
 		var g MulticastGroup
 		if c.required(r.LID, path+".lid") {
 			g.LID = c.multicastLID(r.LID, path+".lid")
@@ -956,6 +967,10 @@ func (c *checker) buildGroups(raw []rawGroup, known map[uint32]string, groups ma
 		seen := map[uint32]bool{}
 		for j, m := range members {
 			mp := fmt.Sprintf("%s.members[%d]", path, j)
+			if j == vema.MaxDirGroupMembers {
+				c.failf(mp, m, "more than %d members: a directory group holds at most %d", vema.MaxDirGroupMembers, vema.MaxDirGroupMembers)
+				break
+			}
 			if !c.required(m, mp) {
 				break
 			}
@@ -1332,6 +1347,11 @@ func (c *checker) buildMACTable(raw []rawMACEntry, path string, self encap.LID, 
 	seen := map[[6]byte]bool{}
 	for i, r := range raw {
 		ep := fmt.Sprintf("%s[%d]", path, i)
+		if i == vema.MACTableMaxEntries {
+			c.failf(ep, r.MAC, "more than %d entries: a VNIC's MAC table holds at most %d (OPA_VNIC_MAC_TBL_MAX_ENTRIES)",
+				vema.MACTableMaxEntries, vema.MACTableMaxEntries)
+			break
+		}
 		if !c.required(r.MAC, ep+".mac") || !c.required(r.DLID, ep+".dlid") {
 			break
 		}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -41,6 +42,11 @@ type Response struct {
 const (
 	maxRequest     = 1 << 20
 	controlTimeout = 5 * time.Second
+	// MaxControlConns bounds the connections served at once (each may
+	// buffer a request of up to maxRequest bytes for up to controlTimeout);
+	// one more is answered ErrBusy at once and closed.
+	MaxControlConns = 64
+	busyWarnEvery   = 10 * time.Second
 )
 
 // Handler answers one command; args may be empty.
@@ -54,7 +60,16 @@ type ControlServer struct {
 	mu       sync.RWMutex
 	handlers map[string]Handler
 	wg       sync.WaitGroup
+	slots    chan struct{} // one per connection being served
+
+	// Busy counts connections refused because MaxControlConns were open.
+	Busy     atomic.Uint64
+	busyMu   sync.Mutex
+	busyWarn time.Time
 }
+
+// ErrBusy is the answer to a connection beyond MaxControlConns.
+var ErrBusy = fmt.Errorf("vnicd: busy: %d control connections are being served; try again", MaxControlConns)
 
 // ErrSocketInUse is returned when another live daemon serves the socket path.
 var ErrSocketInUse = errors.New("vnicd: control socket is in use by a running daemon")
@@ -86,7 +101,8 @@ func ListenControl(path string, log *zap.Logger) (*ControlServer, error) {
 		ln.Close()
 		return nil, fmt.Errorf("vnicd: control socket: %w", err)
 	}
-	s := &ControlServer{log: log.Named("control"), path: path, ln: ln, handlers: map[string]Handler{}}
+	s := &ControlServer{log: log.Named("control"), path: path, ln: ln, handlers: map[string]Handler{},
+		slots: make(chan struct{}, MaxControlConns)}
 	s.Handle("commands", func(json.RawMessage) (any, error) { return s.commands(), nil })
 	return s, nil
 }
@@ -125,11 +141,38 @@ func (s *ControlServer) Serve(ctx context.Context) error {
 			}
 			return fmt.Errorf("vnicd: control socket: %w", err)
 		}
+		select {
+		case s.slots <- struct{}{}:
+		default:
+			s.refuse(c)
+			continue
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			defer func() { <-s.slots }()
 			s.serveConn(c)
 		}()
+	}
+}
+
+// refuse answers a connection beyond MaxControlConns with ErrBusy, without
+// reading its request, and closes it; it is counted and warned about at most
+// every busyWarnEvery.
+func (s *ControlServer) refuse(c *net.UnixConn) {
+	n := s.Busy.Add(1)
+	_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	out, _ := json.Marshal(Response{Error: ErrBusy.Error()})
+	_, _ = c.Write(append(out, '\n'))
+	c.Close()
+	s.busyMu.Lock()
+	warn := time.Since(s.busyWarn) >= busyWarnEvery
+	if warn {
+		s.busyWarn = time.Now()
+	}
+	s.busyMu.Unlock()
+	if warn {
+		s.log.Warn("control connection refused: too many open", zap.Int("max", MaxControlConns), zap.Uint64("refused_total", n))
 	}
 }
 
@@ -212,20 +255,27 @@ func Call(path, cmd string, args any, out any) error {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(controlTimeout))
 	b, _ := json.Marshal(req)
-	if _, err := c.Write(append(b, '\n')); err != nil {
-		return err
+	_, werr := c.Write(append(b, '\n'))
+	// Read even when the write failed: a daemon at its connection limit
+	// answers ErrBusy and closes without reading the request.
+	err = readAnswer(bufio.NewReader(c), out)
+	if werr != nil && errors.Is(err, errNoAnswer) {
+		return werr
 	}
-	return readAnswer(bufio.NewReader(c), out)
+	return err
 }
 
 // maxAnswer bounds an answer line a client accepts.
 const maxAnswer = 64 << 20
 
+// errNoAnswer is wrapped when no answer line could be read.
+var errNoAnswer = errors.New("reading the answer")
+
 // readAnswer reads one answer line and decodes it as Call does.
 func readAnswer(r *bufio.Reader, out any) error {
 	line, err := readLine(r, maxAnswer)
 	if err != nil {
-		return fmt.Errorf("reading the answer: %w", err)
+		return fmt.Errorf("%w: %w", errNoAnswer, err)
 	}
 	var resp Response
 	if err := json.Unmarshal(line, &resp); err != nil {

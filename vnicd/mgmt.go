@@ -52,7 +52,11 @@ type Mgmt struct {
 	lastSM  atomic.Int64 // unix nanos of the last trusted SMP from the SM
 	tid     atomic.Uint64
 	pendMu  sync.Mutex
-	pending map[uint64]chan []byte
+	pending map[uint64]chan []byte // SA queries in flight, each removed by its answer or timeout
+	// announced holds the TIDs of the last announces: their TrapRepress is
+	// a response asked for. A ring, so unanswered announces take no room.
+	announced [announceTIDs]uint64
+	annNext   int
 
 	// Untrusted counts Get/Set MADs from a source that is not the manager,
 	// and responses nobody asked for (mgmt_untrusted).
@@ -69,6 +73,11 @@ const (
 	saTimeout  = 2 * time.Second
 	announceIv = time.Second
 	smSilence  = 3 * time.Second
+	// announceTIDs is how many recent announces a TrapRepress may answer.
+	announceTIDs = 8
+	// MaxSAQueries bounds the SA queries (Path) in flight; one more fails
+	// with ErrSABusy.
+	MaxSAQueries = 64
 )
 
 // NewMgmt makes the management plane of engine e's HFI and registers it for
@@ -207,11 +216,12 @@ func (m *Mgmt) deliver(tid uint64, mad []byte) bool {
 	m.pendMu.Lock()
 	ch, ok := m.pending[tid]
 	delete(m.pending, tid)
+	announce := tid != 0 && slices.Contains(m.announced[:], tid)
 	m.pendMu.Unlock()
 	if ok {
 		ch <- slices.Clone(mad)
 	}
-	return ok
+	return ok || announce
 }
 
 // handleDirectory answers a directory-class MAD (PROTOCOL.md §3).
@@ -313,8 +323,11 @@ func (m *Mgmt) Run(ctx context.Context) {
 		last := time.Unix(0, m.lastSM.Load())
 		if m.hfi.LID() == 0 || time.Since(last) > smSilence {
 			tid := m.tid.Add(1)
+			m.pendMu.Lock()
+			m.announced[m.annNext] = tid // a TrapRepress is a response we asked for
+			m.annNext = (m.annNext + 1) % announceTIDs
+			m.pendMu.Unlock()
 			m.send(m.SMA.Announce(tid), m.cfg.FMLID, scSMP, pkeyLimit, encap.QPNSMI, encap.QPNSMI, m.cfg.FM)
-			m.expect(tid) // a TrapRepress is a response we asked for
 		}
 		select {
 		case <-ctx.Done():
@@ -324,18 +337,15 @@ func (m *Mgmt) Run(ctx context.Context) {
 	}
 }
 
+// expect registers an SA query's TID; nil when MaxSAQueries are in flight.
 func (m *Mgmt) expect(tid uint64) chan []byte {
-	ch := make(chan []byte, 1)
 	m.pendMu.Lock()
-	if len(m.pending) > 64 { // forget unanswered announces
-		for k, v := range m.pending {
-			if cap(v) == 1 && k != tid {
-				delete(m.pending, k)
-			}
-		}
+	defer m.pendMu.Unlock()
+	if len(m.pending) >= MaxSAQueries {
+		return nil
 	}
+	ch := make(chan []byte, 1)
 	m.pending[tid] = ch
-	m.pendMu.Unlock()
 	return ch
 }
 
@@ -344,6 +354,9 @@ var ErrNoFM = errors.New("vnicd: no fabric manager configured")
 
 // ErrSATimeout is returned by Path when the SA does not answer in time.
 var ErrSATimeout = errors.New("vnicd: the SA did not answer within 2 s")
+
+// ErrSABusy is returned by Path when MaxSAQueries queries are in flight.
+var ErrSABusy = fmt.Errorf("vnicd: %d SA queries are in flight; try again", MaxSAQueries)
 
 // Path asks the SA (the FM) for the path record from this node to dlid
 // (PROTOCOL.md §5).
@@ -366,6 +379,9 @@ func (m *Mgmt) Path(ctx context.Context, dlid encap.LID) (vema.PathRecord, error
 	copy(q.Data, data)
 	mad, _ := q.MarshalBinary()
 	ch := m.expect(tid)
+	if ch == nil {
+		return vema.PathRecord{}, ErrSABusy
+	}
 	m.send(mad, m.cfg.FMLID, 0, pkeyFull, encap.QPNGSI, encap.QPNGSI, m.cfg.FM)
 	ctx, cancel := context.WithTimeout(ctx, saTimeout)
 	defer cancel()

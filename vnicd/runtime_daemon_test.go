@@ -17,6 +17,14 @@ import (
 // temporary directory) on in-memory devices; no root needed.
 func startFakeDaemon(t testing.TB, cfgText string) string {
 	t.Helper()
+	return startFakeDaemonBatch(t, cfgText, 0)
+}
+
+// startFakeDaemonBatch is startFakeDaemon with devices that read batch frames
+// at a time (0: taptest's default); a small batch keeps many ports' transmit
+// buffers small.
+func startFakeDaemonBatch(t testing.TB, cfgText string, batch int) string {
+	t.Helper()
 	sock := filepath.Join(t.TempDir(), "vnicd.sock")
 	pc, err := net.ListenPacket("udp4", "127.0.0.1:0") // a free port for the HFI
 	if err != nil {
@@ -30,7 +38,7 @@ func startFakeDaemon(t testing.TB, cfgText string) string {
 		t.Fatal(err)
 	}
 	factory := func(s vnicd.DeviceSpec) (vnicd.Device, error) {
-		a, _ := taptest.Pair(taptest.Options{Names: [2]string{s.Netdev.IfName, "peer"}})
+		a, _ := taptest.Pair(taptest.Options{Names: [2]string{s.Netdev.IfName, "peer"}, BatchSize: batch})
 		return a, nil
 	}
 	d, err := vnicd.NewDaemon(cfg, factory, nil)

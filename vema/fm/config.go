@@ -24,6 +24,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/vema"
 )
 
 // Config defaults and bounds.
@@ -41,8 +42,9 @@ const (
 	DefaultControlDir = "/run/opavnic"
 	// DefaultEthMTU is a vesw's eth_mtu when the config gives none.
 	DefaultEthMTU = 1500
-	// MaxVPort is the largest vport index.
-	MaxVPort = 254
+	// MaxVPort is the largest vport index: the VEMA advertises 255 vports
+	// (OPA_VNIC_MAX_NUM_VPORT), indices 0..254.
+	MaxVPort = vema.MaxVPort
 	// MaxFabricID is the largest fabric_id (10 bits).
 	MaxFabricID = 1023
 
@@ -482,6 +484,10 @@ func (r *rawConfig) build() (*Config, error) {
 	for i := range r.Nodes {
 		p := fmt.Sprintf("nodes[%d]", i)
 		rn := &r.Nodes[i]
+		if i == MaxNodes && c.err == nil {
+			c.failf(p, rn.Name, "more than %d nodes: the SM keeps at most %d (with the FM, a directory generation's %d LIDs)",
+				MaxNodes, MaxNodes, vema.MaxDirEntries)
+		}
 		n := NodeConfig{Name: c.name(rn.Name, p+".name")}
 		if names[n.Name] && c.err == nil {
 			c.failf(p+".name", rn.Name, "node %q is listed twice", n.Name)
@@ -512,10 +518,44 @@ func (r *rawConfig) build() (*Config, error) {
 		ids[v.ID] = true
 		cfg.VESWs = append(cfg.VESWs, v)
 	}
+	if c.err == nil {
+		c.checkGroups(r, cfg)
+	}
 	if c.err != nil {
 		return nil, c.err
 	}
 	return cfg, nil
+}
+
+// checkGroups holds the vesws' multicast groups to the directory's bounds
+// (vema.MaxDirGroups groups, vema.MaxDirGroupMembers member nodes each): a
+// directory beyond them could not be pushed at all.
+func (c *checker) checkGroups(r *rawConfig, cfg *Config) {
+	groups := map[uint32]map[string]bool{} // mcast_dlid -> member nodes
+	for i, v := range cfg.VESWs {
+		if v.McastDLID == 0 {
+			continue
+		}
+		g := groups[v.McastDLID]
+		if g == nil {
+			if len(groups) == vema.MaxDirGroups {
+				c.failf(fmt.Sprintf("vesws[%d].mcast_dlid", i), r.VESWs[i].McastDLID,
+					"0x%X would be multicast group %d: the directory holds at most %d", v.McastDLID, len(groups)+1, vema.MaxDirGroups)
+				return
+			}
+			g = map[string]bool{}
+			groups[v.McastDLID] = g
+		}
+		for j, m := range v.Members {
+			g[m.Node] = true
+			if len(g) > vema.MaxDirGroupMembers {
+				c.failf(fmt.Sprintf("vesws[%d].members[%d].node", i, j), r.VESWs[i].Members[j].Node,
+					"node %q would be member %d of multicast group 0x%X: a directory group holds at most %d",
+					m.Node, len(g), v.McastDLID, vema.MaxDirGroupMembers)
+				return
+			}
+		}
+	}
 }
 
 func (c *checker) buildFM(r *rawFM) FMConfig {
@@ -711,6 +751,10 @@ func (c *checker) buildVESW(r *rawVESW, path string, nodes map[string]bool) VESW
 	for i := range r.Members {
 		mp := fmt.Sprintf("%s.members[%d]", path, i)
 		rm := &r.Members[i]
+		if i == vema.MACTableMaxEntries && c.err == nil {
+			c.failf(mp, rm.Node, "more than %d members: each may need an entry in the vesw's MAC table, which holds %d (OPA_VNIC_MAC_TBL_MAX_ENTRIES)",
+				vema.MACTableMaxEntries, vema.MACTableMaxEntries)
+		}
 		m := Member{Node: c.name(rm.Node, mp+".node")}
 		if m.Node != "" && !nodes[m.Node] {
 			c.failf(mp+".node", rm.Node, "node %q is not listed under nodes", m.Node)

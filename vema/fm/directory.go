@@ -26,7 +26,7 @@ const (
 	maxGroupMembers      = vema.MaxDirGroupMembers
 )
 
-var errDirectoryTooBig = errors.New("fm: directory exceeds the protocol's bounds (4096 LIDs, 256 groups, 1024 members)")
+var errDirectoryTooBig = errors.New("fm: directory exceeds the protocol's bounds (4096 LIDs, 256 groups, 496 members per group)")
 
 // dirEntry is one LID -> endpoint entry (16B LID).
 type dirEntry struct {

@@ -357,6 +357,9 @@ func (f *FM) vemaTrap(p *inbound) {
 			}
 			st := f.members[k]
 			if st == nil {
+				if _, _, still := f.member(k); !still {
+					return // removed by a reload meanwhile: keep no state for it
+				}
 				st = &memberState{}
 				f.members[k] = st
 			}

@@ -31,8 +31,17 @@ const (
 	// inboundQueue bounds the MADs waiting for the FM's loop; beyond it they
 	// are dropped (and counted), as a busy socket would.
 	inboundQueue = 1024
-	// maxPending bounds the outstanding requests.
-	maxPending = 8192
+	// maxPending bounds the outstanding requests: four per node at
+	// MaxNodes (a poll, a directory push, EM requests), some 34 MB of
+	// packets kept for retries.
+	maxPending = 4 * MaxNodes
+	// MaxNodes bounds the nodes the SM keeps (joining, active and lost):
+	// with the FM's own entry they fill one directory generation
+	// (vema.MaxDirEntries). An announce from a new port GUID beyond it is
+	// refused (counted in NodesRefused) unless a lost node can make room.
+	MaxNodes = vema.MaxDirEntries - 1
+	// warnEvery rate-limits the warnings about refused input.
+	warnEvery = 10 * time.Second
 )
 
 // Node states.
@@ -60,6 +69,12 @@ type FM struct {
 	in      chan inbound
 	// Dropped counts management packets dropped because the queue was full.
 	Dropped atomic.Uint64
+	// NodesRefused counts announces from new port GUIDs refused because the
+	// SM holds MaxNodes nodes, none of them lost.
+	NodesRefused atomic.Uint64
+	// RequestsDropped counts requests not sent because maxPending requests
+	// were outstanding.
+	RequestsDropped atomic.Uint64
 
 	pollEvery    time.Duration
 	retryTimeout time.Duration
@@ -83,6 +98,32 @@ type FM struct {
 	// nodes it has not heard from yet.
 	settleBy time.Time
 	settled  bool
+	// warned rate-limits the warnings about refused input, by kind.
+	warned map[string]*warnState
+}
+
+// warnState is one kind of rate-limited warning: when it last went out and
+// how many were held back since.
+type warnState struct {
+	last time.Time
+	held int
+}
+
+// warn logs msg at most once per warnEvery per kind (f.mu held), with the
+// number held back since the last one.
+func (f *FM) warn(kind, msg string, fields ...zap.Field) {
+	w := f.warned[kind]
+	if w == nil {
+		w = &warnState{}
+		f.warned[kind] = w
+	}
+	now := time.Now()
+	if !w.last.IsZero() && now.Sub(w.last) < warnEvery {
+		w.held++
+		return
+	}
+	f.log.Warn(msg, append(fields, zap.Int("suppressed", w.held))...)
+	w.last, w.held = now, 0
 }
 
 type node struct {
@@ -92,6 +133,7 @@ type node struct {
 	lid                uint32 // assigned LID, kept while lost so it comes back
 	ep                 netip.AddrPort
 	state              string
+	lostAt             time.Time // when it was last marked lost (eviction order)
 	joining            bool
 	misses             int
 	pollOut            bool
@@ -151,6 +193,7 @@ func New(h *hfi.HFI, cfg *Config, log *zap.Logger) *FM {
 		gen:      uint32(time.Now().Unix()),
 		settleBy: time.Now().Add(settleGrace),
 		members:  map[memberKey]*memberState{},
+		warned:   map[string]*warnState{},
 	}
 	h.Register(encap.L4FabricMgt, f)
 	return f
@@ -268,7 +311,8 @@ func (f *FM) sendOnce(ep netip.AddrPort, p encap.MgmtParams, mad []byte) {
 func (f *FM) request(ep netip.AddrPort, p encap.MgmtParams, tid uint64, mad []byte, tries int, timeout time.Duration,
 	onResp func(*inbound, vema.Status), onFail func()) {
 	if len(f.pending) >= maxPending {
-		f.log.Warn("too many outstanding requests; dropping one", zap.Stringer("peer", ep))
+		f.RequestsDropped.Add(1)
+		f.warn("pending", "too many outstanding requests; dropping", zap.Int("max", maxPending), zap.Stringer("peer", ep))
 		if onFail != nil {
 			onFail()
 		}
@@ -440,9 +484,15 @@ func (f *FM) announce(p *inbound) {
 	held := uint32(ntc.IssuerLID)
 	n := f.nodes[guid]
 	if n == nil {
+		if !f.makeRoom() {
+			f.NodesRefused.Add(1)
+			f.warn("nodes", "node table full; announce refused", zap.Int("max", MaxNodes),
+				zap.Uint64("guid", guid), zap.Stringer("peer", p.src))
+			return
+		}
 		n = &node{portGUID: guid, ep: p.src, state: NodeJoining}
 		f.nodes[guid] = n
-		f.log.Info("node announced", zap.Uint64("guid", guid), zap.Stringer("peer", p.src), zap.Stringer("lid", encap.LID(held)))
+		f.log.Debug("node announced", zap.Uint64("guid", guid), zap.Stringer("peer", p.src), zap.Stringer("lid", encap.LID(held)))
 	}
 	if n.ep != p.src {
 		f.log.Info("node moved", zap.String("node", n.name), zap.Stringer("peer", p.src), zap.Stringer("old", n.ep))
@@ -468,9 +518,14 @@ func (f *FM) join(n *node, held uint32) {
 	fail := func() {
 		n.joining = false
 		if n.state == NodeJoining {
-			n.state = NodeLost
+			if n.lid == 0 && f.nodes[n.portGUID] == n {
+				// It never held a LID: nothing to keep it for, and it
+				// must not hold a slot of the node table.
+				delete(f.nodes, n.portGUID)
+			}
+			n.state, n.lostAt = NodeLost, time.Now()
 		}
-		f.log.Warn("join failed; waiting for the next announce", zap.String("node", n.name), zap.Stringer("peer", n.ep))
+		f.warn("join", "join failed; waiting for the next announce", zap.String("node", n.name), zap.Stringer("peer", n.ep))
 	}
 	f.drSMP(n, vema.MethodGet, vema.SMPAttrNodeInfo, 0, nil, f.tries, f.retryTimeout, func(_ *inbound, r *vema.SMP) {
 		var ni vema.NodeInfo
@@ -490,7 +545,7 @@ func (f *FM) join(n *node, held uint32) {
 			n.cfgName = f.matchConfig(n)
 			lid := f.chooseLID(n, held)
 			if lid == 0 {
-				f.log.Error("LID pool exhausted", zap.String("node", n.name))
+				f.warn("pool", "LID pool exhausted; node not joined", zap.String("node", n.name))
 				fail()
 				return
 			}
@@ -578,6 +633,29 @@ func (f *FM) chooseLID(n *node, held uint32) uint32 {
 	return 0
 }
 
+// makeRoom reports whether the node table has room for one more node,
+// forgetting the node lost longest ago when it is full. Joining and active
+// nodes are never forgotten; a forgotten node that comes back joins as a new
+// one (with its configured LID, or the pool LID it still holds if free).
+func (f *FM) makeRoom() bool {
+	if len(f.nodes) < MaxNodes {
+		return true
+	}
+	var oldest *node
+	for _, o := range f.nodes {
+		if o.state == NodeLost && !o.joining && (oldest == nil || o.lostAt.Before(oldest.lostAt)) {
+			oldest = o
+		}
+	}
+	if oldest == nil {
+		return false
+	}
+	f.log.Info("node table full; forgetting the node lost longest ago", zap.String("node", oldest.name),
+		zap.Uint64("guid", oldest.portGUID), zap.Stringer("lid", encap.LID(oldest.lid)))
+	delete(f.nodes, oldest.portGUID)
+	return true
+}
+
 func (f *FM) lidFree(l uint32, n *node) bool {
 	if l == f.cfg.FM.LID || !encap.Is16BUnicast(l) {
 		return false
@@ -631,7 +709,7 @@ func (f *FM) poll() {
 				n.misses++
 				if n.misses >= MissedPollsToDrop && n.state == NodeActive {
 					f.log.Warn("node stopped answering; dropped", zap.String("node", n.name), zap.Stringer("lid", encap.LID(n.lid)))
-					n.state = NodeLost
+					n.state, n.lostAt = NodeLost, time.Now()
 					f.markDirty()
 				}
 			})
@@ -705,18 +783,29 @@ func (f *FM) pushDirectory() {
 		}
 	}
 	for _, n := range f.nodes {
-		if n.state != NodeActive {
-			continue
-		}
-		for i := range blocks {
-			b := &blocks[i]
-			f.vendorMAD(n, classDirectory, vema.MethodSet, b.Attr, uint32(b.Block), data[i], func(_ *inbound, st vema.Status) {
-				if st != vema.StatusSuccess {
-					f.log.Warn("directory block refused", zap.String("node", n.name), zap.Stringer("status", st))
-				}
-			}, nil)
+		if n.state == NodeActive {
+			f.sendDirectory(n, f.gen, blocks, data, 0)
 		}
 	}
+}
+
+// sendDirectory sends block i of generation gen to n and, once n answers,
+// the next: a push holds one request per node, not one per block (at
+// MaxNodes nodes, 51 blocks each would be some 200000, far beyond
+// maxPending). It stops when a newer generation is being pushed, when n is
+// no longer active, or when n refuses a block.
+func (f *FM) sendDirectory(n *node, gen uint32, blocks []dirBlock, data [][]byte, i int) {
+	if i == len(blocks) || gen != f.gen || n.state != NodeActive {
+		return
+	}
+	b := &blocks[i]
+	f.vendorMAD(n, classDirectory, vema.MethodSet, b.Attr, uint32(b.Block), data[i], func(_ *inbound, st vema.Status) {
+		if st != vema.StatusSuccess {
+			f.log.Warn("directory block refused", zap.String("node", n.name), zap.Uint16("block", b.Block), zap.Stringer("status", st))
+			return
+		}
+		f.sendDirectory(n, gen, blocks, data, i+1)
+	}, nil)
 }
 
 // activeNode returns the active node matched to a config node name.

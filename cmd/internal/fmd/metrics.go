@@ -32,6 +32,7 @@ type Collector struct {
 	f                                        *fm.FM
 	nodes, nodeLID, nodeUp, nodeInfo, fmInfo *prometheus.Desc
 	veswMembers, veswConfigured, veswAdmin   *prometheus.Desc
+	drops                                    *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -51,12 +52,15 @@ func NewCollector(f *fm.FM) *Collector {
 		veswConfigured: prometheus.NewDesc("opafm_vesw_members_configured", "Member ports of a vesw whose host's VEMA has applied the config.",
 			vl, nil),
 		veswAdmin: prometheus.NewDesc("opafm_vesw_admin_up", "1 when the vesw is administratively up.", vl, nil),
+		drops: prometheus.NewDesc("opafm_drops_total",
+			"What the FM refused at its bounds: MADs beyond its inbound queue (inbound_queue), announces of new nodes beyond MaxNodes (nodes_full), requests beyond its outstanding limit (pending_full).",
+			[]string{"reason"}, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.nodes, c.nodeLID, c.nodeUp, c.nodeInfo, c.fmInfo, c.veswMembers, c.veswConfigured, c.veswAdmin} {
+	for _, d := range []*prometheus.Desc{c.nodes, c.nodeLID, c.nodeUp, c.nodeInfo, c.fmInfo, c.veswMembers, c.veswConfigured, c.veswAdmin, c.drops} {
 		ch <- d
 	}
 }
@@ -83,6 +87,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for s, n := range count {
 		ch <- prometheus.MustNewConstMetric(c.nodes, prometheus.GaugeValue, float64(n), s)
 	}
+	ch <- prometheus.MustNewConstMetric(c.drops, prometheus.CounterValue, float64(c.f.Dropped.Load()), "inbound_queue")
+	ch <- prometheus.MustNewConstMetric(c.drops, prometheus.CounterValue, float64(c.f.NodesRefused.Load()), "nodes_full")
+	ch <- prometheus.MustNewConstMetric(c.drops, prometheus.CounterValue, float64(c.f.RequestsDropped.Load()), "pending_full")
 	cfg := c.f.Config()
 	ch <- prometheus.MustNewConstMetric(c.fmInfo, prometheus.GaugeValue, 1,
 		cfg.FM.Name, encap.LID(cfg.FM.LID).String(), encap.GUID(cfg.FM.GUID).String())

@@ -144,6 +144,7 @@ func TestExposition(t *testing.T) {
 		{"opavnic_hfi_port_state", dto.MetricType_GAUGE, map[string]string{"node": "host-a", "state": "Active"}, 1},
 		{"opafm_nodes", dto.MetricType_GAUGE, map[string]string{"state": "active"}, 0},
 		{"opafm_nodes", dto.MetricType_GAUGE, map[string]string{"state": "joining"}, 0},
+		{"opafm_drops_total", dto.MetricType_COUNTER, map[string]string{"reason": "nodes_full"}, 0},
 		{"opafm_info", dto.MetricType_GAUGE, map[string]string{"name": "fm0", "lid": "0x1"}, 1},
 		{"opafm_vesw_members", dto.MetricType_GAUGE, map[string]string{"vesw": "1", "name": "red"}, 1},
 		{"opafm_vesw_members_configured", dto.MetricType_GAUGE, map[string]string{"vesw": "1", "name": "red"}, 0},
