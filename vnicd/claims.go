@@ -609,7 +609,11 @@ func (d *Daemon) endClaim(c Claim, why string) {
 	}
 	defer d.claims.drop(c.VPort)
 	p := d.engine.Port(c.VPort)
-	if p == nil {
+	if p == nil { // vnicd is stopping: the persistent netdev stays behind
+		tag := d.claimTag(c.VPort)
+		if err := d.removeTAP(c.NetNS, c.IfName, func(a string) bool { return a == tag }); err != nil {
+			log.Warn("cannot remove the claimed netdev", zap.Error(err))
+		}
 		log.Info("claim ended; its port is gone", zap.String("why", why))
 		return
 	}

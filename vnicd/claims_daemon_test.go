@@ -115,6 +115,19 @@ func (n *fakeNode) halt() {
 	}
 }
 
+// record returns copies of the attach requests and removals so far.
+func (n *fakeNode) record() ([]vnicd.DeviceSpec, []string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]vnicd.DeviceSpec(nil), n.attaches...), append([]string(nil), n.removed...)
+}
+
+func (n *fakeNode) setAttachOK(ok bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.attachOK = ok
+}
+
 func (n *fakeNode) dev(vport uint8) *taptest.Device {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -173,11 +186,12 @@ func TestClaimsManaged(t *testing.T) {
 
 	var st vnicd.VNICStatus
 	err := vnicd.Call(n.sock, "vnic_add", vnicd.VNICAddArgs{VESW: 1, PKey: "0x8001", EthMTU: 1400, McastDLID: "0xF00001",
-		IfName: "eth0", NetNS: c1, Owner: "cni:red:c1:eth0"}, &st)
+		IfName: "eth0", NetNS: c1, Addresses: []string{"10.1.0.5/24"}, Owner: "cni:red:c1:eth0"}, &st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.VPort != 0 || st.IfName != "eth0" || st.NetNS != c1 || st.MAC != "02:00:01:00:00:00" || st.Owner != "cni:red:c1:eth0" || st.VESW != 1 {
+	if st.VPort != 0 || st.IfName != "eth0" || st.NetNS != c1 || st.MAC != "02:00:01:00:00:00" || st.Owner != "cni:red:c1:eth0" || st.VESW != 1 ||
+		len(st.Addresses) != 1 || st.Addresses[0] != "10.1.0.5/24" {
 		t.Errorf("claim answered %+v", st)
 	}
 	if on, tag := n.dev(0).Persistent(); !on || tag != "opavnic:m:vport0" {
@@ -313,15 +327,16 @@ func TestClaimsRestart(t *testing.T) {
 	n.emSet(0, 1)
 	n.emSet(1, 2)
 	n.emSet(3, 6)
-	if len(n.attaches) != 1 || n.attaches[0].VPort != 0 || n.attaches[0].Attach != "opavnic:m:vport0" ||
-		n.attaches[0].Netdev.NetNS != c1 || n.attaches[0].Netdev.IfName != "eth0" {
-		t.Errorf("attach requests %+v", n.attaches)
+	attaches, removed := n.record()
+	if len(attaches) != 1 || attaches[0].VPort != 0 || attaches[0].Attach != "opavnic:m:vport0" ||
+		attaches[0].Netdev.NetNS != c1 || attaches[0].Netdev.IfName != "eth0" {
+		t.Errorf("attach requests %+v", attaches)
 	}
 	if cs := n.claims(); len(cs) != 1 || cs[0].Owner != "keep" || cs[0].State != vnicd.ClaimActive {
 		t.Errorf("claims once the EM made the ports: %+v", cs)
 	}
-	if len(n.removed) != 1 || n.removed[0] != c3+"/eth0" {
-		t.Errorf("netdevs removed: %v; want the one of the claim whose vesw changed", n.removed)
+	if len(removed) != 1 || removed[0] != c3+"/eth0" {
+		t.Errorf("netdevs removed: %v; want the one of the claim whose vesw changed", removed)
 	}
 	if err := vnicd.Call(n.sock, "vnics", nil, &vs); err != nil || len(vs) != 3 || vs[0].Owner != "keep" || vs[0].NetNS != c1 ||
 		vs[0].IfName != "eth0" || vs[1].NetNS != "" || vs[2].VESW != 6 || vs[2].NetNS != "" {
@@ -330,7 +345,7 @@ func TestClaimsRestart(t *testing.T) {
 
 	// A claim whose netdev cannot be taken over ends; the port is made anew.
 	n.halt()
-	n.attachOK = false
+	n.setAttachOK(false)
 	n.start()
 	n.emSet(0, 1)
 	if cs := n.claims(); len(cs) != 0 {
@@ -341,18 +356,19 @@ func TestClaimsRestart(t *testing.T) {
 	}
 	// A pending claim ended by DEL before the EM made its port: its netdev
 	// is deleted where it is.
-	n.attachOK = true
+	n.setAttachOK(true)
 	if err := vnicd.Call(n.sock, "vnic_add", vnicd.VNICAddArgs{VESW: 1, NetNS: c1, Owner: "late"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	n.halt()
-	n.removed = nil
+	_, before := n.record()
 	n.start()
 	var del vnicd.VNICDeleted
 	if err := vnicd.Call(n.sock, "vnic_del", vnicd.VNICDelArgs{Owner: "late"}, &del); err != nil || len(del.Deleted) != 1 {
 		t.Fatalf("DEL of a pending claim: %+v, %v", del, err)
 	}
-	if len(n.removed) != 1 || n.removed[0] != c1+"/vnic0" || len(n.claims()) != 0 {
-		t.Errorf("DEL of a pending claim removed %v, claims %+v", n.removed, n.claims())
+	_, removed = n.record()
+	if removed = removed[len(before):]; len(removed) != 1 || removed[0] != c1+"/vnic0" || len(n.claims()) != 0 {
+		t.Errorf("DEL of a pending claim removed %v, claims %+v", removed, n.claims())
 	}
 }

@@ -297,7 +297,7 @@ func (d *Daemon) registerControl() {
 	d.ctl.Handle("vnics", func(json.RawMessage) (any, error) {
 		out := VNICStatuses(d.engine)
 		for i := range out {
-			out[i].Owner = d.owner(out[i].VPort)
+			d.decorate(&out[i])
 		}
 		return out, nil
 	})

@@ -208,11 +208,20 @@ func (d *Daemon) owner(vport uint8) string {
 	return ""
 }
 
+// decorate adds to a port's status what the daemon knows beyond the
+// engine: its owner, and the addresses a claim set.
+func (d *Daemon) decorate(s *VNICStatus) {
+	s.Owner = d.owner(s.VPort)
+	if c, pending, ok := d.claims.get(s.VPort); ok && !pending {
+		s.Addresses = c.Addresses
+	}
+}
+
 // status describes vport with its owner.
 func (d *Daemon) status(vport uint8) (VNICStatus, bool) {
 	for _, s := range VNICStatuses(d.engine) {
 		if s.VPort == vport {
-			s.Owner = d.owner(vport)
+			d.decorate(&s)
 			return s, true
 		}
 	}

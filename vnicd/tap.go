@@ -333,7 +333,11 @@ func (t *TAP) Name() string { return t.place.Load().name }
 func (t *TAP) NetNS() string { return t.place.Load().netns }
 
 // Index returns the netdev's ifindex in its namespace.
-func (t *TAP) Index() int { return t.index }
+func (t *TAP) Index() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.index
+}
 
 // BatchSize returns TAPBatchSize.
 func (t *TAP) BatchSize() int { return TAPBatchSize }
