@@ -104,9 +104,16 @@ func TestTAPMoveTo(t *testing.T) {
 	if err := tap.MoveTo(pod.Path(), "eth0", []netip.Prefix{netip.PrefixFrom(tapIP, 24), tapIP6}); err != nil {
 		t.Fatal(err)
 	}
-	for ev := range events { // closed by the move, without a Deleted event
-		if ev.Deleted {
-			t.Error("the watch saw the move as a deletion")
+	for deadline := time.After(time.Second); events != nil; { // closed by the move, without a Deleted event
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+			} else if ev.Deleted {
+				t.Error("the watch saw the move as a deletion")
+			}
+		case <-deadline:
+			t.Fatal("the watch still runs 1 s after the move")
 		}
 	}
 	if tap.Name() != "eth0" || tap.NetNS() != pod.Path() {
