@@ -22,11 +22,11 @@ RUN mkdir -p /out && for c in vnicd opafm vnicctl vnic-cni; do \
 	done && ls -l /out
 
 # Alpine rather than distroless: the Kubernetes CNI installer init container
-# needs sh and cp; the binaries themselves need nothing from the image.
+# needs sh, cp, awk and sed; the binaries themselves need nothing from the image.
 FROM alpine:3.20
 RUN apk add --no-cache ca-certificates iproute2 && mkdir -p /etc/opavnic /run/opavnic /opt/opavnic/cni
 COPY --from=build /out/ /usr/local/bin/
-COPY configs/k8s/cni/10-opavnic.conflist /opt/opavnic/cni/10-opavnic.conflist
+COPY configs/k8s/cni/opavnic.conflist configs/k8s/cni/ranges /opt/opavnic/cni/
 COPY scripts/opavnic.lua /opt/opavnic/opavnic.lua
 EXPOSE 4793/udp 9479/tcp
 ENTRYPOINT []

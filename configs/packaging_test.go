@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/containernetworking/cni/libcni"
 	"gopkg.in/yaml.v3"
 
 	"github.com/opavnic/opavnic/vema/fm"
@@ -91,7 +93,7 @@ func TestK8sManifests(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"Namespace/opavnic", "DaemonSet/vnicd", "ConfigMap/vnicd-config", "ConfigMap/vnic-cni-config",
-		"Deployment/opafm", "Service/opafm", "ConfigMap/opafm-config"} {
+		"Deployment/opafm", "Service/opafm", "ConfigMap/opafm-config", "NetworkAttachmentDefinition/opavnic"} {
 		if kinds[want] == nil {
 			t.Errorf("no %s", want)
 		}
@@ -112,7 +114,7 @@ func TestK8sManifests(t *testing.T) {
 			paths[p] = true
 		}
 	}
-	for _, p := range []string{"/dev/net/tun", "/var/run/netns", "/run/opavnic", "/opt/cni/bin", "/etc/cni/net.d"} {
+	for _, p := range []string{"/dev/net/tun", "/var/run/netns", "/run/opavnic", "/opt/cni/bin", "/etc/cni/multus/net.d"} {
 		if !paths[p] {
 			t.Errorf("vnicd DaemonSet does not mount host %s", p)
 		}
@@ -134,23 +136,104 @@ func TestK8sManifests(t *testing.T) {
 	} else if vc.Node.Name != "node-1" || !vc.Node.Managed() {
 		t.Errorf("vnicd-config: node %q managed %v", vc.Node.Name, vc.Node.Managed())
 	}
-	if _, err := fm.ParseConfig([]byte(get(kinds["ConfigMap/opafm-config"], "data", "fabric.yaml").(string))); err != nil {
-		t.Errorf("opafm-config: %v", err)
+	fabric, err := fm.ParseConfig([]byte(get(kinds["ConfigMap/opafm-config"], "data", "fabric.yaml").(string)))
+	if err != nil {
+		t.Fatalf("opafm-config: %v", err)
 	}
-	// The conflist in the ConfigMap is the one the image carries.
+	if len(vc.Netdevs) != 0 || len(vc.VNICs) != 0 {
+		t.Error("vnicd-config keeps ports for the node: pods could not claim them")
+	}
+	// The conflist and ranges in the ConfigMap are the files beside.
+	cm := kinds["ConfigMap/vnic-cni-config"]
 	var inMap, inFile any
-	if err := json.Unmarshal([]byte(get(kinds["ConfigMap/vnic-cni-config"], "data", "10-opavnic.conflist").(string)), &inMap); err != nil {
+	if err := json.Unmarshal([]byte(get(cm, "data", "opavnic.conflist").(string)), &inMap); err != nil {
 		t.Errorf("vnic-cni-config conflist: %v", err)
 	}
-	data, err := os.ReadFile("k8s/cni/10-opavnic.conflist")
+	data, err := os.ReadFile("k8s/cni/opavnic.conflist")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(data, &inFile); err != nil {
-		t.Errorf("k8s/cni/10-opavnic.conflist: %v", err)
+		t.Errorf("k8s/cni/opavnic.conflist: %v", err)
 	}
 	if !reflect.DeepEqual(inMap, inFile) {
-		t.Error("the conflist in vnic-cni-config differs from k8s/cni/10-opavnic.conflist")
+		t.Error("the conflist in vnic-cni-config differs from k8s/cni/opavnic.conflist")
+	}
+	ranges, err := os.ReadFile("k8s/cni/ranges")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if get(cm, "data", "ranges") != string(ranges) {
+		t.Error("the ranges in vnic-cni-config differ from k8s/cni/ranges")
+	}
+	checkNetwork(t, string(data), string(ranges), fabric, get(kinds["NetworkAttachmentDefinition/opavnic"], "metadata", "name"))
+}
+
+// checkNetwork renders the conflist for every node of ranges, as the
+// DaemonSet's install-cni does, and checks that it is a CNI network list of
+// vnic-cni named as the NetworkAttachmentDefinition, that each node is a
+// member of the network's vesw in the fabric config, and that the ranges lie
+// in the subnet without overlapping.
+func checkNetwork(t *testing.T, conflist, ranges string, fabric *fm.Config, nadName any) {
+	t.Helper()
+	var seen [][2]netip.Addr
+	n := 0
+	for _, line := range strings.Split(ranges, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		n++
+		if len(f) != 3 {
+			t.Errorf("ranges: %q is not: node rangeStart rangeEnd", line)
+			continue
+		}
+		text := strings.NewReplacer("@RANGE_START@", f[1], "@RANGE_END@", f[2]).Replace(conflist)
+		l, err := libcni.ConfListFromBytes([]byte(text))
+		if err != nil {
+			t.Errorf("conflist for %s: %v", f[0], err)
+			continue
+		}
+		if l.Name != nadName || len(l.Plugins) != 1 || l.Plugins[0].Network.Type != "vnic-cni" {
+			t.Errorf("conflist for %s: name %q (the NetworkAttachmentDefinition is %v), plugins %+v", f[0], l.Name, nadName, l.Plugins)
+			continue
+		}
+		var p struct {
+			VESW float64 `json:"vesw"`
+			IPAM struct {
+				Ranges [][]struct{ Subnet, RangeStart, RangeEnd string }
+			} `json:"ipam"`
+		}
+		if err := json.Unmarshal(l.Plugins[0].Bytes, &p); err != nil || len(p.IPAM.Ranges) != 1 || len(p.IPAM.Ranges[0]) != 1 {
+			t.Errorf("conflist for %s: %+v, %v", f[0], p, err)
+			continue
+		}
+		r := p.IPAM.Ranges[0][0]
+		sub, err1 := netip.ParsePrefix(r.Subnet)
+		lo, err2 := netip.ParseAddr(r.RangeStart)
+		hi, err3 := netip.ParseAddr(r.RangeEnd)
+		if err := errors.Join(err1, err2, err3); err != nil || !sub.Contains(lo) || !sub.Contains(hi) || hi.Less(lo) {
+			t.Errorf("range of %s: %+v (%v)", f[0], r, err)
+			continue
+		}
+		for _, o := range seen {
+			if !o[1].Less(lo) && !hi.Less(o[0]) {
+				t.Errorf("range of %s overlaps another node's (%v..%v)", f[0], o[0], o[1])
+			}
+		}
+		seen = append(seen, [2]netip.Addr{lo, hi})
+		member := false
+		for _, v := range fabric.VESWs {
+			for _, m := range v.Members {
+				member = member || uint16(v.ID) == uint16(p.VESW) && m.Node == f[0]
+			}
+		}
+		if !member {
+			t.Errorf("node %s has a range but no member on vesw %v in the fabric config", f[0], p.VESW)
+		}
+	}
+	if n == 0 {
+		t.Error("ranges names no node")
 	}
 }
 
@@ -194,5 +277,68 @@ func TestSystemdUnits(t *testing.T) {
 				t.Errorf("systemd-analyze verify %s: %s", tc.file, l)
 			}
 		}
+	}
+}
+
+// TestInstallCNIScript runs the DaemonSet's install-cni script with its
+// paths moved into a temporary directory: a node with a range gets its
+// conflist, one without gets none (and the script still succeeds).
+func TestInstallCNIScript(t *testing.T) {
+	for _, tool := range []string{"sh", "awk", "sed"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s: %v", tool, err)
+		}
+	}
+	var ds map[string]any
+	for _, d := range manifests(t)["k8s/vnicd-daemonset.yaml"] {
+		if d["kind"] == "DaemonSet" {
+			ds = d
+		}
+	}
+	script, _ := get(ds, "spec", "template", "spec", "initContainers", 0, "args", 0).(string)
+	if script == "" {
+		t.Fatal("no install-cni script")
+	}
+	dir := t.TempDir()
+	for _, d := range []string{"host/opt/cni/bin", "host/etc/cni/multus/net.d", "config/cni"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"opavnic.conflist", "ranges"} {
+		b, err := os.ReadFile(filepath.Join("k8s/cni", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "config/cni", f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script = strings.NewReplacer("/host/", dir+"/host/", "/config/", dir+"/config/",
+		"/usr/local/bin/vnic-cni", dir+"/no-vnic-cni").Replace(script)
+	out := filepath.Join(dir, "host/etc/cni/multus/net.d/opavnic.conflist")
+	run := func(node string) string {
+		t.Helper()
+		cmd := exec.Command("sh", "-ec", script)
+		cmd.Env = append(os.Environ(), "NODE_NAME="+node)
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("install-cni for %s: %v\n%s", node, err, b)
+		}
+		return string(b)
+	}
+	run("node-2")
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"rangeStart": "192.168.101.20", "rangeEnd": "192.168.101.29"`) || strings.Contains(string(b), "@") {
+		t.Errorf("conflist for node-2:\n%s", b)
+	}
+	if msg := run("node-9"); !strings.Contains(msg, "no range for node node-9") {
+		t.Errorf("install-cni for a node without a range said %q", msg)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a node without a range kept a conflist: %v", err)
 	}
 }

@@ -26,6 +26,11 @@ type Daemon struct {
 	mgmt   *Mgmt
 	ctl    *ControlServer
 	rt     runtimeVNICs // VNICs of vnic_add (runtime.go)
+	claims *claimTable  // managed mode: ports claimed by containers (claims.go)
+	// removeTAP deletes a claimed netdev left in a namespace
+	// (RemovePersistentTAP; tests replace it).
+	removeTAP func(netns, name string, match func(alias string) bool) error
+	kick      chan struct{} // a claimed port may have changed: reconcile
 }
 
 // NewDaemon brings a node up from its config: it binds the HFI's socket,
@@ -51,7 +56,12 @@ func NewDaemon(cfg *Config, newDevice DeviceFactory, log *zap.Logger) (_ *Daemon
 		return nil, err
 	}
 	h.SetDirectory(dir)
-	d := &Daemon{cfg: cfg, log: log, hfi: h}
+	d := &Daemon{cfg: cfg, log: log, hfi: h, removeTAP: RemovePersistentTAP, kick: make(chan struct{}, 1)}
+	d.claims = newClaimTable("", cfg.Node.Name)
+	if cfg.Node.Managed() {
+		d.claims = newClaimTable(ClaimsPath(cfg.Control.Socket), cfg.Node.Name)
+		newDevice = d.claimingFactory(newDevice)
+	}
 	d.engine = NewEngine(h, newDevice, log)
 	defer func() {
 		if err != nil {
@@ -61,6 +71,14 @@ func NewDaemon(cfg *Config, newDevice DeviceFactory, log *zap.Logger) (_ *Daemon
 	mc := cfg.MgmtConfig()
 	mc.Netdev = d.netdevFor
 	d.mgmt = NewMgmt(d.engine, mc, log)
+	if cfg.Node.Managed() {
+		d.mgmt.Ports.onSet = func(uint8) {
+			select {
+			case d.kick <- struct{}{}:
+			default:
+			}
+		}
+	}
 	// Static mode configures its ports through its own VEMA agent, as the
 	// EM would (DESIGN.md: the agent is the only way a port's config changes).
 	for _, v := range cfg.VNICs {
@@ -73,6 +91,9 @@ func NewDaemon(cfg *Config, newDevice DeviceFactory, log *zap.Logger) (_ *Daemon
 		return nil, err
 	}
 	d.registerControl()
+	if cfg.Node.Managed() {
+		d.loadClaimsOnStart()
+	}
 	d.warnMTU()
 	log.Info("vnicd up", zap.Stringer("listen", tr.LocalAddr()), zap.Int("vnics", len(cfg.VNICs)),
 		zap.Int("peers", len(cfg.Peers)), zap.String("control", cfg.Control.Socket))
@@ -90,12 +111,24 @@ func (d *Daemon) HFI() *hfi.HFI { return d.hfi }
 func (d *Daemon) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var wg sync.WaitGroup
+	var wg, claimsWG sync.WaitGroup
 	errs := make(chan error, 2)
 	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		d.mgmt.Run(ctx)
+	}()
+	claimsWG.Add(1)
+	go func() {
+		defer claimsWG.Done()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-d.kick:
+				d.reconcileClaims()
+			}
+		}
 	}()
 	go func() {
 		defer wg.Done()
@@ -108,7 +141,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 		cancel()
 	}()
 	<-ctx.Done()
+	claimsWG.Wait()
+	d.rt.op.Lock() // control commands in flight finish first
+	if n := len(d.claims.list()); n > 0 {
+		d.log.Info("claimed ports stay in their containers, carrier off, for the next start to take over", zap.Int("claims", n))
+	}
 	err := d.engine.Close()
+	d.rt.op.Unlock()
 	d.ctl.Close()
 	wg.Wait()
 	close(errs)
@@ -258,13 +297,12 @@ func (d *Daemon) registerControl() {
 	d.ctl.Handle("vnics", func(json.RawMessage) (any, error) {
 		out := VNICStatuses(d.engine)
 		for i := range out {
-			if v, ok := d.rt.get(out[i].VPort); ok {
-				out[i].Owner = v.owner
-			}
+			d.decorate(&out[i])
 		}
 		return out, nil
 	})
 	d.registerRuntime()
+	d.ctl.Handle("claims", func(json.RawMessage) (any, error) { return d.claims.list(), nil })
 	d.ctl.Handle("counters", func(args json.RawMessage) (any, error) {
 		var a struct {
 			VPort *int `json:"vport"`
@@ -332,7 +370,7 @@ func VNICStatuses(e *Engine) []VNICStatus {
 	for _, p := range e.Ports() {
 		c := p.Config()
 		out = append(out, VNICStatus{
-			VPort: p.vport, IfName: p.dev.Name(), NetNS: p.netdev.NetNS,
+			VPort: p.vport, IfName: p.dev.Name(), NetNS: p.NetNS(),
 			MAC:  netMAC(c.Port.BaseMAC),
 			VESW: uint16(c.VESW.VESWID), PKey: c.VESW.PKey.String(), EthMTU: c.VESW.EthMTU,
 			SLID:        encap.LIDFrom16B(c.Port.EncapSLID).String(),

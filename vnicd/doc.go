@@ -6,8 +6,10 @@
 // default port; SC, RC, entropy, PKEY, vesw_id), the receive checks after the
 // HFI's (vesw_id, port state, PKEY, runt and oversize), the kernel's counter
 // set, the static-mode config, runtime VNICs (vnic_add, vnic_del, vnic_gc:
-// checked as config entries, applied through the VEMA agent; runtime.go), and
-// the control socket.
+// checked as config entries, applied through the VEMA agent; runtime.go),
+// in managed mode the claims of EM-made ports by containers (the same
+// commands move a port into a namespace and back, and a claimed TAP outlives
+// a vnicd restart; claims.go, tapmove.go), and the control socket.
 //
 // It implements ../shared/spec/kernel-reference.md §2 (transmit), §3
 // (receive), §5 (counters) and §6 (netdev behaviour) on top of package hfi

@@ -20,9 +20,15 @@ import (
 // DeviceSpec is what a DeviceFactory makes a netdev from.
 type DeviceSpec struct {
 	VPort  uint8
+	VESW   encap.VESWID // the vesw the port is created on (VESWPortInfo's vesw_id)
 	MAC    [6]byte
 	MTU    int
 	Netdev NetdevConfig
+	// Attach, when set, asks for the persistent netdev named Netdev.IfName
+	// in Netdev.NetNS whose alias is Attach to be taken over (AttachTAP)
+	// instead of a new one: a claimed port kept across a vnicd restart
+	// (claims.go). Netdev.Addresses are then not set.
+	Attach string
 }
 
 // DeviceFactory makes the netdev of a new port. The real one opens a TAP;
@@ -34,6 +40,16 @@ type (
 	macSetter     interface{ SetMAC([6]byte) error }
 	mtuSetter     interface{ SetMTU(int) error }
 	carrierSetter interface{ SetCarrier(bool) error }
+	// netnsMover moves the netdev to another namespace and name (TAP.MoveTo).
+	netnsMover interface {
+		MoveTo(netns, name string, addrs []netip.Prefix) error
+	}
+	// netnsReporter tells the namespace the netdev is in now.
+	netnsReporter interface{ NetNS() string }
+	// persister makes the netdev outlive the device (TAP.SetPersist).
+	persister interface {
+		SetPersist(on bool, tag string) error
+	}
 )
 
 // Engine is the VNIC side of one HFI: its ports, their transmit goroutines,
@@ -137,7 +153,7 @@ func (e *Engine) SetPort(vport uint8, cfg PortConfig, nd NetdevConfig, macs []MA
 	}
 	st := newPortState(cfg, macs)
 	if p == nil {
-		dev, err := e.newDevice(DeviceSpec{VPort: vport, MAC: cfg.Port.BaseMAC, MTU: int(cfg.VESW.EthMTU), Netdev: nd})
+		dev, err := e.newDevice(DeviceSpec{VPort: vport, VESW: vesw, MAC: cfg.Port.BaseMAC, MTU: int(cfg.VESW.EthMTU), Netdev: nd})
 		if err != nil {
 			return fmt.Errorf("vnicd: vport %d: %w", vport, err)
 		}
@@ -191,6 +207,38 @@ func (e *Engine) applyState(p *Port) {
 func (e *Engine) setLinkUp(p *Port, up bool) {
 	p.linkUp.Store(up)
 	p.updateOper()
+}
+
+// ErrCannotMove is returned by MovePort for a device that cannot change
+// namespace.
+var ErrCannotMove = errors.New("vnicd: this port's netdev cannot change namespace")
+
+// MovePort moves vport's netdev into the namespace netns ("" is vnicd's
+// own) under ifname, up, with addrs (TAP.MoveTo: the port's data path goes
+// on, its fd is untouched). On error the netdev is where it was. The link
+// watcher follows the netdev to its new place.
+func (e *Engine) MovePort(vport uint8, netns, ifname string, addrs []netip.Prefix) error {
+	p := e.Port(vport)
+	if p == nil {
+		return fmt.Errorf("vnicd: no vport %d", vport)
+	}
+	m, ok := p.dev.(netnsMover)
+	if !ok {
+		return ErrCannotMove
+	}
+	p.moveMu.Lock()
+	defer p.moveMu.Unlock()
+	err := m.MoveTo(netns, ifname, addrs) // ends the device's watches
+	if w, ok := p.dev.(linkWatcher); ok && !p.closing.Load() {
+		if p.watchDone != nil {
+			<-p.watchDone // the old watcher has handled its last event
+		}
+		e.watchLink(p, w)
+	}
+	if err == nil {
+		e.log.Info("vnic port moved", zap.Uint8("vnic", vport), zap.String("ifname", p.dev.Name()), zap.String("netns", netns))
+	}
+	return err
 }
 
 // DeletePort removes a port and its netdev.

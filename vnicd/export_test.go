@@ -1,5 +1,7 @@
 package vnicd
 
+import "github.com/opavnic/opavnic/vema"
+
 // Hooks for the external tests (package vnicd_test), which need taptest and
 // so cannot live in package vnicd.
 
@@ -14,3 +16,25 @@ func (p *Port) EncapOne(buf []byte, n int) []byte {
 
 // RaceEnabled tells the external tests whether the race detector is on.
 const RaceEnabled = raceEnabled
+
+// EMSetPort applies pc to vport through the node's VEMA agent, as a
+// VESWPortInfo Set from the EM does (it makes the port if there is none).
+func (d *Daemon) EMSetPort(vport uint8, pc PortConfig) error {
+	return d.mgmt.configurePort(vport, &pc, nil)
+}
+
+// EMDeleteVESW applies a DeleteVESW of vport through the agent, as the EM
+// sends it for a member removed from the fabric config.
+func (d *Daemon) EMDeleteVESW(vport uint8) error {
+	var req vema.MAD
+	req.BaseVersion, req.MgmtClass, req.ClassVersion, req.Method = vema.BaseVersion, vema.ClassVEMA, vema.VEMAClassVersion, vema.MethodSet
+	req.OUI = vema.IntelOUI
+	req.AttrID, req.AttrMod = vema.AttrDeleteVESW, uint32(vport)
+	req.TID = d.mgmt.tid.Add(1)
+	return d.mgmt.local(&req)
+}
+
+// SetRemoveTAP replaces what deletes a claimed netdev left in a namespace.
+func (d *Daemon) SetRemoveTAP(f func(netns, name string, match func(alias string) bool) error) {
+	d.removeTAP = f
+}

@@ -183,7 +183,7 @@ func (c *VNICCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.linkUp, prometheus.GaugeValue, b2f(p.LinkUp()), lv...)
 		ch <- prometheus.MustNewConstMetric(c.mtu, prometheus.GaugeValue, float64(cfg.VESW.EthMTU), lv...)
 		ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1,
-			append(lv, netMAC(cfg.Port.BaseMAC), cfg.VESW.PKey.String(), p.netdev.NetNS)...)
+			append(lv, netMAC(cfg.Port.BaseMAC), cfg.VESW.PKey.String(), p.NetNS())...)
 	}
 }
 

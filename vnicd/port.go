@@ -2,6 +2,7 @@ package vnicd
 
 import (
 	"encoding/binary"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -92,6 +93,9 @@ type Port struct {
 	rxq     [][]byte // frames of the current receive batch, aliasing HFI buffers
 	txDone  chan struct{}
 	closing atomic.Bool
+
+	moveMu    sync.Mutex    // one MovePort at a time
+	watchDone chan struct{} // closed when the link watcher's goroutine ends; under moveMu after creation
 }
 
 // VPort returns the port's vport index.
@@ -99,6 +103,15 @@ func (p *Port) VPort() uint8 { return p.vport }
 
 // Device returns the port's netdev.
 func (p *Port) Device() Device { return p.dev }
+
+// NetNS returns the namespace the port's netdev is in, as the config or a
+// move named it ("" is vnicd's own).
+func (p *Port) NetNS() string {
+	if r, ok := p.dev.(netnsReporter); ok {
+		return r.NetNS()
+	}
+	return p.netdev.NetNS
+}
 
 // Config returns the port's current configuration.
 func (p *Port) Config() PortConfig { return p.st.Load().cfg }

@@ -21,11 +21,8 @@ import (
 // arguments are checked by the same code as a vnics entry of the config
 // (checker.buildVNIC) and applied through the node's own VEMA agent, as the
 // static config is. They are not persisted: a restarted vnicd starts with the
-// config's VNICs only. In managed mode the EM owns the ports and the commands
-// are refused.
-
-// ErrManaged is returned by the runtime VNIC commands in managed mode.
-var ErrManaged = errors.New("vnicd: this node is managed by a fabric manager, whose EM owns its VNIC ports; add VNICs in the fabric config instead")
+// config's VNICs only. In managed mode the EM owns the ports, and the same
+// commands claim one of them for a container instead (claims.go).
 
 // maxOwner bounds the owner tag of a runtime VNIC.
 const maxOwner = 512
@@ -200,13 +197,31 @@ func (d *Daemon) registerRuntime() {
 	d.ctl.Handle("vnic_gc", d.vnicGC)
 }
 
+// owner is the owner tag of vport: its runtime VNIC's or its claim's.
+func (d *Daemon) owner(vport uint8) string {
+	if v, ok := d.rt.get(vport); ok {
+		return v.owner
+	}
+	if c, _, ok := d.claims.get(vport); ok {
+		return c.Owner
+	}
+	return ""
+}
+
+// decorate adds to a port's status what the daemon knows beyond the
+// engine: its owner, and the addresses a claim set.
+func (d *Daemon) decorate(s *VNICStatus) {
+	s.Owner = d.owner(s.VPort)
+	if c, pending, ok := d.claims.get(s.VPort); ok && !pending {
+		s.Addresses = c.Addresses
+	}
+}
+
 // status describes vport with its owner.
 func (d *Daemon) status(vport uint8) (VNICStatus, bool) {
 	for _, s := range VNICStatuses(d.engine) {
 		if s.VPort == vport {
-			if v, ok := d.rt.get(vport); ok {
-				s.Owner = v.owner
-			}
+			d.decorate(&s)
 			return s, true
 		}
 	}
@@ -215,7 +230,7 @@ func (d *Daemon) status(vport uint8) (VNICStatus, bool) {
 
 func (d *Daemon) vnicAdd(args json.RawMessage) (any, error) {
 	if d.mgmt.Managed() {
-		return nil, ErrManaged
+		return d.claimAdd(args)
 	}
 	d.rt.op.Lock()
 	defer d.rt.op.Unlock()
@@ -242,7 +257,7 @@ func (d *Daemon) vnicAdd(args json.RawMessage) (any, error) {
 	}
 	key := netdevKey(v.Netdev.NetNS, v.Netdev.IfName)
 	for _, p := range d.engine.Ports() {
-		if netdevKey(p.netdev.NetNS, p.dev.Name()) == key {
+		if netdevKey(p.NetNS(), p.dev.Name()) == key {
 			return nil, fmt.Errorf("ifname: %q is vport %d's, in the same network namespace", v.Netdev.IfName, p.vport)
 		}
 		if c := p.Config().VESW.VESWID & encap.VESWIDMask; c == v.Port.VESW.VESWID&encap.VESWIDMask {
@@ -283,21 +298,24 @@ func (d *Daemon) owned(match func(owner string) bool) []uint8 {
 }
 
 func (d *Daemon) vnicDel(args json.RawMessage) (any, error) {
-	if d.mgmt.Managed() {
-		return nil, ErrManaged
-	}
 	var a VNICDelArgs
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&a); err != nil {
 		return nil, fmt.Errorf("bad arguments: %w", err)
 	}
+	switch {
+	case a.VPort != nil && a.Owner != "":
+		return nil, errors.New("bad arguments: give a vport or an owner, not both")
+	case a.VPort == nil && a.Owner == "":
+		return nil, errors.New("bad arguments: vnic_del needs a vport or an owner")
+	case d.mgmt.Managed():
+		return d.claimDel(a)
+	}
 	d.rt.op.Lock()
 	defer d.rt.op.Unlock()
 	var vports []uint8
 	switch {
-	case a.VPort != nil && a.Owner != "":
-		return nil, errors.New("bad arguments: give a vport or an owner, not both")
 	case a.VPort != nil:
 		vp := *a.VPort
 		if vp < 0 || vp > MaxVPort {
@@ -310,24 +328,22 @@ func (d *Daemon) vnicDel(args json.RawMessage) (any, error) {
 			return nil, fmt.Errorf("no vport %d", vp)
 		}
 		vports = []uint8{uint8(vp)}
-	case a.Owner != "":
-		vports = d.owned(func(o string) bool { return o == a.Owner })
 	default:
-		return nil, errors.New("bad arguments: vnic_del needs a vport or an owner")
+		vports = d.owned(func(o string) bool { return o == a.Owner })
 	}
 	return d.deleteRuntime(vports)
 }
 
 func (d *Daemon) vnicGC(args json.RawMessage) (any, error) {
-	if d.mgmt.Managed() {
-		return nil, ErrManaged
-	}
 	var a VNICGCArgs
 	if err := json.Unmarshal(args, &a); err != nil {
 		return nil, fmt.Errorf("bad arguments: %w", err)
 	}
 	if a.Prefix == "" {
 		return nil, errors.New("bad arguments: vnic_gc needs a non-empty owner prefix")
+	}
+	if d.mgmt.Managed() {
+		return d.claimGC(a)
 	}
 	d.rt.op.Lock()
 	defer d.rt.op.Unlock()

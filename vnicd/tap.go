@@ -83,9 +83,12 @@ type TAPConfig struct {
 type TAP struct {
 	f      *os.File
 	rc     syscall.RawConn
-	name   string
-	index  int // in the TAP's namespace; fixed once OpenTAP returns
+	place  atomic.Pointer[tapPlace] // name and namespace; changed only by MoveTo
+	index  int                      // in the TAP's namespace; changed only by MoveTo, under mu
 	closed atomic.Bool
+	// persist is TUNSETPERSIST's state: a persistent TAP outlives its fd,
+	// so Close leaves its netdev where it is (tapmove.go).
+	persist atomic.Bool
 
 	// Read state, owned by the one goroutine in Read.
 	rbufs  [][]byte
@@ -110,8 +113,13 @@ type TAP struct {
 	h        *netlink.Handle // in the TAP's namespace; nil once closed
 	ns       netns.NsHandle  // the TAP's namespace
 	done     chan struct{}   // closed by Close: stops watchers
+	moved    chan struct{}   // closed by MoveTo (and replaced): stops watchers
 	watchers sync.WaitGroup
 }
+
+// tapPlace is where a TAP's netdev is: its name and its namespace as
+// TAPConfig.NetNS names it ("" for the namespace it was made in).
+type tapPlace struct{ name, netns string }
 
 var _ Device = (*TAP)(nil)
 
@@ -148,7 +156,7 @@ func OpenTAP(cfg TAPConfig) (*TAP, error) {
 	if move {
 		createName = fmt.Sprintf("vnictmp%08x", rand.Uint32())
 	}
-	f, created, err := createTAP(createName)
+	f, created, err := createTAP(createName, true)
 	runtime.UnlockOSThread()
 	if err != nil {
 		here.Close()
@@ -161,13 +169,7 @@ func OpenTAP(cfg TAPConfig) (*TAP, error) {
 		here.Close()
 		return nil, fmt.Errorf("vnicd: open TAP %s: %w", name, err)
 	}
-	t := &TAP{f: f, rc: rc, name: created, ns: here, done: make(chan struct{})}
-	t.readFn = t.readBatch
-	t.vbuf = make([]byte, vnetHdrLen+maxSuperFrameLen)
-	t.maxSeg = 1500 + maxFrameOverMTU
-	if cfg.MTU != 0 {
-		t.maxSeg = cfg.MTU + maxFrameOverMTU
-	}
+	t := newTAP(f, rc, created, here, cfg.MTU)
 	fail := func(step string, err error) (*TAP, error) {
 		if cerr := t.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("rollback: %w", cerr))
@@ -214,7 +216,7 @@ func OpenTAP(cfg TAPConfig) (*TAP, error) {
 		if link, err = t.h.LinkByIndex(t.index); err != nil {
 			return fail("find renamed link", err)
 		}
-		t.name = link.Attrs().Name
+		t.place.Store(&tapPlace{name: link.Attrs().Name, netns: cfg.NetNS})
 	}
 
 	if cfg.MAC != ([6]byte{}) {
@@ -239,6 +241,19 @@ func OpenTAP(cfg TAPConfig) (*TAP, error) {
 		}
 	}
 	return t, nil
+}
+
+// newTAP wraps a TAP fd; the netdev is name in ns, its MTU mtu (0: 1500).
+func newTAP(f *os.File, rc syscall.RawConn, name string, ns netns.NsHandle, mtu int) *TAP {
+	t := &TAP{f: f, rc: rc, ns: ns, done: make(chan struct{}), moved: make(chan struct{})}
+	t.place.Store(&tapPlace{name: name})
+	t.readFn = t.readBatch
+	t.vbuf = make([]byte, vnetHdrLen+maxSuperFrameLen)
+	t.maxSeg = 1500 + maxFrameOverMTU
+	if mtu != 0 {
+		t.maxSeg = mtu + maxFrameOverMTU
+	}
+	return t
 }
 
 func (c *TAPConfig) validate() error {
@@ -277,16 +292,21 @@ func validIfName(name string) error {
 // frame read or written carries a virtio_net_hdr (IFF_VNET_HDR); the TAP
 // takes TCP super-frames and partial checksums (offload.go) when the kernel
 // allows it, and plain frames otherwise.
-// IFF_TUN_EXCL makes a name clash an error (EBUSY) where the kernel would
-// otherwise attach to an existing persistent TAP of that name.
-func createTAP(name string) (*os.File, string, error) {
+// With excl, IFF_TUN_EXCL makes a name clash an error (EBUSY) where the
+// kernel would otherwise attach to an existing persistent TAP of that name;
+// without it, that attaching is the point (AttachTAP).
+func createTAP(name string, excl bool) (*os.File, string, error) {
 	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, "", fmt.Errorf("open /dev/net/tun: %w", err)
 	}
 	ifr, err := unix.NewIfreq(name)
 	if err == nil {
-		ifr.SetUint16(unix.IFF_TAP | unix.IFF_NO_PI | unix.IFF_TUN_EXCL | unix.IFF_VNET_HDR)
+		flags := uint16(unix.IFF_TAP | unix.IFF_NO_PI | unix.IFF_VNET_HDR)
+		if excl {
+			flags |= unix.IFF_TUN_EXCL
+		}
+		ifr.SetUint16(flags)
 		err = unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr)
 	}
 	if err != nil {
@@ -306,10 +326,18 @@ func openNS(spec string) (netns.NsHandle, error) {
 }
 
 // Name returns the netdev's name as the kernel made it (a %d filled in).
-func (t *TAP) Name() string { return t.name }
+func (t *TAP) Name() string { return t.place.Load().name }
+
+// NetNS returns the namespace the netdev is in, as TAPConfig.NetNS or
+// MoveTo named it ("" for the one it was made in).
+func (t *TAP) NetNS() string { return t.place.Load().netns }
 
 // Index returns the netdev's ifindex in its namespace.
-func (t *TAP) Index() int { return t.index }
+func (t *TAP) Index() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.index
+}
 
 // BatchSize returns TAPBatchSize.
 func (t *TAP) BatchSize() int { return TAPBatchSize }
@@ -521,10 +549,10 @@ func (t *TAP) SetCarrier(on bool) error {
 	if err := t.rc.Control(func(fd uintptr) {
 		ierr = unix.IoctlSetPointerInt(int(fd), unix.TUNSETCARRIER, v)
 	}); err != nil {
-		return fmt.Errorf("vnicd: TAP %s: set carrier: %w", t.name, t.ioErr(err))
+		return fmt.Errorf("vnicd: TAP %s: set carrier: %w", t.Name(), t.ioErr(err))
 	}
 	if ierr != nil {
-		return fmt.Errorf("vnicd: TAP %s: set carrier: %w", t.name, ierr)
+		return fmt.Errorf("vnicd: TAP %s: set carrier: %w", t.Name(), ierr)
 	}
 	return nil
 }
@@ -563,11 +591,11 @@ func (t *TAP) withLink(what string, f func(*netlink.Handle, netlink.Link) error)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.h == nil {
-		return fmt.Errorf("vnicd: TAP %s: %s: %w", t.name, what, os.ErrClosed)
+		return fmt.Errorf("vnicd: TAP %s: %s: %w", t.Name(), what, os.ErrClosed)
 	}
 	l := &netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: t.index}}
 	if err := f(t.h, l); err != nil {
-		return fmt.Errorf("vnicd: TAP %s: %s: %w", t.name, what, err)
+		return fmt.Errorf("vnicd: TAP %s: %s: %w", t.Name(), what, err)
 	}
 	return nil
 }
@@ -575,7 +603,9 @@ func (t *TAP) withLink(what string, f func(*netlink.Handle, netlink.Link) error)
 // Close stops the TAP's watchers, closes its fd, which unblocks Read and
 // Write (they return os.ErrClosed) and makes the kernel delete the netdev,
 // checks that the netdev is gone (deleting it if it is not) and releases the
-// TAP's namespace. Later calls return nil.
+// TAP's namespace. Later calls return nil. A persistent TAP (SetPersist)
+// keeps its netdev, with carrier off, until AttachTAP takes it over or
+// RemovePersistentTAP or its namespace's end deletes it.
 func (t *TAP) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -586,10 +616,12 @@ func (t *TAP) Close() error {
 	err := t.f.Close()
 	// Watchers leave before the namespace handle they subscribe with closes.
 	t.watchers.Wait()
-	if t.h != nil {
-		if gerr := ensureGone(t.h, t.index, t.name); gerr != nil {
-			err = errors.Join(err, fmt.Errorf("vnicd: TAP %s: delete: %w", t.name, gerr))
+	if t.h != nil && !t.persist.Load() {
+		if gerr := ensureGone(t.h, t.index, t.Name()); gerr != nil {
+			err = errors.Join(err, fmt.Errorf("vnicd: TAP %s: delete: %w", t.Name(), gerr))
 		}
+	}
+	if t.h != nil {
 		t.h.Close()
 		t.h = nil
 	}
@@ -648,8 +680,8 @@ type LinkEvent struct {
 const watchRetries = 3
 
 // Watch reports the netdev's state: first the current one, then each change
-// of Up, MAC or MTU, until ctx is done, the TAP is closed or the netdev is
-// gone (after a Deleted event); then the channel is closed. Events carry
+// of Up, MAC or MTU, until ctx is done, the TAP is closed or moved (MoveTo)
+// or the netdev is gone (after a Deleted event); then the channel is closed. Events carry
 // state, not edges: a reader that falls behind gets the latest state, not
 // every step in between. Each Watch has a netlink subscription of its own in
 // the TAP's namespace, released when the channel closes.
@@ -657,22 +689,32 @@ func (t *TAP) Watch(ctx context.Context) (<-chan LinkEvent, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.h == nil {
-		return nil, fmt.Errorf("vnicd: TAP %s: watch: %w", t.name, os.ErrClosed)
+		return nil, fmt.Errorf("vnicd: TAP %s: watch: %w", t.Name(), os.ErrClosed)
 	}
 	sub, err := subscribe(t.ns)
 	if err != nil {
-		return nil, fmt.Errorf("vnicd: TAP %s: watch: %w", t.name, err)
+		return nil, fmt.Errorf("vnicd: TAP %s: watch: %w", t.Name(), err)
 	}
 	out := make(chan LinkEvent, 1)
 	t.watchers.Add(1)
+	w := tapWatch{moved: t.moved, index: t.index, ns: t.ns}
 	go func() {
 		defer t.watchers.Done()
-		t.watch(ctx, sub, out)
+		t.watch(ctx, sub, out, w)
 	}()
 	return out, nil
 }
 
-func (t *TAP) watch(ctx context.Context, sub *subscription, out chan<- LinkEvent) {
+// tapWatch is what a watcher follows: the netdev at index in ns, until
+// moved is closed (MoveTo changes both).
+type tapWatch struct {
+	moved <-chan struct{}
+	index int
+	ns    netns.NsHandle
+}
+
+// watch follows the netdev until ctx, Close or MoveTo ends it.
+func (t *TAP) watch(ctx context.Context, sub *subscription, out chan<- LinkEvent, w tapWatch) {
 	defer close(out)
 	defer func() { sub.stop() }()
 	var (
@@ -691,6 +733,8 @@ func (t *TAP) watch(ctx context.Context, sub *subscription, out chan<- LinkEvent
 			return
 		case <-t.done:
 			return
+		case <-w.moved:
+			return
 		case send <- pending:
 			last, sentAny, havePending = pending, true, false
 			if last.Deleted || last.Err != nil {
@@ -705,7 +749,7 @@ func (t *TAP) watch(ctx context.Context, sub *subscription, out chan<- LinkEvent
 				var err error
 				if retries++; retries > watchRetries {
 					err = fmt.Errorf("%w (%d times in a row)", cause, retries)
-				} else if sub, err = subscribe(t.ns); err != nil {
+				} else if sub, err = subscribe(w.ns); err != nil {
 					err = errors.Join(cause, err)
 				}
 				if err != nil {
@@ -714,12 +758,12 @@ func (t *TAP) watch(ctx context.Context, sub *subscription, out chan<- LinkEvent
 					if !havePending {
 						pending = last
 					}
-					pending.Err = fmt.Errorf("vnicd: TAP %s: watch: %w", t.name, err)
+					pending.Err = fmt.Errorf("vnicd: TAP %s: watch: %w", t.Name(), err)
 					havePending = true
 				}
 				continue
 			}
-			if int(u.Index) != t.index {
+			if int(u.Index) != w.index {
 				continue
 			}
 			retries = 0

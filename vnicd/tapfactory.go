@@ -16,6 +16,9 @@ func TAPFactory(log *zap.Logger) DeviceFactory {
 		if name == "" {
 			name = fmt.Sprintf("vnic%d", s.VPort)
 		}
+		if s.Attach != "" {
+			return AttachTAP(TAPConfig{Name: name, MAC: s.MAC, MTU: s.MTU, NetNS: s.Netdev.NetNS}, s.Attach)
+		}
 		t, err := OpenTAP(TAPConfig{
 			Name: name, MAC: s.MAC, MTU: s.MTU, NetNS: s.Netdev.NetNS, Addresses: s.Netdev.Addresses,
 		})
@@ -33,14 +36,19 @@ type linkWatcher interface {
 
 // watchLink follows a port's netdev: its administrative state drives the
 // port's oper state, and its MTU is remembered so that a smaller eth_mtu can
-// lower it. It returns when the device is closed.
+// lower it. Its goroutine ends when the device is closed or moved, and then
+// closes p.watchDone.
 func (e *Engine) watchLink(p *Port, w linkWatcher) {
+	p.watchDone = nil
 	ch, err := w.Watch(context.Background())
 	if err != nil {
 		e.log.Warn("cannot watch the netdev; its link state is taken as up", zap.Uint8("vnic", p.vport), zap.Error(err))
 		return
 	}
+	done := make(chan struct{})
+	p.watchDone = done
 	go func() {
+		defer close(done)
 		var lastMAC [6]byte
 		first := true
 		for ev := range ch {

@@ -22,6 +22,11 @@ type EnginePorts struct {
 	mu      sync.Mutex
 	st      map[uint8]*vportState
 	lastErr error // the engine's last refusal, for the static-mode caller
+
+	// onSet, when set before the agent runs, is told of every applied
+	// VESWPortInfo Set (the daemon follows claimed ports with it). It must
+	// not block.
+	onSet func(vport uint8)
 }
 
 func (c *EnginePorts) takeErr() error {
@@ -134,12 +139,15 @@ func (c *EnginePorts) SetVESWPortInfo(vport uint8, info *vema.VESWPortInfo) erro
 		return c.setErr(err)
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if s = c.st[vport]; s == nil {
 		s = &vportState{mac: info.VPort.BaseMACAddr}
 		c.st[vport] = s
 	}
 	s.info = *info
+	c.mu.Unlock()
+	if c.onSet != nil {
+		c.onSet(vport)
+	}
 	return nil
 }
 

@@ -2,9 +2,9 @@
 // container a VNIC of the local vnicd: ADD asks vnicd, over its control
 // socket, for a VNIC on the network's vesw inside the container's network
 // namespace, then runs the IPAM plugin and sets the addresses and routes on
-// it; DEL removes the VNIC and releases the addresses; CHECK verifies both;
-// GC removes the VNICs of attachments the runtime no longer knows; STATUS
-// reports whether vnicd answers.
+// it; DEL gives the VNIC back and releases the addresses; CHECK verifies
+// both; GC gives back the VNICs of attachments the runtime no longer knows;
+// STATUS reports whether vnicd answers.
 //
 // Network config:
 //
@@ -13,17 +13,24 @@
 //	 "socket": "/run/opavnic/vnicd-host.sock",
 //	 "ipam": {"type": "host-local", "subnet": "10.1.0.0/24"}}
 //
-// vesw and pkey are required; mcast_dlid (a multicast group of vnicd's
-// config that carries the vesw's broadcasts: without one, ARP does not
-// work), mtu (the vesw's eth_mtu, default 1500), mac (default derived from
-// the node's LID and the vesw) and socket (default: the only socket in
-// /run/opavnic) are optional. vnicd must run in static mode; it refuses
-// runtime VNICs when a fabric manager owns its ports.
+// vesw is required. With a static-mode vnicd, ADD makes a new VNIC: pkey is
+// required too, and mcast_dlid (a multicast group of vnicd's config that
+// carries the vesw's broadcasts: without one, ARP does not work), mtu (the
+// vesw's eth_mtu, default 1500) and mac (default derived from the node's LID
+// and the vesw) are optional. With a managed vnicd (a fabric manager's EM
+// owns the ports), ADD claims the node's free EM-created port on the vesw
+// and moves it into the container: its MAC, pkey, MTU and multicast DLID
+// are the EM's, so pkey, mtu and mcast_dlid may be left out (when given
+// they must match the EM's) and mac may not be given. socket defaults to
+// the only socket in /run/opavnic.
 //
 // A VNIC is tagged in vnicd with the owner "cni:<network>:<container
-// id>:<ifname>", which is how DEL, CHECK and GC find it. vnicd keeps
-// runtime VNICs in memory only: after a vnicd restart they are gone, and DEL
-// of one succeeds.
+// id>:<ifname>", which is how DEL, CHECK and GC find it. A static vnicd
+// keeps runtime VNICs in memory only: after a vnicd restart they are gone,
+// and DEL of one succeeds. A managed vnicd keeps its claims across a
+// restart (the container's interface stays, carrier off, until vnicd takes
+// it over again); a DEL while it is down removes the interface from the
+// container itself.
 package main
 
 import (
@@ -33,6 +40,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -75,8 +83,8 @@ func loadConf(data []byte) (*NetConf, error) {
 	if err := json.Unmarshal(data, &c); err != nil {
 		return nil, fmt.Errorf("vnic-cni: bad network config: %w", err)
 	}
-	if c.VESW == nil || c.PKey == nil {
-		return nil, errors.New("vnic-cni: the network config needs vesw and pkey")
+	if c.VESW == nil {
+		return nil, errors.New("vnic-cni: the network config needs vesw (and pkey, unless vnicd is managed by a fabric manager)")
 	}
 	if c.Socket == "" {
 		matches, _ := filepath.Glob(filepath.Join(socketDir, "*.sock"))
@@ -156,13 +164,26 @@ func unreachable(err error) bool {
 	return errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT)
 }
 
+// claimedAlias reports whether a netdev's alias is that of a port a managed
+// vnicd claimed for a container (vnicd's claimTag).
+func claimedAlias(alias string) bool { return strings.HasPrefix(alias, "opavnic:") }
+
 func cmdDel(args *skel.CmdArgs) error {
 	conf, err := loadConf(args.StdinData)
 	if err != nil {
 		return err
 	}
 	err = vnicd.Call(conf.Socket, "vnic_del", vnicd.VNICDelArgs{Owner: owner(conf.Name, args.ContainerID, args.IfName)}, nil)
-	if err != nil && !unreachable(err) {
+	switch {
+	case err != nil && unreachable(err) && args.Netns != "":
+		// No vnicd: a static one's VNICs went with it, but a managed one's
+		// claimed port stays in the container (persistent) for vnicd to
+		// take over when it starts. Remove it here; vnicd ends the claim
+		// when it finds the netdev gone.
+		if err := vnicd.RemovePersistentTAP(args.Netns, args.IfName, claimedAlias); err != nil && !errors.Is(err, vnicd.ErrNotOurTAP) {
+			return fmt.Errorf("vnic-cni: vnicd at %s does not answer, and removing %s: %w", conf.Socket, args.IfName, err)
+		}
+	case err != nil && !unreachable(err):
 		return fmt.Errorf("vnic-cni: vnicd at %s: %w", conf.Socket, err)
 	}
 	if conf.IPAM.Type != "" {
@@ -206,6 +227,15 @@ func cmdCheck(args *skel.CmdArgs) error {
 	for _, v := range vs {
 		if v.Owner == own {
 			found = true
+			if vesw, ok := number(conf.VESW); ok && uint64(v.VESW) != vesw {
+				if v.VESW == 0 { // DeleteVESW: the member left the fabric config
+					return fmt.Errorf("vnic-cni: vnicd's VNIC of %s is on no vesw (the EM took it off vesw %d)", own, vesw)
+				}
+				return fmt.Errorf("vnic-cni: vnicd's VNIC of %s is on vesw %d, the network's is %d", own, v.VESW, vesw)
+			}
+			if v.OperState != "FORWARDING" {
+				return fmt.Errorf("vnic-cni: vnicd's VNIC of %s is %s, not FORWARDING", own, v.OperState)
+			}
 			if !strings.EqualFold(v.MAC, want.Mac) {
 				return fmt.Errorf("vnic-cni: vnicd's VNIC of %s has MAC %s, prevResult %s", own, v.MAC, want.Mac)
 			}
@@ -247,6 +277,21 @@ func cmdCheck(args *skel.CmdArgs) error {
 		}
 	}
 	return nil
+}
+
+// number reads a config number: a JSON number or a string in decimal or
+// 0x hex.
+func number(v any) (uint64, bool) {
+	switch n := v.(type) {
+	case float64:
+		if n >= 0 && n == float64(uint64(n)) {
+			return uint64(n), true
+		}
+	case string:
+		u, err := strconv.ParseUint(n, 0, 64)
+		return u, err == nil
+	}
+	return 0, false
 }
 
 // cmdGC removes the VNICs of this network whose attachment is not in the

@@ -17,13 +17,28 @@ func TestLoadConf(t *testing.T) {
 		t.Errorf("conf %+v", c)
 	}
 	for _, tc := range []struct{ text, err string }{
-		{`{"name": "red", "pkey": 1, "socket": "/s"}`, "needs vesw and pkey"},
-		{`{"name": "red", "vesw": 1, "socket": "/s"}`, "needs vesw and pkey"},
+		{`{"name": "red", "pkey": 1, "socket": "/s"}`, "needs vesw"},
 		{`{"name": "red", "vesw": 1,`, "bad network config"},
 	} {
 		if _, err := loadConf([]byte(tc.text)); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%s: %v; want %q", tc.text, err, tc.err)
 		}
+	}
+}
+
+func TestNumber(t *testing.T) {
+	for _, tc := range []struct {
+		in   any
+		want uint64
+		ok   bool
+	}{{float64(3), 3, true}, {"0x8001", 0x8001, true}, {"12", 12, true}, {float64(1.5), 0, false}, {"x", 0, false}, {nil, 0, false}} {
+		if got, ok := number(tc.in); got != tc.want || ok != tc.ok {
+			t.Errorf("number(%v) = %d, %v", tc.in, got, ok)
+		}
+	}
+	// A network of a managed node needs no pkey.
+	if c, err := loadConf([]byte(`{"name": "red", "vesw": 1, "socket": "/s"}`)); err != nil || c.PKey != nil {
+		t.Errorf("vesw only: %+v, %v", c, err)
 	}
 }
 

@@ -46,11 +46,13 @@ commands of vnicd:
   vesws              the vesw config of each local port
   path LID|NODE      SA path record from this node to a LID (or a peer's name),
                      asked of the fabric manager
-  vnic add --vesw ID --pkey PKEY [OPTIONS]
-                     add a VNIC while vnicd runs (static mode only); see
-                     vnicctl vnic add --help
+  vnic add --vesw ID [--pkey PKEY] [OPTIONS]
+                     static mode: add a VNIC while vnicd runs; managed mode:
+                     claim this node's free EM-made port on the vesw and
+                     move it into --netns; see vnicctl vnic add --help
   vnic del VPORT | --owner OWNER
-                     remove a VNIC made by vnic add
+                     remove a VNIC made by vnic add (managed: end the claim)
+  claims             managed mode: the ports claimed for containers
 commands of opafm:
   fabric             nodes, their GUIDs, LIDs and endpoints
   vesws              the virtual Ethernet switches and their members

@@ -51,7 +51,7 @@ func parseVNICAdd(args []string, stderr io.Writer) (vnicd.VNICAddArgs, bool) {
 	var addrs listFlag
 	vport := fs.String("vport", "", "vport index 0..254 (default: the lowest free one)")
 	vesw := fs.String("vesw", "", "vesw id 1..4095 (required)")
-	pkey := fs.String("pkey", "", "partition key, such as 0x8001 (required)")
+	pkey := fs.String("pkey", "", "partition key, such as 0x8001 (required on a static node; on a managed one, checked against the EM's)")
 	mtu := fs.String("eth-mtu", "", "eth_mtu of the vesw (default 1500)")
 	mcast := fs.String("mcast-dlid", "", "multicast DLID of the vesw, a group of the config, such as 0xF00001")
 	fs.StringVar(&a.MAC, "mac", "", "MAC address (default: derived from the node's LID and the vesw)")
@@ -67,23 +67,15 @@ func parseVNICAdd(args []string, stderr io.Writer) (vnicd.VNICAddArgs, bool) {
 		fmt.Fprintf(stderr, "vnicctl: vnic add takes flags only, not %q\n", fs.Arg(0))
 		return a, false
 	}
-	var missing []string
 	if *vesw == "" {
-		missing = append(missing, "--vesw")
-	}
-	if *pkey == "" {
-		missing = append(missing, "--pkey")
-	}
-	if len(missing) > 0 {
-		fmt.Fprintf(stderr, "vnicctl: vnic add needs %s\nusage: vnicctl vnic add --vesw ID --pkey PKEY [--ifname NAME] [--netns NS] [--address CIDR]... (--help for all)\n",
-			strings.Join(missing, " and "))
+		fmt.Fprintf(stderr, "vnicctl: vnic add needs --vesw\nusage: vnicctl vnic add --vesw ID [--pkey PKEY] [--ifname NAME] [--netns NS] [--address CIDR]... (--help for all)\n")
 		return a, false
 	}
-	a.VESW, a.PKey = *vesw, *pkey
+	a.VESW = *vesw
 	for _, f := range []struct {
 		v   string
 		dst *any
-	}{{*vport, &a.VPort}, {*mtu, &a.EthMTU}, {*mcast, &a.McastDLID}} {
+	}{{*vport, &a.VPort}, {*pkey, &a.PKey}, {*mtu, &a.EthMTU}, {*mcast, &a.McastDLID}} {
 		if f.v != "" {
 			*f.dst = f.v
 		}

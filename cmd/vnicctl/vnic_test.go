@@ -20,7 +20,7 @@ func TestParseVNICAdd(t *testing.T) {
 	}
 	for _, tc := range []struct{ args, err string }{
 		{"--pkey 0x8001", "needs --vesw"},
-		{"", "needs --vesw and --pkey"},
+		{"", "needs --vesw"},
 		{"--vesw 1 --pkey 1 extra", `takes flags only, not "extra"`},
 		{"--colour red", "flag provided but not defined"},
 	} {

@@ -15,6 +15,7 @@ package taptest
 
 import (
 	"errors"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -45,11 +46,16 @@ type Options struct {
 // Device is one end of a Pair. It is safe for the Device contract's
 // concurrency: one reader, any number of writers, Close from anywhere.
 type Device struct {
-	name  string
-	batch int
-	max   int
-	rx    *queue // frames for this end to read
-	tx    *queue // the peer's rx
+	place atomic.Pointer[place] // name and namespace (MoveTo changes them)
+	// Persist and Tag are SetPersist's last arguments.
+	persist atomic.Bool
+	tag     atomic.Pointer[string]
+	// MoveErr, when set, is what MoveTo answers (and it moves nothing).
+	MoveErr atomic.Pointer[error]
+	batch   int
+	max     int
+	rx      *queue // frames for this end to read
+	tx      *queue // the peer's rx
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -85,8 +91,10 @@ func Pair(o Options) (a, b *Device) {
 	if o.BatchSize <= 0 {
 		o.BatchSize = DefaultBatchSize
 	}
-	a = &Device{name: o.Names[0], batch: o.BatchSize, max: o.MaxFrame, closed: make(chan struct{})}
-	b = &Device{name: o.Names[1], batch: o.BatchSize, max: o.MaxFrame, closed: make(chan struct{})}
+	a = &Device{batch: o.BatchSize, max: o.MaxFrame, closed: make(chan struct{})}
+	b = &Device{batch: o.BatchSize, max: o.MaxFrame, closed: make(chan struct{})}
+	a.place.Store(&place{name: o.Names[0]})
+	b.place.Store(&place{name: o.Names[1]})
 	a.rx, b.rx = newQueue(o.Depth, a.closed), newQueue(o.Depth, b.closed)
 	a.tx, b.tx = b.rx, a.rx
 	return a, b
@@ -101,8 +109,43 @@ func newQueue(depth int, closed <-chan struct{}) *queue {
 	}
 }
 
+// place is where a Device's pretend netdev is.
+type place struct{ name, netns string }
+
 // Name implements vnicd.Device.
-func (d *Device) Name() string { return d.name }
+func (d *Device) Name() string { return d.place.Load().name }
+
+// NetNS is the namespace MoveTo last named ("" at first).
+func (d *Device) NetNS() string { return d.place.Load().netns }
+
+// MoveTo records a move of the netdev (TAP.MoveTo): Name and NetNS answer
+// the new place. Addresses are ignored. It fails with MoveErr when set.
+func (d *Device) MoveTo(netns, name string, _ []netip.Prefix) error {
+	if e := d.MoveErr.Load(); e != nil && *e != nil {
+		return *e
+	}
+	if d.isClosed() {
+		return os.ErrClosed
+	}
+	d.place.Store(&place{name: name, netns: netns})
+	return nil
+}
+
+// SetPersist records TAP.SetPersist's arguments.
+func (d *Device) SetPersist(on bool, tag string) error {
+	d.persist.Store(on)
+	d.tag.Store(&tag)
+	return nil
+}
+
+// Persistent reports SetPersist's last on, and its tag.
+func (d *Device) Persistent() (bool, string) {
+	t := ""
+	if p := d.tag.Load(); p != nil {
+		t = *p
+	}
+	return d.persist.Load(), t
+}
 
 // BatchSize implements vnicd.Device.
 func (d *Device) BatchSize() int { return d.batch }

@@ -1,0 +1,453 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+
+	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/nstest"
+)
+
+// TestE2ECNIManaged runs libcni with vnic-cni and host-local against two
+// managed vnicds and an opafm, in namespaces joined by a bridge: pods claim
+// the ports the EM made, ping across a vesw and not across two; a pool runs
+// out with a clear error; DEL, GC, vnicd restarts (killed and stopped), a
+// DEL while vnicd is down, and EM reconfigurations each leave things as
+// README "Containers" says.
+
+const managedFabric = `fm:
+  name: fm
+  listen: "10.204.0.3:4793"
+  control_socket: %q
+lid_pool: {start: 0xC000, end: 0xC0FF}
+nodes:
+  - {name: host-a, lid: 0x10}
+  - {name: host-b}
+vesws:
+  - {id: 1, name: red, pkey: 0x8001, eth_mtu: 1400, mcast_dlid: 0xF00001,
+     members: [{node: host-a, vport: 0}%s]}
+  - {id: 2, name: blue, pkey: 0x8002, eth_mtu: 1400, mcast_dlid: 0xF00002,
+     members: [%s{node: host-b, vport: 1}]}
+  - {id: 3, name: green, pkey: 0x8003, eth_mtu: 1400, mcast_dlid: 0xF00003,
+     members: [{node: host-a, vport: 2}]}
+  - {id: 4, name: yellow, pkey: 0x8004, eth_mtu: 1400, mcast_dlid: 0xF00004,
+     members: [%s]}
+`
+
+// fabricText is the fabric with host-b's red member or not, and host-a's
+// vport 1 on blue or on yellow.
+func fabricText(sock string, bOnRed, aOnBlue bool) string {
+	red, blue, yellow := "", "", ""
+	if bOnRed {
+		red = ", {node: host-b, vport: 0}"
+	}
+	if aOnBlue {
+		blue = "{node: host-a, vport: 1}, "
+	} else {
+		yellow = "{node: host-a, vport: 1}"
+	}
+	return fmt.Sprintf(managedFabric, sock, red, blue, yellow)
+}
+
+// managedHost is a vnicd that knows only the FM; host-a keeps vport 2 for
+// itself (netdevs), so no container may claim it.
+type managedHost struct {
+	name, sock, cfg, bin string
+	ns                   *nstest.NS
+	cmd                  *exec.Cmd
+}
+
+func (h *managedHost) start(t *testing.T) {
+	t.Helper()
+	cmd, err := h.ns.Start(context.Background(), h.bin, "--config", h.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.cmd = cmd
+}
+
+// stop stops vnicd with sig and waits (at most 10 s) for it to exit.
+func (h *managedHost) stop(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	if err := h.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = h.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: vnicd still running 10 s after %v", h.name, sig)
+	}
+}
+
+func newManagedHost(t *testing.T, bin string, ns *nstest.NS, dir, name, listen, extra string) *managedHost {
+	t.Helper()
+	h := &managedHost{name: name, sock: filepath.Join(dir, name+".sock"), cfg: filepath.Join(dir, name+".yaml"), bin: bin, ns: ns}
+	text := fmt.Sprintf("node: {name: %s, listen: %q, fabric_manager: \"10.204.0.3:4793\"}\ncontrol: {socket: %q}\n%s",
+		name, listen, h.sock, extra)
+	if err := os.WriteFile(h.cfg, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.start(t)
+	return h
+}
+
+// waitPorts waits (at most within) until vnicd answers with want ports,
+// every one FORWARDING.
+func waitPorts(t *testing.T, sock string, want int, within time.Duration) []vnicd.VNICStatus {
+	t.Helper()
+	var vs []vnicd.VNICStatus
+	var err error
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		vs = nil
+		if err = vnicd.Call(sock, "vnics", nil, &vs); err == nil && len(vs) == want {
+			ok := true
+			for _, v := range vs {
+				ok = ok && v.OperState == "FORWARDING"
+			}
+			if ok {
+				return vs
+			}
+		}
+	}
+	t.Fatalf("%s: want %d ports FORWARDING within %v; have %+v (%v)", sock, want, within, vs, err)
+	return nil
+}
+
+func claimsOf(t *testing.T, sock string) []vnicd.Claim {
+	t.Helper()
+	var cs []vnicd.Claim
+	if err := vnicd.Call(sock, "claims", nil, &cs); err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// waitVESW waits (at most within) until vport is on vesw (0: none).
+func waitVESW(t *testing.T, sock string, vport uint8, vesw uint16, within time.Duration) {
+	t.Helper()
+	var vs []vnicd.VNICStatus
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		vs = nil
+		if err := vnicd.Call(sock, "vnics", nil, &vs); err == nil {
+			for _, v := range vs {
+				if v.VPort == vport && v.VESW == vesw {
+					return
+				}
+			}
+		}
+	}
+	t.Fatalf("%s: vport %d not on vesw %d within %v: %+v", sock, vport, vesw, within, vs)
+}
+
+// managedNet is a conflist of one vnic-cni network on a managed node:
+// only the vesw (the EM has the rest) and host-local's range.
+func managedNet(t *testing.T, name string, vesw int, sock, rangeStart, rangeEnd, dataDir string) *libcni.NetworkConfigList {
+	t.Helper()
+	text := fmt.Sprintf(`{"cniVersion": "1.1.0", "name": %q, "plugins": [{"type": "vnic-cni", "vesw": %d, "socket": %q,
+		"ipam": {"type": "host-local", "dataDir": %q, "ranges": [[{"subnet": "10.1.0.0/24", "rangeStart": %q, "rangeEnd": %q}]]}}]}`,
+		name, vesw, sock, dataDir, rangeStart, rangeEnd)
+	l, err := libcni.ConfListFromBytes([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+var rttRE = regexp.MustCompile(`rtt min/avg/max/mdev = ([0-9.]+)/([0-9.]+)/([0-9.]+)`)
+
+// pingRTT pings 5 times, 0.2 s apart, and returns the min/avg/max RTT line.
+func pingRTT(t *testing.T, ns *nstest.NS, addr string) string {
+	t.Helper()
+	out, err := ns.Exec(context.Background(), "ping", "-c", "5", "-i", "0.2", "-W", "1", addr)
+	if err != nil {
+		t.Fatalf("ping %s from %s: %v\n%s", addr, ns.Name(), err, out)
+	}
+	m := rttRE.FindStringSubmatch(string(out))
+	if m == nil {
+		return "?"
+	}
+	return fmt.Sprintf("min/avg/max %s/%s/%s ms", m[1], m[2], m[3])
+}
+
+// pingsWithin retries one ping until it answers (at most within) and
+// returns how long that took.
+func pingsWithin(t *testing.T, ns *nstest.NS, addr string, within time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for time.Since(start) < within {
+		if _, err := ns.Exec(context.Background(), "ping", "-c", "1", "-W", "1", addr); err == nil {
+			return time.Since(start)
+		}
+	}
+	t.Fatalf("ping %s from %s: no answer within %v", addr, ns.Name(), within)
+	return 0
+}
+
+// silentFor fails unless pings from ns to addr go unanswered for d.
+func silentFor(t *testing.T, ns *nstest.NS, addr string, d time.Duration, what string) {
+	t.Helper()
+	secs := fmt.Sprint(int(d.Seconds()))
+	if out, err := ns.Exec(context.Background(), "ping", "-c", secs, "-i", "1", "-W", "1", addr); err == nil {
+		t.Errorf("%s: %s still reached %s:\n%s", what, ns.Name(), addr, lastLines(out, 2))
+	}
+}
+
+func lastLines(b []byte, n int) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// podLink returns the pod's interface, or nil when it has none.
+func podLink(t *testing.T, ns *nstest.NS) net.HardwareAddr {
+	t.Helper()
+	l, err := ns.Netlink().LinkByName(containerIface)
+	if err != nil {
+		return nil
+	}
+	return l.Attrs().HardwareAddr
+}
+
+func TestE2ECNIManaged(t *testing.T) {
+	nstest.RequireRoot(t)
+	nstest.RequirePaths(t, "/dev/net/tun")
+	nstest.RequireTools(t, "ip", "ping", "go")
+	bin := buildBins(t)
+	if out, err := exec.Command("go", "build", "-buildvcs=false", "-o", filepath.Join(bin, "opafm"), "../opafm").CombinedOutput(); err != nil {
+		t.Fatalf("building opafm: %v\n%s", err, out)
+	}
+	fmNS, a, b := nstest.NewNS(t, "cmfm"), nstest.NewNS(t, "cma"), nstest.NewNS(t, "cmb")
+	pa, pb, pc, pd := nstest.NewNS(t, "cmpa"), nstest.NewNS(t, "cmpb"), nstest.NewNS(t, "cmpc"), nstest.NewNS(t, "cmpd")
+	nstest.Bridge(t, 1500,
+		nstest.Member{NS: a, Addr: netipPrefix("10.204.0.1/24")},
+		nstest.Member{NS: b, Addr: netipPrefix("10.204.0.2/24")},
+		nstest.Member{NS: fmNS, Addr: netipPrefix("10.204.0.3/24")})
+	dir := t.TempDir()
+	fmSock, fabric := filepath.Join(dir, "fm.sock"), filepath.Join(dir, "fabric.yaml")
+	setFabric := func(bOnRed, aOnBlue bool) {
+		t.Helper()
+		if err := os.WriteFile(fabric, []byte(fabricText(fmSock, bOnRed, aOnBlue)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setFabric(true, true)
+	fmCmd, err := fmNS.Start(context.Background(), filepath.Join(bin, "opafm"), "--config", fabric)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reloadFM := func() {
+		t.Helper()
+		if err := fmCmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ha := newManagedHost(t, filepath.Join(bin, "vnicd"), a, dir, "host-a", "10.204.0.1:4793", "netdevs:\n  2: {ifname: green0}\n")
+	hb := newManagedHost(t, filepath.Join(bin, "vnicd"), b, dir, "host-b", "10.204.0.2:4793", "")
+	waitPorts(t, ha.sock, 3, 15*time.Second)
+	waitPorts(t, hb.sock, 2, 15*time.Second)
+
+	data := t.TempDir()
+	redA := managedNet(t, "red", 1, ha.sock, "10.1.0.10", "10.1.0.19", filepath.Join(data, "a"))
+	redB := managedNet(t, "red", 1, hb.sock, "10.1.0.20", "10.1.0.29", filepath.Join(data, "b"))
+	// With the EM's pkey, MTU and multicast DLID spelled out, as a static
+	// network has them: they match, so the claim goes through.
+	blueA := netList(t, "1.1.0", "blue", 2, "0x8002", 0xF00002, ha.sock, "10.1.0.30", "10.1.0.39", filepath.Join(data, "a"))
+	greenA := managedNet(t, "green", 3, ha.sock, "10.1.0.40", "10.1.0.49", filepath.Join(data, "a"))
+	cni := libcni.NewCNIConfigWithCacheDir([]string{bin}, t.TempDir(), nil)
+	ctx := context.Background()
+	rt := func(id string, ns *nstest.NS) *libcni.RuntimeConf {
+		return &libcni.RuntimeConf{ContainerID: id, NetNS: ns.Path(), IfName: containerIface}
+	}
+	add := func(list *libcni.NetworkConfigList, id string, ns *nstest.NS, mac [6]byte) string {
+		t.Helper()
+		r, err := cni.AddNetworkList(ctx, list, rt(id, ns))
+		if err != nil {
+			t.Fatalf("ADD %s to %s: %v", id, list.Name, err)
+		}
+		res, err := current.NewResultFromResult(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := net.HardwareAddr(mac[:]).String()
+		if len(res.Interfaces) != 1 || res.Interfaces[0].Name != containerIface || res.Interfaces[0].Mac != want ||
+			res.Interfaces[0].Sandbox != ns.Path() || len(res.IPs) != 1 {
+			t.Fatalf("ADD %s: result %s; want %s with the EM's MAC %s", id, r, containerIface, want)
+		}
+		if got := podLink(t, ns); got.String() != want {
+			t.Errorf("ADD %s: the pod's %s has MAC %v, want %s", id, containerIface, got, want)
+		}
+		return res.IPs[0].Address.IP.String()
+	}
+	// The MACs the EM gives (derived from the LIDs: host-a 0x10, host-b
+	// the pool's first, 0xC000).
+	macRedA, macRedB := encap.MACForLID(0x10, 1), encap.MACForLID(0xC000, 1)
+	macBlueA := encap.MACForLID(0x10, 2)
+
+	ipA := add(redA, "pa", pa, macRedA)
+	ipB := add(redB, "pb", pb, macRedB)
+	ipC := add(blueA, "pc", pc, macBlueA)
+	if l, err := a.Netlink().LinkByName("vnic0"); err == nil {
+		t.Errorf("host-a's vnic0 is still in vnicd's namespace after the claim: %+v", l.Attrs())
+	}
+	t.Logf("pods: pa %s (red, host-a), pb %s (red, host-b), pc %s (blue, host-a)", ipA, ipB, ipC)
+	t.Logf("ping pa -> pb across red: %s", pingRTT(t, pa, ipB))
+	t.Logf("ping pb -> pa across red: %s", pingRTT(t, pb, ipA))
+	for _, dst := range []string{ipA, ipB} {
+		silentFor(t, pc, dst, 2*time.Second, "blue pod to a red one")
+	}
+	for _, c := range []struct {
+		list *libcni.NetworkConfigList
+		id   string
+		ns   *nstest.NS
+	}{{redA, "pa", pa}, {redB, "pb", pb}, {blueA, "pc", pc}} {
+		if err := cni.CheckNetworkList(ctx, c.list, rt(c.id, c.ns)); err != nil {
+			t.Errorf("CHECK %s: %v", c.id, err)
+		}
+	}
+
+	// Host-a's only red port is claimed: a second pod is refused, clearly,
+	// and left with nothing; green's port is the host's.
+	if _, err := cni.AddNetworkList(ctx, redA, rt("pd", pd)); err == nil ||
+		!strings.Contains(err.Error(), "no free port: vesw 1 has 1 port on node host-a: vport 0, claimed by cni:red:pa:eth0") {
+		t.Errorf("ADD pd to red on host-a: %v; want the pool's refusal", err)
+	} else {
+		t.Logf("pool exhausted: %v", err)
+	}
+	if _, err := cni.AddNetworkList(ctx, greenA, rt("pd", pd)); err == nil || !strings.Contains(err.Error(), "vport 2, kept for the host") {
+		t.Errorf("ADD pd to green on host-a: %v; want a refusal (the host's port)", err)
+	}
+	if podLink(t, pd) != nil {
+		t.Error("a refused ADD left an interface in pd")
+	}
+
+	// DEL gives the port back to vnicd, under its name; a second DEL
+	// succeeds; a new pod takes the port.
+	if err := cni.DelNetworkList(ctx, redA, rt("pa", pa)); err != nil {
+		t.Fatalf("DEL pa: %v", err)
+	}
+	if podLink(t, pa) != nil {
+		t.Error("DEL pa left the interface")
+	}
+	if _, err := a.Netlink().LinkByName("vnic0"); err != nil {
+		t.Errorf("vnic0 not back in host-a's namespace: %v", err)
+	}
+	if err := cni.DelNetworkList(ctx, redA, rt("pa", pa)); err != nil {
+		t.Errorf("second DEL pa: %v", err)
+	}
+	silentFor(t, pb, ipA, 2*time.Second, "after DEL pa")
+	ipA = add(redA, "pa2", pa, macRedA)
+	t.Logf("ping pa2 -> pb after DEL and ADD: %s", pingRTT(t, pa, ipB))
+
+	// vnicd killed on host-b: pb keeps its interface (carrier off) and
+	// address; the restarted vnicd takes it over when the EM makes the
+	// port again, with no CNI call.
+	hb.stop(t, syscall.SIGKILL)
+	if podLink(t, pb) == nil {
+		t.Fatal("pb lost its interface when host-b's vnicd was killed")
+	}
+	hb.start(t)
+	took := pingsWithin(t, pa, ipB, 15*time.Second)
+	t.Logf("host-b's vnicd killed and restarted: pa -> pb answers %v after the start", took.Round(time.Millisecond))
+	if cs := claimsOf(t, hb.sock); len(cs) != 1 || cs[0].State != vnicd.ClaimActive || cs[0].Owner != "cni:red:pb:eth0" {
+		t.Errorf("host-b's claims after the restart: %+v", cs)
+	}
+	if err := cni.CheckNetworkList(ctx, redB, rt("pb", pb)); err != nil {
+		t.Errorf("CHECK pb after the restart: %v", err)
+	}
+
+	// vnicd stopped cleanly on host-a: the same.
+	ha.stop(t, syscall.SIGTERM)
+	if podLink(t, pa) == nil || podLink(t, pc) == nil {
+		t.Fatal("pods lost their interfaces when host-a's vnicd stopped")
+	}
+	ha.start(t)
+	took = pingsWithin(t, pb, ipA, 15*time.Second)
+	t.Logf("host-a's vnicd stopped and restarted: pb -> pa answers %v after the start", took.Round(time.Millisecond))
+	waitPorts(t, ha.sock, 3, 10*time.Second)
+	if err := cni.CheckNetworkList(ctx, blueA, rt("pc", pc)); err != nil {
+		t.Errorf("CHECK pc after the restart: %v", err)
+	}
+
+	// The EM takes host-b's red member away: pb keeps its interface, down;
+	// back in the fabric, pb is reachable again.
+	setFabric(false, true)
+	reloadFM()
+	waitVESW(t, hb.sock, 0, 0, 10*time.Second)
+	silentFor(t, pa, ipB, 3*time.Second, "host-b's red member removed")
+	if podLink(t, pb) == nil {
+		t.Error("pb lost its interface when the EM removed its member")
+	}
+	if err := cni.CheckNetworkList(ctx, redB, rt("pb", pb)); err == nil || !strings.Contains(err.Error(), "on no vesw (the EM took it off vesw 1)") {
+		t.Errorf("CHECK pb while its port is off its vesw: %v", err)
+	} else {
+		t.Logf("CHECK pb while off its vesw: %v", err)
+	}
+	setFabric(true, true)
+	reloadFM()
+	took = pingsWithin(t, pa, ipB, 10*time.Second)
+	t.Logf("host-b's red member back: pa -> pb answers %v after the reload", took.Round(time.Millisecond))
+
+	// The EM moves host-a's vport 1 from blue to yellow: the claim ends and
+	// the port leaves pc, which never sits on a vesw it did not ask for.
+	setFabric(true, false)
+	reloadFM()
+	for deadline := time.Now().Add(10 * time.Second); podLink(t, pc) != nil; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("pc still has its interface 10 s after the EM moved its port to yellow")
+		}
+	}
+	if err := cni.DelNetworkList(ctx, blueA, rt("pc", pc)); err != nil {
+		t.Errorf("DEL pc after its claim ended: %v", err)
+	}
+
+	// DEL while host-a's vnicd is down: the plugin removes the interface;
+	// the restarted vnicd ends the claim and has its port back.
+	ha.stop(t, syscall.SIGKILL)
+	if err := cni.DelNetworkList(ctx, redA, rt("pa2", pa)); err != nil {
+		t.Errorf("DEL pa2 with vnicd down: %v", err)
+	}
+	if podLink(t, pa) != nil {
+		t.Error("DEL with vnicd down left pa's interface")
+	}
+	ha.start(t)
+	waitPorts(t, ha.sock, 3, 15*time.Second)
+	if cs := claimsOf(t, ha.sock); len(cs) != 0 {
+		t.Errorf("host-a's claims after a DEL while it was down: %+v", cs)
+	}
+	if _, err := a.Netlink().LinkByName("vnic0"); err != nil {
+		t.Errorf("vnic0 not back in host-a's namespace: %v", err)
+	}
+
+	// GC of red on host-b with no valid attachments ends pb's claim.
+	if err := cni.GCNetworkList(ctx, redB, &libcni.GCArgs{ValidAttachments: []types.GCAttachment{}}); err != nil {
+		t.Fatalf("GC red on host-b: %v", err)
+	}
+	if podLink(t, pb) != nil {
+		t.Error("GC left pb's interface")
+	}
+	for _, h := range []*managedHost{ha, hb} {
+		if cs := claimsOf(t, h.sock); len(cs) != 0 {
+			t.Errorf("%s: claims at the end: %+v", h.name, cs)
+		}
+		for _, v := range waitPorts(t, h.sock, map[string]int{"host-a": 3, "host-b": 2}[h.name], 5*time.Second) {
+			if v.NetNS != "" || v.Owner != "" {
+				t.Errorf("%s: port at the end: %+v", h.name, v)
+			}
+		}
+	}
+}

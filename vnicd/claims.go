@@ -1,0 +1,741 @@
+package vnicd
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+	"gopkg.in/yaml.v3"
+
+	"github.com/opavnic/opavnic/encap"
+)
+
+// Claims: containers on a managed node. In managed mode the EM owns the
+// ports (it creates them with VESWPortInfo Sets), so vnic_add cannot make
+// one. Instead a container claims a port the EM made: vnic_add with a vesw
+// picks this node's free EM-created port on that vesw, moves its netdev
+// into the container's namespace under the requested name (the TAP's fd,
+// and with it the data path, is untouched by the move) and tags it with the
+// owner; vnic_del moves it back under its old name and ends the claim;
+// vnic_gc ends the claims of owners not in a keep list.
+//
+// Which ports are free: every EM-created port that vnicd's config does not
+// keep for the host (a `netdevs` or `vnics` entry) and that no claim holds.
+// A node has at most one port per vesw (receivers find the port by vesw_id,
+// as the kernel's did), so a vesw takes one container per node.
+//
+// A claimed port stays the EM's: a reconfiguration applies as for any port
+// (a new MAC or a lower MTU reaches the netdev in the container). When the
+// EM takes the port off its vesw (DeleteVESW: the member left the fabric
+// config) the netdev stays in the container, down, and comes back up if the
+// EM puts it back on the same vesw; when the EM puts the port on another
+// vesw, the claim ends and the netdev goes back to vnicd, so a container is
+// never on a vesw it did not ask for.
+//
+// Restarts: a claimed TAP is persistent (TUNSETPERSIST) and carries an alias
+// naming this node and vport, so it outlives vnicd: the container keeps its
+// interface, addresses and routes, with carrier off, while vnicd is down.
+// The claims are kept in a state file beside the control socket (ClaimsPath).
+// A restarted vnicd reads them back as pending; when the EM makes the port
+// again (it does for a rejoining node) on the claimed vesw, vnicd takes the
+// persistent TAP over in the container's namespace (AttachTAP) instead of
+// making a new netdev, and the container's traffic resumes. A claim whose
+// namespace is gone, whose netdev is gone, or whose port the EM makes on
+// another vesw ends, and the port is made afresh in vnicd's namespace.
+
+// ErrNoFreePort is wrapped by vnic_add's error in managed mode when the vesw
+// has no port this node can give a container.
+var ErrNoFreePort = errors.New("no free port")
+
+// Claim is a container's hold on an EM-created port.
+type Claim struct {
+	VPort uint8  `json:"vport"`
+	VESW  uint16 `json:"vesw"`
+	Owner string `json:"owner,omitempty"`
+	// NetNS and IfName are where the netdev is while claimed (NetNS as the
+	// caller named it: a name, pid:N or a path).
+	NetNS  string `json:"netns"`
+	IfName string `json:"ifname"`
+	// Home is the netdev's name in vnicd's namespace, where the end of the
+	// claim puts it back.
+	Home string `json:"home"`
+	// Addresses are those vnic_add set (the CNI plugin sets its IPAM's
+	// itself).
+	Addresses []string `json:"addresses,omitempty"`
+	// NSDev and NSIno identify the namespace (its nsfs inode), so that a
+	// namespace path that names another namespace after a restart is not
+	// taken for the claim's.
+	NSDev uint64 `json:"ns_dev"`
+	NSIno uint64 `json:"ns_ino"`
+	// State is "active" (the port runs in the namespace) or "pending"
+	// (after a restart, until the EM makes the port again); answers only.
+	State string `json:"state,omitempty"`
+}
+
+// Claim states.
+const (
+	ClaimActive  = "active"
+	ClaimPending = "pending"
+)
+
+// claimsVersion is the state file's format.
+const claimsVersion = 1
+
+// claimsFile is the state file's content.
+type claimsFile struct {
+	Version int     `json:"version"`
+	Node    string  `json:"node"`
+	Claims  []Claim `json:"claims"`
+}
+
+// ClaimsPath is the state file of a control socket's claims: the socket's
+// path with ".claims.json" for its ".sock" suffix, in the same directory.
+// An abstract socket ("@name") has none: claims then live in memory only.
+func ClaimsPath(socket string) string {
+	if socket == "" || strings.HasPrefix(socket, "@") {
+		return ""
+	}
+	return strings.TrimSuffix(socket, ".sock") + ".claims.json"
+}
+
+// claimTable holds the claims. mu is a leaf lock: nothing is called with it
+// held. Changes are made under the daemon's rt.op, except that the device
+// factory takes a pending claim (takePending) when the EM makes its port.
+type claimTable struct {
+	mu      sync.Mutex
+	m       map[uint8]*Claim
+	pending map[uint8]bool
+	offVESW map[uint8]bool // logged: the EM took the port off its vesw
+
+	saveMu sync.Mutex // orders writes of the state file
+	path   string
+	node   string
+}
+
+func newClaimTable(path, node string) *claimTable {
+	return &claimTable{m: map[uint8]*Claim{}, pending: map[uint8]bool{}, offVESW: map[uint8]bool{}, path: path, node: node}
+}
+
+// get returns vport's claim and whether it is pending.
+func (t *claimTable) get(vport uint8) (Claim, bool, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c, ok := t.m[vport]
+	if !ok {
+		return Claim{}, false, false
+	}
+	return *c, t.pending[vport], true
+}
+
+func (t *claimTable) put(c Claim, pending bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c.State = ""
+	t.m[c.VPort] = &c
+	t.pending[c.VPort] = pending
+	delete(t.offVESW, c.VPort)
+}
+
+func (t *claimTable) drop(vport uint8) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.m, vport)
+	delete(t.pending, vport)
+	delete(t.offVESW, vport)
+}
+
+// dropPending drops vport's claim if it is pending, and reports whether it
+// did; a claim the device factory took meanwhile is not pending any more.
+func (t *claimTable) dropPending(vport uint8) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.pending[vport] {
+		return false
+	}
+	delete(t.m, vport)
+	delete(t.pending, vport)
+	return true
+}
+
+// takePending marks vport's pending claim active and returns it.
+func (t *claimTable) takePending(vport uint8) (Claim, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c, ok := t.m[vport]
+	if !ok || !t.pending[vport] {
+		return Claim{}, false
+	}
+	t.pending[vport] = false
+	return *c, true
+}
+
+// noteOffVESW records that vport's port is off its vesw and reports whether
+// that is news (to log once).
+func (t *claimTable) noteOffVESW(vport uint8, off bool) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	was := t.offVESW[vport]
+	if off {
+		t.offVESW[vport] = true
+	} else {
+		delete(t.offVESW, vport)
+	}
+	return was != off
+}
+
+// list returns every claim with its state, by vport.
+func (t *claimTable) list() []Claim {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]Claim, 0, len(t.m))
+	for vp, c := range t.m {
+		cc := *c
+		cc.State = ClaimActive
+		if t.pending[vp] {
+			cc.State = ClaimPending
+		}
+		out = append(out, cc)
+	}
+	slices.SortFunc(out, func(a, b Claim) int { return int(a.VPort) - int(b.VPort) })
+	return out
+}
+
+// owned lists the vports of claims whose owner matches, in order.
+func (t *claimTable) owned(match func(owner string) bool) []uint8 {
+	var out []uint8
+	for _, c := range t.list() {
+		if c.Owner != "" && match(c.Owner) {
+			out = append(out, c.VPort)
+		}
+	}
+	return out
+}
+
+// save writes the claims to the state file (atomically: a new file renamed
+// over the old), if there is one.
+func (t *claimTable) save() error {
+	if t.path == "" {
+		return nil
+	}
+	t.saveMu.Lock()
+	defer t.saveMu.Unlock()
+	f := claimsFile{Version: claimsVersion, Node: t.node, Claims: t.list()}
+	for i := range f.Claims {
+		f.Claims[i].State = ""
+	}
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(t.path), filepath.Base(t.path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("vnicd: claims state file: %w", err)
+	}
+	_, werr := tmp.Write(append(b, '\n'))
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("vnicd: claims state file: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), t.path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("vnicd: claims state file: %w", err)
+	}
+	return nil
+}
+
+// loadClaims reads a state file; a missing file is no claims.
+func loadClaims(path string) ([]Claim, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("vnicd: claims state file: %w", err)
+	}
+	var f claimsFile
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("vnicd: claims state file %s: %w", path, err)
+	}
+	if f.Version != claimsVersion {
+		return nil, fmt.Errorf("vnicd: claims state file %s: version %d, want %d", path, f.Version, claimsVersion)
+	}
+	return f.Claims, nil
+}
+
+// netnsID is the identity (device, inode) of the namespace spec names.
+func netnsID(spec string) (dev, ino uint64, err error) {
+	if spec == "" {
+		return 0, 0, errors.New("no namespace")
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(NetNSPath(spec), &st); err != nil {
+		return 0, 0, &os.PathError{Op: "stat", Path: NetNSPath(spec), Err: err}
+	}
+	return uint64(st.Dev), st.Ino, nil
+}
+
+// candidate is one of this node's ports as a claim sees it.
+type candidate struct {
+	vport   uint8
+	vesw    uint16
+	host    bool   // vnicd's config keeps it for the host (netdevs, vnics)
+	claimed bool   // a claim holds it
+	owner   string // the claim's owner
+}
+
+func (c candidate) why() string {
+	switch {
+	case c.host:
+		return fmt.Sprintf("vport %d, kept for the host by vnicd's config (netdevs)", c.vport)
+	case c.claimed && c.owner != "":
+		return fmt.Sprintf("vport %d, claimed by %s", c.vport, c.owner)
+	case c.claimed:
+		return fmt.Sprintf("vport %d, claimed", c.vport)
+	}
+	return fmt.Sprintf("vport %d, free", c.vport)
+}
+
+// pickPort chooses the port a claim on vesw gets among this node's ports:
+// want when given (it must be on vesw and free), else the lowest free one.
+// Its errors name the vesw and say how many ports it has here and why none
+// is free.
+func pickPort(node string, vesw uint16, want *uint8, ports []candidate) (uint8, error) {
+	var on []candidate
+	for _, p := range ports {
+		if p.vesw == vesw {
+			on = append(on, p)
+		}
+	}
+	slices.SortFunc(on, func(a, b candidate) int { return int(a.vport) - int(b.vport) })
+	if want != nil {
+		i := slices.IndexFunc(ports, func(p candidate) bool { return p.vport == *want })
+		switch {
+		case i < 0:
+			return 0, fmt.Errorf("vport: node %s has no vport %d (the EM has not made it)", node, *want)
+		case ports[i].vesw != vesw:
+			return 0, fmt.Errorf("vport: vport %d is on vesw %d, not vesw %d", *want, ports[i].vesw, vesw)
+		case ports[i].host || ports[i].claimed:
+			return 0, fmt.Errorf("%w: %s", ErrNoFreePort, ports[i].why())
+		}
+		return *want, nil
+	}
+	for _, p := range on {
+		if !p.host && !p.claimed {
+			return p.vport, nil
+		}
+	}
+	if len(on) == 0 {
+		return 0, fmt.Errorf("%w: vesw %d has no port on node %s: the EM made none (the fabric config has no member of vesw %d on this node)",
+			ErrNoFreePort, vesw, node, vesw)
+	}
+	whys := make([]string, len(on))
+	for i, p := range on {
+		whys[i] = p.why()
+	}
+	plural := "s"
+	if len(on) == 1 {
+		plural = ""
+	}
+	return 0, fmt.Errorf("%w: vesw %d has %d port%s on node %s: %s (a node has one port per vesw, so each vesw takes one container per node)",
+		ErrNoFreePort, vesw, len(on), plural, node, strings.Join(whys, "; "))
+}
+
+// claimRequest is vnic_add's arguments in managed mode.
+type claimRequest struct {
+	vesw      uint16
+	vport     *uint8
+	pkey      *encap.PKey
+	ethMTU    *uint16
+	mcastDLID *uint32
+	netdev    NetdevConfig // IfName "" keeps the port's name
+	owner     string
+}
+
+// claimFromArgs checks vnic_add's JSON arguments for a claim: vesw and
+// netns are required; pkey, eth_mtu and mcast_dlid, when given, are checked
+// against the port the EM made; mac and config_state are the EM's to set.
+func claimFromArgs(args []byte) (claimRequest, error) {
+	var a rawVNICAdd
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = []byte("{}")
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(args))
+	dec.KnownFields(true)
+	if err := dec.Decode(&a); err != nil && err != io.EOF {
+		var te *yaml.TypeError
+		if errors.As(err, &te) && len(te.Errors) > 0 {
+			return claimRequest{}, fmt.Errorf("bad arguments: %s", strings.Join(te.Errors, "; "))
+		}
+		return claimRequest{}, fmt.Errorf("bad arguments: %w", err)
+	}
+	if a.MAC.present() {
+		return claimRequest{}, errors.New("mac: the EM sets the MACs of a managed node's ports; give the member a mac in the fabric config")
+	}
+	if a.ConfigState.present() {
+		return claimRequest{}, errors.New("config_state: the EM sets the state of a managed node's ports")
+	}
+	ck := &checker{}
+	var r claimRequest
+	if ck.required(a.VESW, "vnic.vesw.id") {
+		r.vesw = uint16(ck.ranged(a.VESW, "vnic.vesw.id", 1, uint64(encap.VESWIDMask), 0, false))
+	}
+	if a.VPort.present() {
+		v := uint8(ck.ranged(a.VPort, "vnic.vport", 0, MaxVPort, 0, false))
+		r.vport = &v
+	}
+	if a.PKey.present() {
+		v := encap.PKey(ck.ranged(a.PKey, "vnic.vesw.pkey", 0, 0xFFFF, 0, true))
+		r.pkey = &v
+	}
+	if a.EthMTU.present() {
+		v := uint16(ck.ranged(a.EthMTU, "vnic.vesw.eth_mtu", MinEthMTU, MaxEthMTU, DefaultEthMTU, false))
+		r.ethMTU = &v
+	}
+	if a.McastDLID.present() {
+		v := ck.multicastLID(a.McastDLID, "vnic.vesw.mcast_dlid")
+		r.mcastDLID = &v
+	}
+	r.netdev = ck.buildNetdev(&rawPort{IfName: a.IfName, NetNS: a.NetNS, Addresses: a.Addresses}, "vnic.port", 0)
+	if !a.IfName.present() {
+		r.netdev.IfName = ""
+	}
+	if ck.err == nil && r.netdev.NetNS == "" {
+		ck.failf("vnic.port.netns", a.NetNS, "required on a managed node: a claim moves one of the EM's ports into a namespace")
+	}
+	owner, _ := ck.text(a.Owner, "vnic.owner")
+	if len(owner) > maxOwner || hasControl(owner) {
+		ck.failf("vnic.owner", a.Owner, "longer than %d bytes or has a control character", maxOwner)
+	}
+	r.owner = owner
+	if ck.err != nil {
+		return claimRequest{}, fmt.Errorf("%s: %s", argName(ck.err.Field), ck.err.Reason)
+	}
+	return r, nil
+}
+
+// claimTag is the alias a claimed TAP carries: AttachTAP takes over only a
+// netdev with it.
+func (d *Daemon) claimTag(vport uint8) string {
+	return fmt.Sprintf("opavnic:%s:vport%d", d.cfg.Node.Name, vport)
+}
+
+// hostPort reports whether vnicd's config keeps vport for the host.
+func (d *Daemon) hostPort(vport uint8) bool {
+	if _, ok := d.cfg.Netdevs[vport]; ok {
+		return true
+	}
+	return slices.ContainsFunc(d.cfg.VNICs, func(v VNICConfig) bool { return v.VPort == vport })
+}
+
+// candidates describes this node's ports for pickPort.
+func (d *Daemon) candidates() []candidate {
+	var out []candidate
+	for _, p := range d.engine.Ports() {
+		c := candidate{vport: p.vport, vesw: uint16(p.Config().VESW.VESWID & encap.VESWIDMask), host: d.hostPort(p.vport)}
+		if cl, _, ok := d.claims.get(p.vport); ok {
+			c.claimed, c.owner = true, cl.Owner
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// setPersist makes vport's netdev persistent (with the claim's tag) or not.
+func (d *Daemon) setPersist(p *Port, on bool) error {
+	if ps, ok := p.dev.(persister); ok {
+		return ps.SetPersist(on, d.claimTag(p.vport))
+	}
+	return nil
+}
+
+// claimAdd is vnic_add on a managed node.
+func (d *Daemon) claimAdd(args json.RawMessage) (any, error) {
+	r, err := claimFromArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	d.rt.op.Lock()
+	defer d.rt.op.Unlock()
+	if r.owner != "" {
+		if vps := d.claims.owned(func(o string) bool { return o == r.owner }); len(vps) > 0 {
+			return nil, fmt.Errorf("owner: %q already holds vport %d", r.owner, vps[0])
+		}
+	}
+	vport, err := pickPort(d.cfg.Node.Name, r.vesw, r.vport, d.candidates())
+	if err != nil {
+		return nil, err
+	}
+	p := d.engine.Port(vport)
+	if p == nil {
+		return nil, fmt.Errorf("vport %d went away", vport)
+	}
+	pc := p.Config()
+	switch {
+	case r.pkey != nil && *r.pkey != pc.VESW.PKey:
+		return nil, fmt.Errorf("pkey: %v, but the EM gave vesw %d pkey %v on this node", *r.pkey, r.vesw, pc.VESW.PKey)
+	case r.ethMTU != nil && *r.ethMTU != pc.VESW.EthMTU:
+		return nil, fmt.Errorf("eth_mtu: %d, but the EM gave vesw %d eth_mtu %d on this node", *r.ethMTU, r.vesw, pc.VESW.EthMTU)
+	case r.mcastDLID != nil && *r.mcastDLID != pc.VESW.McastDLID&encap.LID16BMask:
+		return nil, fmt.Errorf("mcast_dlid: 0x%06X, but the EM gave vesw %d mcast_dlid 0x%06X on this node", *r.mcastDLID, r.vesw, pc.VESW.McastDLID)
+	}
+	nsDev, nsIno, err := netnsID(r.netdev.NetNS)
+	if err != nil {
+		return nil, fmt.Errorf("netns: %q: %w", r.netdev.NetNS, err)
+	}
+	home := p.dev.Name()
+	ifname := r.netdev.IfName
+	if ifname == "" {
+		ifname = home
+	}
+	c := Claim{VPort: vport, VESW: r.vesw, Owner: r.owner, NetNS: r.netdev.NetNS, IfName: ifname, Home: home,
+		NSDev: nsDev, NSIno: nsIno}
+	for _, a := range r.netdev.Addresses {
+		c.Addresses = append(c.Addresses, a.String())
+	}
+	if err := d.engine.MovePort(vport, r.netdev.NetNS, ifname, r.netdev.Addresses); err != nil {
+		return nil, err
+	}
+	c.IfName = p.dev.Name()
+	undo := func(cause error) (any, error) {
+		d.claims.drop(vport)
+		_ = d.setPersist(p, false)
+		if err := d.engine.MovePort(vport, "", home, nil); err != nil {
+			cause = errors.Join(cause, fmt.Errorf("moving it back: %w", err))
+		}
+		return nil, cause
+	}
+	if err := d.setPersist(p, true); err != nil {
+		return undo(err)
+	}
+	d.claims.put(c, false)
+	if err := d.claims.save(); err != nil {
+		return undo(err)
+	}
+	d.log.Info("port claimed", zap.Uint8("vnic", vport), zap.Uint16("vesw", r.vesw), zap.String("ifname", c.IfName),
+		zap.String("netns", c.NetNS), zap.String("owner", c.Owner))
+	s, _ := d.status(vport)
+	return s, nil
+}
+
+// claimDel is vnic_del on a managed node.
+func (d *Daemon) claimDel(a VNICDelArgs) (any, error) {
+	d.rt.op.Lock()
+	defer d.rt.op.Unlock()
+	var vports []uint8
+	switch {
+	case a.VPort != nil:
+		vp := *a.VPort
+		if vp < 0 || vp > MaxVPort {
+			return nil, fmt.Errorf("vport: %d is out of range 0..%d", vp, MaxVPort)
+		}
+		if _, _, ok := d.claims.get(uint8(vp)); !ok {
+			return nil, fmt.Errorf("vport %d is not claimed (a managed node's ports are the EM's)", vp)
+		}
+		vports = []uint8{uint8(vp)}
+	default:
+		vports = d.claims.owned(func(o string) bool { return o == a.Owner })
+	}
+	return d.release(vports), nil
+}
+
+// claimGC is vnic_gc on a managed node.
+func (d *Daemon) claimGC(a VNICGCArgs) (any, error) {
+	d.rt.op.Lock()
+	defer d.rt.op.Unlock()
+	return d.release(d.claims.owned(func(o string) bool {
+		return strings.HasPrefix(o, a.Prefix) && !slices.Contains(a.Keep, o)
+	})), nil
+}
+
+// release ends the claims of vports; d.rt.op is held. Ending a claim never
+// fails: a netdev that cannot go back home is removed (the EM makes the
+// port again when it finds it gone).
+func (d *Daemon) release(vports []uint8) VNICDeleted {
+	out := VNICDeleted{Deleted: []VNICStatus{}}
+	for _, vp := range vports {
+		c, _, ok := d.claims.get(vp)
+		if !ok {
+			continue
+		}
+		s, ok := d.status(vp)
+		if !ok || !d.claimActive(vp) {
+			s = VNICStatus{VPort: vp, IfName: c.IfName, NetNS: c.NetNS, VESW: c.VESW, Owner: c.Owner}
+		}
+		d.endClaim(c, "released")
+		out.Deleted = append(out.Deleted, s)
+	}
+	if err := d.claims.save(); err != nil {
+		d.log.Warn("cannot save the claims", zap.Error(err))
+	}
+	return out
+}
+
+// claimActive reports whether vport has an active claim.
+func (d *Daemon) claimActive(vport uint8) bool {
+	_, pending, ok := d.claims.get(vport)
+	return ok && !pending
+}
+
+// endClaim ends claim c: a pending claim's netdev, persistent in the
+// namespace with no port behind it, is deleted; an active claim's netdev goes
+// back to vnicd's namespace under its home name (or vnic%d if another
+// netdev took that name meanwhile), not persistent any more. The caller
+// saves the claims.
+func (d *Daemon) endClaim(c Claim, why string) {
+	log := d.log.With(zap.Uint8("vnic", c.VPort), zap.Uint16("vesw", c.VESW), zap.String("owner", c.Owner),
+		zap.String("ifname", c.IfName), zap.String("netns", c.NetNS))
+	if d.claims.dropPending(c.VPort) {
+		tag := d.claimTag(c.VPort)
+		if err := d.removeTAP(c.NetNS, c.IfName, func(a string) bool { return a == tag }); err != nil {
+			log.Warn("cannot remove the claimed netdev", zap.Error(err))
+		}
+		log.Info("claim ended; it was waiting for the EM to make its port", zap.String("why", why))
+		return
+	}
+	defer d.claims.drop(c.VPort)
+	p := d.engine.Port(c.VPort)
+	if p == nil { // vnicd is stopping: the persistent netdev stays behind
+		tag := d.claimTag(c.VPort)
+		if err := d.removeTAP(c.NetNS, c.IfName, func(a string) bool { return a == tag }); err != nil {
+			log.Warn("cannot remove the claimed netdev", zap.Error(err))
+		}
+		log.Info("claim ended; its port is gone", zap.String("why", why))
+		return
+	}
+	if err := d.setPersist(p, false); err != nil {
+		log.Warn("cannot make the netdev non-persistent", zap.Error(err))
+	}
+	err := d.engine.MovePort(c.VPort, "", c.Home, nil)
+	if err != nil {
+		if err2 := d.engine.MovePort(c.VPort, "", DefaultTAPName, nil); err2 != nil {
+			log.Warn("cannot move the netdev back; removing the port (the EM will make it again)", zap.String("why", why),
+				zap.Error(errors.Join(err, err2)))
+			_ = d.removePort(c.VPort)
+			return
+		}
+	}
+	log.Info("claim ended; the port is back in vnicd's namespace", zap.String("why", why), zap.String("home", p.dev.Name()))
+}
+
+// claimingFactory wraps the engine's device factory: when the EM makes a
+// port that a pending claim names (after a vnicd restart), the claimed
+// netdev is taken over where it is (DeviceSpec.Attach) instead of a new one
+// being made. A claim that cannot be taken up (another vesw, the netdev
+// gone) ends, and the port is made as usual.
+func (d *Daemon) claimingFactory(base DeviceFactory) DeviceFactory {
+	return func(s DeviceSpec) (Device, error) {
+		c, ok := d.claims.takePending(s.VPort)
+		if !ok {
+			return base(s)
+		}
+		log := d.log.With(zap.Uint8("vnic", s.VPort), zap.Uint16("vesw", c.VESW), zap.String("owner", c.Owner),
+			zap.String("ifname", c.IfName), zap.String("netns", c.NetNS))
+		tag := d.claimTag(s.VPort)
+		end := func(why string, err error) (Device, error) {
+			log.Warn("claim ended: "+why, zap.Error(err))
+			d.claims.drop(s.VPort)
+			if err := d.removeTAP(c.NetNS, c.IfName, func(a string) bool { return a == tag }); err != nil {
+				log.Warn("cannot remove the claimed netdev", zap.Error(err))
+			}
+			if err := d.claims.save(); err != nil {
+				log.Warn("cannot save the claims", zap.Error(err))
+			}
+			return base(s)
+		}
+		if uint16(s.VESW&encap.VESWIDMask) != c.VESW {
+			return end(fmt.Sprintf("the EM made the port again on vesw %d, not the claimed vesw", s.VESW&encap.VESWIDMask), nil)
+		}
+		as := s
+		as.Netdev = NetdevConfig{IfName: c.IfName, NetNS: c.NetNS}
+		as.Attach = tag
+		dev, err := base(as)
+		if err != nil {
+			return end("cannot take the claimed netdev over", err)
+		}
+		log.Info("claimed port taken over where it was left")
+		return dev, nil
+	}
+}
+
+// loadClaimsOnStart reads the claims of an earlier run as pending; a claim
+// whose namespace is gone (or is another one now) ends: its persistent TAP
+// went with the namespace.
+func (d *Daemon) loadClaimsOnStart() {
+	cs, err := loadClaims(d.claims.path)
+	if err != nil {
+		d.log.Warn("cannot read the claims of the last run; starting with none", zap.Error(err))
+		return
+	}
+	kept := 0
+	for _, c := range cs {
+		dev, ino, err := netnsID(c.NetNS)
+		if err != nil || dev != c.NSDev || ino != c.NSIno || c.VPort > MaxVPort {
+			d.log.Info("claim of the last run ended: its namespace is gone", zap.Uint8("vnic", c.VPort),
+				zap.String("owner", c.Owner), zap.String("netns", c.NetNS))
+			continue
+		}
+		d.claims.put(c, true)
+		kept++
+	}
+	if len(cs) > 0 {
+		d.log.Info("claims of the last run", zap.Int("pending", kept), zap.Int("ended", len(cs)-kept))
+		if err := d.claims.save(); err != nil {
+			d.log.Warn("cannot save the claims", zap.Error(err))
+		}
+	}
+}
+
+// reconcileClaims follows the EM's changes to claimed ports (after every
+// VESWPortInfo Set): a port off its vesw (DeleteVESW) stays in its
+// container, down; a port the EM put on another vesw goes back to vnicd.
+func (d *Daemon) reconcileClaims() {
+	d.rt.op.Lock()
+	defer d.rt.op.Unlock()
+	changed := false
+	for _, c := range d.claims.list() {
+		if c.State != ClaimActive {
+			continue
+		}
+		p := d.engine.Port(c.VPort)
+		if p == nil {
+			continue
+		}
+		vesw := uint16(p.Config().VESW.VESWID & encap.VESWIDMask)
+		switch {
+		case vesw == c.VESW:
+			if d.claims.noteOffVESW(c.VPort, false) {
+				d.log.Info("claimed port is on its vesw again", zap.Uint8("vnic", c.VPort), zap.Uint16("vesw", vesw), zap.String("owner", c.Owner))
+			}
+		case vesw == 0:
+			if d.claims.noteOffVESW(c.VPort, true) {
+				d.log.Info("the EM took a claimed port off its vesw; it stays in its container, down, until the EM puts it back",
+					zap.Uint8("vnic", c.VPort), zap.Uint16("vesw", c.VESW), zap.String("owner", c.Owner))
+			}
+		default:
+			d.log.Warn("the EM moved a claimed port to another vesw; the claim ends and the port leaves its container",
+				zap.Uint8("vnic", c.VPort), zap.Uint16("vesw", c.VESW), zap.Uint16("new_vesw", vesw), zap.String("owner", c.Owner))
+			d.endClaim(c, "moved to another vesw")
+			changed = true
+		}
+	}
+	if changed {
+		if err := d.claims.save(); err != nil {
+			d.log.Warn("cannot save the claims", zap.Error(err))
+		}
+	}
+}

@@ -1,0 +1,166 @@
+package vnicd
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestPickPort(t *testing.T) {
+	u8 := func(v uint8) *uint8 { return &v }
+	ports := []candidate{
+		{vport: 0, vesw: 1},
+		{vport: 1, vesw: 2, claimed: true, owner: "cni:n:c1:eth0"},
+		{vport: 2, vesw: 3, host: true},
+		{vport: 4, vesw: 5},
+		{vport: 3, vesw: 5, claimed: true},
+	}
+	for _, tc := range []struct {
+		name  string
+		vesw  uint16
+		want  *uint8
+		vport uint8
+		err   string // substring; "" for success
+	}{
+		{name: "free port on the vesw", vesw: 1, vport: 0},
+		{name: "the free one beside a claimed one", vesw: 5, vport: 4},
+		{name: "asked-for free vport", vesw: 1, want: u8(0), vport: 0},
+		{name: "claimed", vesw: 2, err: "no free port: vesw 2 has 1 port on node n1: vport 1, claimed by cni:n:c1:eth0 (a node has one port per vesw"},
+		{name: "kept for the host", vesw: 3, err: "no free port: vesw 3 has 1 port on node n1: vport 2, kept for the host by vnicd's config (netdevs)"},
+		{name: "no port on the vesw", vesw: 7, err: "no free port: vesw 7 has no port on node n1: the EM made none"},
+		{name: "asked-for vport on another vesw", vesw: 1, want: u8(4), err: "vport: vport 4 is on vesw 5, not vesw 1"},
+		{name: "asked-for vport missing", vesw: 1, want: u8(9), err: "vport: node n1 has no vport 9"},
+		{name: "asked-for vport claimed", vesw: 5, want: u8(3), err: "no free port: vport 3, claimed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := pickPort("n1", tc.vesw, tc.want, ports)
+			switch {
+			case tc.err == "" && (err != nil || got != tc.vport):
+				t.Errorf("got vport %d, %v; want %d", got, err, tc.vport)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Errorf("got %d, %v; want an error with %q", got, err, tc.err)
+			case tc.err != "" && strings.HasPrefix(tc.err, "no free port") && !errors.Is(err, ErrNoFreePort):
+				t.Errorf("%v does not wrap ErrNoFreePort", err)
+			}
+		})
+	}
+	// Two ports on one vesw cannot happen on one node; the message still
+	// counts them.
+	_, err := pickPort("n1", 5, nil, []candidate{{vport: 3, vesw: 5, claimed: true, owner: "a"}, {vport: 4, vesw: 5, host: true}})
+	if err == nil || !strings.Contains(err.Error(), "vesw 5 has 2 ports on node n1: vport 3, claimed by a; vport 4, kept for the host") {
+		t.Errorf("two ports: %v", err)
+	}
+}
+
+func TestClaimFromArgs(t *testing.T) {
+	r, err := claimFromArgs([]byte(`{"vesw": 1, "pkey": "0x8001", "eth_mtu": 1400, "mcast_dlid": "0xF00001", "ifname": "eth0",
+		"netns": "/var/run/netns/c1", "addresses": ["10.1.0.5/24"], "owner": "cni:red:c1:eth0", "vport": 3}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.vesw != 1 || *r.pkey != 0x8001 || *r.ethMTU != 1400 || *r.mcastDLID != 0xF00001 || *r.vport != 3 ||
+		r.netdev.IfName != "eth0" || r.netdev.NetNS != "/var/run/netns/c1" || len(r.netdev.Addresses) != 1 || r.owner != "cni:red:c1:eth0" {
+		t.Errorf("request %+v", r)
+	}
+	r, err = claimFromArgs([]byte(`{"vesw": "0x2", "netns": "pid:12"}`))
+	if err != nil || r.vesw != 2 || r.pkey != nil || r.ethMTU != nil || r.mcastDLID != nil || r.vport != nil || r.netdev.IfName != "" {
+		t.Errorf("minimal request %+v, %v", r, err)
+	}
+	for _, tc := range []struct{ args, err string }{
+		{`{"netns": "c1"}`, "vesw: required"},
+		{`{"vesw": 4096, "netns": "c1"}`, "vesw: 4096 is out of range 1..4095"},
+		{`{"vesw": 1}`, "netns: required on a managed node"},
+		{`{"vesw": 1, "netns": "c1", "mac": "02:00:00:00:00:01"}`, "mac: the EM sets the MACs"},
+		{`{"vesw": 1, "netns": "c1", "config_state": "drop_all"}`, "config_state: the EM sets"},
+		{`{"vesw": 1, "netns": "a/b"}`, "netns:"},
+		{`{"vesw": 1, "netns": "c1", "ifname": "a:b"}`, "ifname:"},
+		{`{"vesw": 1, "netns": "c1", "addresses": ["10.1.0.5"]}`, "addresses[0]:"},
+		{`{"vesw": 1, "netns": "c1", "mcast_dlid": "0x10"}`, "mcast_dlid:"},
+		{`{"vesw": 1, "netns": "c1", "bogus": 1}`, "field bogus not found"},
+	} {
+		if _, err := claimFromArgs([]byte(tc.args)); err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: %v; want %q", tc.args, err, tc.err)
+		}
+	}
+}
+
+func TestClaimsPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"/run/opavnic/vnicd.sock":  "/run/opavnic/vnicd.claims.json",
+		"/run/opavnic/vnicd-a":     "/run/opavnic/vnicd-a.claims.json",
+		"@vnicd":                   "",
+		"":                         "",
+		"/tmp/x/host-b.sock.sock2": "/tmp/x/host-b.sock.sock2.claims.json",
+	} {
+		if got := ClaimsPath(in); got != want {
+			t.Errorf("ClaimsPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestClaimsStateFile writes claims and reads them back as a restarted
+// vnicd does; the file is replaced whole, and a broken one is an error.
+func TestClaimsStateFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "vnicd.claims.json")
+	tab := newClaimTable(path, "n1")
+	if cs, err := loadClaims(path); err != nil || cs != nil {
+		t.Fatalf("no file: %v, %v", cs, err)
+	}
+	a := Claim{VPort: 0, VESW: 1, Owner: "cni:red:c1:eth0", NetNS: "/var/run/netns/c1", IfName: "eth0", Home: "vnic0", NSDev: 4, NSIno: 4026532000}
+	b := Claim{VPort: 3, VESW: 2, NetNS: "pid:77", IfName: "net1", Home: "vnic3", Addresses: []string{"10.2.0.1/24"}}
+	tab.put(b, false)
+	tab.put(a, true)
+	if err := tab.save(); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := loadClaims(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cs, []Claim{a, b}) {
+		t.Errorf("read back %+v, want %+v", cs, []Claim{a, b})
+	}
+	if l := tab.list(); l[0].State != ClaimPending || l[1].State != ClaimActive {
+		t.Errorf("states %+v", l)
+	}
+	tab.drop(0)
+	if tab.dropPending(3) {
+		t.Error("dropPending dropped an active claim")
+	}
+	if err := tab.save(); err != nil {
+		t.Fatal(err)
+	}
+	if cs, _ := loadClaims(path); len(cs) != 1 || cs[0].VPort != 3 {
+		t.Errorf("after drop: %+v", cs)
+	}
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	if len(entries) != 1 {
+		t.Errorf("temporary files left: %v", entries)
+	}
+	if err := os.WriteFile(path, []byte(`{"version": 9, "claims": []}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadClaims(path); err == nil || !strings.Contains(err.Error(), "version 9") {
+		t.Errorf("version 9: %v", err)
+	}
+	if err := os.WriteFile(path, []byte(`{"version": 1, "claims": [{"vport": 1, "colour": "red"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadClaims(path); err == nil {
+		t.Error("an unknown field was accepted")
+	}
+	// takePending hands a pending claim over once.
+	tab.put(a, true)
+	if c, ok := tab.takePending(0); !ok || c.Owner != a.Owner {
+		t.Errorf("takePending: %+v, %v", c, ok)
+	}
+	if _, ok := tab.takePending(0); ok {
+		t.Error("a claim was taken twice")
+	}
+	if tab.dropPending(0) {
+		t.Error("dropPending dropped a taken claim")
+	}
+}
