@@ -265,6 +265,11 @@ func loadClaims(path string) ([]Claim, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vnicd: claims state file: %w", err)
 	}
+	return parseClaims(b, path)
+}
+
+// parseClaims decodes a state file's bytes (path is for the errors).
+func parseClaims(b []byte, path string) ([]Claim, error) {
 	var f claimsFile
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
