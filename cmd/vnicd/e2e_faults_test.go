@@ -1,0 +1,493 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/nstest"
+)
+
+// attackHosts starts hosts a and b in static mode on a veth underlay
+// (10.200.0.1 and .2), one red VNIC each (192.168.101.1 and .2), and returns
+// the namespaces, the veth ends and the daemons.
+func attackHosts(t *testing.T, prefix string) (a, b *nstest.NS, vethA, vethB string, da, db *daemon) {
+	t.Helper()
+	a, b = nstest.NewNS(t, prefix+"a"), nstest.NewNS(t, prefix+"b")
+	vethA, vethB = nstest.Veth(t, a, b, pfx("10.200.0.1/24"), pfx("10.200.0.2/24"), 1500)
+	host := func(name string, lid, peer int, self, other string, n int) hostSpec {
+		return hostSpec{
+			name: name, lid: lid, listen: self + ":4793",
+			peers:  map[int]string{peer: other + ":4793"},
+			groups: map[int][]int{mcRed: {lidA, lidB}},
+			vnics: []vnicSpec{{vport: 0, vesw: 1, pkey: 0x8001, mcast: mcRed, ifname: "vnic0", ethMTU: attackMTU,
+				addrs: []string{fmt.Sprintf("192.168.101.%d/24", n)}}},
+		}
+	}
+	da = startVnicd(t, a, host("host-a", lidA, lidB, "10.200.0.1", "10.200.0.2", 1))
+	db = startVnicd(t, b, host("host-b", lidB, lidA, "10.200.0.2", "10.200.0.1", 2))
+	return a, b, vethA, vethB, da, db
+}
+
+// floodKind is one way the flood makes a datagram: gen returns it and the
+// UDP source port it is sent from (4793, host a's, unless the kind is about
+// the source); fates are the drop fates the kind may end in.
+type floodKind struct {
+	name  string
+	fates []string
+	gen   func(r *rand.Rand) ([]byte, uint16)
+}
+
+// floodKinds returns the flood's datagram kinds, built around good, a valid
+// VNIC packet from a to b's red port: random bytes, mutations that break one
+// check each (without resealing, so the ICRC catches them, or resealed with
+// a correct ICRC, so a later check must), and host a's packets from another
+// port.
+func floodKinds(good []byte) []floodKind {
+	mutate := func(f func(r *rand.Rand, p []byte)) func(r *rand.Rand) ([]byte, uint16) {
+		return func(r *rand.Rand) ([]byte, uint16) {
+			p := append([]byte(nil), good...)
+			f(r, p)
+			return reseal(p), 4793
+		}
+	}
+	h := func(p []byte) encap.Header16B { return encap.Header16B(p) }
+	randBytes := func(r *rand.Rand, n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		return b
+	}
+	// randNot returns a random value below n that is none of not.
+	randNot := func(r *rand.Rand, n uint32, not ...uint32) uint32 {
+		for {
+			v := r.Uint32N(n)
+			ok := true
+			for _, x := range not {
+				ok = ok && v != x
+			}
+			if ok {
+				return v
+			}
+		}
+	}
+	return []floodKind{
+		{"random", []string{fateMalformed, fateBadICRC}, func(r *rand.Rand) ([]byte, uint16) {
+			return randBytes(r, r.IntN(1473)), 4793 // 1472: the most a 1500-byte underlay carries unfragmented
+		}},
+		{"bitflip", []string{fateMalformed, fateBadICRC}, func(r *rand.Rand) ([]byte, uint16) {
+			p := append([]byte(nil), good...)
+			for range 1 + r.IntN(3) {
+				i := r.IntN(len(p) - 1) // the tail byte is outside the ICRC
+				p[i] ^= 1 << r.IntN(8)
+			}
+			return p, 4793
+		}},
+		{"truncate", []string{fateMalformed}, func(r *rand.Rand) ([]byte, uint16) {
+			return append([]byte(nil), good[:r.IntN(len(good))]...), 4793
+		}},
+		{"extend", []string{fateMalformed}, func(r *rand.Rand) ([]byte, uint16) {
+			return append(append([]byte(nil), good...), randBytes(r, 1+r.IntN(64))...), 4793
+		}},
+		{"bad_len", []string{fateMalformed}, mutate(func(r *rand.Rand, p []byte) {
+			h(p).SetLen(int(randNot(r, 2048, uint32(len(p)/8))))
+		})},
+		{"bad_l2", []string{fateMalformed}, mutate(func(r *rand.Rand, p []byte) {
+			h(p).SetL2([]uint8{0, 1, 3}[r.IntN(3)])
+		})},
+		{"unknown_l4", []string{fateUnknownL4}, mutate(func(r *rand.Rand, p []byte) {
+			h(p).SetL4(uint8(randNot(r, 256, encap.L4Ethernet, encap.L4FabricMgt)))
+		})},
+		{"bad_pkey", []string{fateBadPKey}, mutate(func(r *rand.Rand, p []byte) {
+			h(p).SetPKey(encap.PKey(randNot(r, 1<<16, 0x8001)))
+		})},
+		{"bad_vesw", []string{fateBadVESW}, mutate(func(r *rand.Rand, p []byte) {
+			binary.LittleEndian.PutUint16(p[18:], uint16(2+r.IntN(0xFFE))) // 12 bits, not 0 or 1
+		})},
+		{"bad_dlid", []string{fateBadDLID}, mutate(func(r *rand.Rand, p []byte) {
+			h(p).SetDLID(randNot(r, 1<<24, lidB, mcRed, encap.LID16BPermissive))
+		})},
+		{"bad_slid", []string{fateBadSource}, mutate(func(r *rand.Rand, p []byte) {
+			h(p).SetSLID(randNot(r, 1<<24, lidA))
+		})},
+		{"bad_port", []string{fateBadSource}, func(r *rand.Rand) ([]byte, uint16) {
+			return append([]byte(nil), good...), uint16(randNot(r, 1<<16, 0, 4793))
+		}},
+		{"mgmt", []string{fateUntrusted}, func(r *rand.Rand) ([]byte, uint16) {
+			mad := randBytes(r, 8*(3+r.IntN(30)))
+			p, err := encap.AppendMgmt(nil, &encap.MgmtParams{SLID: lidA, DLID: lidB, PKey: 0xFFFF, DestQPN: 1, SrcQPN: 1}, mad)
+			if err != nil {
+				panic(err)
+			}
+			return p, 4793
+		}},
+		{"bad_tail", []string{fateBadTail}, func(r *rand.Rand) ([]byte, uint16) {
+			// 24 bytes with L4 0x78: no pad count leaves room for the vesw_id.
+			p := make([]byte, 24)
+			copy(p, good[:16])
+			h(p).SetLen(3)
+			p[23] = 0x40 | byte(r.IntN(8))
+			return reseal(p), 4793
+		}},
+		{"runt", []string{fateRunt}, func(r *rand.Rand) ([]byte, uint16) {
+			return rawVNIC(good, good[encap.VNICHeaderLen:encap.VNICHeaderLen+14+r.IntN(encap.MinFrameLen-14)]), 4793
+		}},
+		{"oversize", []string{fateOversize}, func(r *rand.Rand) ([]byte, uint16) {
+			// Longer than eth_mtu+18, short enough for the underlay.
+			f := testFrame(encap.MACForLID(lidB, 1), attackMTU+19+r.IntN(1447-attackMTU-19+1))
+			return rawVNIC(good, f), 4793
+		}},
+	}
+}
+
+// rawUDP sends UDP datagrams with any source port from host a's address,
+// through a raw IPv4 socket (IPPROTO_RAW: it sends only, and receives
+// nothing). Host a's vnicd holds a's fabric port, so spoofing is how the
+// flood's datagrams come from host a's endpoint.
+type rawUDP struct {
+	fd       int
+	src, dst [4]byte
+	buf      []byte
+}
+
+func newRawUDP(t *testing.T, ns *nstest.NS, src, dst [4]byte) *rawUDP {
+	t.Helper()
+	var fd int
+	if err := ns.Do(func() (err error) {
+		fd, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_RAW)
+		return err
+	}); err != nil {
+		t.Fatalf("raw socket in %s: %v", ns.Name(), err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return &rawUDP{fd: fd, src: src, dst: dst, buf: make([]byte, 65536)}
+}
+
+// send sends payload from sport to dport. Kernel drops on the way out are
+// not errors here (the socket has no IP_RECVERR); the veth counts them.
+func (s *rawUDP) send(payload []byte, sport, dport uint16) error {
+	n := 28 + len(payload)
+	b := s.buf[:n]
+	be := binary.BigEndian
+	b[0], b[1] = 0x45, 0
+	be.PutUint16(b[2:], uint16(n))
+	be.PutUint32(b[4:], 0x4000) // id 0: the kernel fills it in; DF
+	b[8], b[9] = 64, unix.IPPROTO_UDP
+	be.PutUint16(b[10:], 0) // the kernel fills in the header checksum
+	copy(b[12:], s.src[:])
+	copy(b[16:], s.dst[:])
+	u := b[20:]
+	be.PutUint16(u[0:], sport)
+	be.PutUint16(u[2:], dport)
+	be.PutUint16(u[4:], uint16(8+len(payload)))
+	be.PutUint16(u[6:], 0)
+	copy(u[8:], payload)
+	be.PutUint16(u[6:], udpChecksum(s.src, s.dst, u))
+	return unix.Sendto(s.fd, b, 0, &unix.SockaddrInet4{Addr: s.dst})
+}
+
+// udpChecksum is RFC 768's checksum of u (header with a zero checksum and
+// payload) under the IPv4 pseudo-header.
+func udpChecksum(src, dst [4]byte, u []byte) uint16 {
+	var sum uint32
+	add := func(b []byte) {
+		for len(b) >= 2 {
+			sum += uint32(b[0])<<8 | uint32(b[1])
+			b = b[2:]
+		}
+		if len(b) == 1 {
+			sum += uint32(b[0]) << 8
+		}
+	}
+	add(src[:])
+	add(dst[:])
+	sum += unix.IPPROTO_UDP + uint32(len(u))
+	add(u)
+	for sum>>16 != 0 {
+		sum = sum&0xFFFF + sum>>16
+	}
+	if c := ^uint16(sum); c != 0 {
+		return c
+	}
+	return 0xFFFF
+}
+
+// kernelStats reads the SNMP counters (/proc/net/snmp, "Udp:InErrors" and
+// so on) of ns.
+func kernelStats(t *testing.T, ns *nstest.NS) map[string]uint64 {
+	t.Helper()
+	m := map[string]uint64{}
+	err := ns.Do(func() error {
+		// thread-self: /proc/net follows the thread group leader's namespace,
+		// and only this thread is in ns.
+		f, err := os.Open("/proc/thread-self/net/snmp")
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		var names []string
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			proto, rest, _ := strings.Cut(sc.Text(), ": ")
+			fields := strings.Fields(rest)
+			if len(fields) > 0 && fields[0][0] >= 'A' && fields[0][0] <= 'Z' {
+				names = fields
+				continue
+			}
+			for i, v := range fields {
+				if n, err := strconv.ParseInt(v, 10, 64); err == nil && i < len(names) && n >= 0 {
+					m[proto+":"+names[i]] = uint64(n)
+				}
+			}
+		}
+		return sc.Err()
+	})
+	if err != nil {
+		t.Fatalf("SNMP counters of %s: %v", ns.Name(), err)
+	}
+	return m
+}
+
+// linkDrops returns the dropped counters (rx and tx) of a link.
+func linkDrops(t *testing.T, ns *nstest.NS, name string) uint64 {
+	t.Helper()
+	l, err := ns.Netlink().LinkByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := l.Attrs().Statistics
+	return s.RxDropped + s.TxDropped
+}
+
+// floodResult is what the flood did.
+type floodResult struct {
+	sent    int
+	byKind  map[string]int
+	byFate  map[string]uint64
+	took    time.Duration
+	capped  bool   // stopped by the time cap before sending all
+	failure string // a kind made a datagram outside its fates, or a send failed
+}
+
+// flood sends n datagrams of the kinds, drawn at random, to b's HFI port at
+// about pps, in bursts; it stops after limit whatever it has sent. Each
+// datagram's fate comes from the oracle attackFate; a datagram the oracle
+// would deliver is drawn again.
+func flood(s *rawUDP, kinds []floodKind, seed uint64, n, pps int, limit time.Duration) floodResult {
+	r := rand.New(rand.NewPCG(seed, seed^0x6f706176))
+	res := floodResult{byKind: map[string]int{}, byFate: map[string]uint64{}}
+	start := time.Now()
+	const burst = 32
+	for res.sent < n {
+		if time.Since(start) > limit {
+			res.capped = true
+			break
+		}
+		for range min(burst, n-res.sent) {
+			k := kinds[r.IntN(len(kinds))]
+			var p []byte
+			var port uint16
+			var fate string
+			for range 100 {
+				p, port = k.gen(r)
+				if fate = attackFate(p, port == 4793); fate != fateDeliver {
+					break
+				}
+			}
+			ok := false
+			for _, f := range k.fates {
+				ok = ok || f == fate
+			}
+			if !ok {
+				res.failure = fmt.Sprintf("kind %s made a datagram with fate %s (% x)", k.name, fate, p[:min(len(p), 32)])
+				res.took = time.Since(start)
+				return res
+			}
+			if err := s.send(p, port, 4793); err != nil {
+				res.failure = fmt.Sprintf("send: %v", err)
+				res.took = time.Since(start)
+				return res
+			}
+			res.sent++
+			res.byKind[k.name]++
+			res.byFate[fate]++
+		}
+		// Pace: sleep until the schedule catches up with what was sent.
+		if ahead := time.Duration(float64(res.sent)/float64(pps)*float64(time.Second)) - time.Since(start); ahead > 0 {
+			time.Sleep(ahead)
+		}
+	}
+	res.took = time.Since(start)
+	return res
+}
+
+var pingStatsRE = regexp.MustCompile(`(\d+) packets transmitted, (\d+) received`)
+
+// TestE2EGarbageFlood blasts random and mutated datagrams at host b's HFI
+// port while ping and iperf3 cross the red switch: vnicd keeps running and
+// forwarding, and every datagram is either counted under the drop its
+// oracle predicts or dropped by the kernel before vnicd saw it.
+func TestE2EGarbageFlood(t *testing.T) {
+	nstest.RequireRoot(t)
+	nstest.RequireTools(t, "ip", "ping", "iperf3")
+	count := envInt(t, "OPAVNIC_FLOOD_PACKETS", 20000)
+	pps := envInt(t, "OPAVNIC_FLOOD_PPS", 10000)
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("OPAVNIC_FLOOD_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 0, 64)
+		if err != nil {
+			t.Fatalf("OPAVNIC_FLOOD_SEED=%q: %v", s, err)
+		}
+		seed = v
+	}
+	t.Logf("flood: %d datagrams at about %d/s, seed %d (OPAVNIC_FLOOD_PACKETS, OPAVNIC_FLOOD_PPS, OPAVNIC_FLOOD_SEED)", count, pps, seed)
+
+	a, b, vethA, vethB, _, db := attackHosts(t, "gf")
+	// A permanent neighbour entry: no datagram waits for (or is dropped by)
+	// address resolution on its way to b.
+	lb, err := b.Netlink().LinkByName(vethB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Exec(context.Background(), "ip", "neigh", "replace", "10.200.0.2", "lladdr",
+		lb.Attrs().HardwareAddr.String(), "dev", vethA, "nud", "permanent"); err != nil {
+		t.Fatal(err)
+	}
+	ping(t, a, "192.168.101.2")
+	rateBefore := iperf(t, a, b, "192.168.101.2", 3)
+	t.Logf("FIGURE flood: iperf3 without flood %.0f Mbit/s", rateBefore/1e6)
+
+	good := vnicPacket(t, testFrame(encap.MACForLID(lidB, 1), 98), encap.VNICParams{SLID: lidA, DLID: lidB, PKey: 0x8001, VESWID: 1})
+	if f := attackFate(good, true); f != fateDeliver {
+		t.Fatalf("the flood's base packet has fate %s", f)
+	}
+	kinds := floodKinds(good)
+	raw := newRawUDP(t, a, [4]byte{10, 200, 0, 1}, [4]byte{10, 200, 0, 2})
+
+	// Before: nothing in flight (iperf3 is done, ping is done).
+	snapB, snapA := kernelStats(t, b), kernelStats(t, a)
+	linkBefore := linkDrops(t, a, vethA) + linkDrops(t, b, vethB)
+	before := db.fateCounters(t)
+
+	secs := min(max((count+pps-1)/pps, 2), 30)
+	limit := time.Duration(3*count/pps+10) * time.Second
+	floodDone := make(chan floodResult, 1)
+	go func() { floodDone <- flood(raw, kinds, seed, count, pps, limit) }()
+	pingDone := make(chan []byte, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs+20)*time.Second)
+		defer cancel()
+		out, _ := a.Exec(ctx, "ping", "-c", fmt.Sprint(secs*20), "-i", "0.05", "-W", "1", "192.168.101.2")
+		pingDone <- out
+	}()
+	rateDuring := iperf(t, a, b, "192.168.101.2", secs)
+	pingOut := <-pingDone
+	res := <-floodDone
+	if res.failure != "" {
+		t.Fatal(res.failure)
+	}
+	t.Logf("FIGURE flood: sent %d datagrams in %v: %.0f pps (capped %v); by kind %v",
+		res.sent, res.took.Round(time.Millisecond), float64(res.sent)/res.took.Seconds(), res.capped, res.byKind)
+	t.Logf("FIGURE flood: iperf3 with flood %.0f Mbit/s (without %.0f Mbit/s)", rateDuring/1e6, rateBefore/1e6)
+	if rateDuring <= 0 {
+		t.Error("iperf3 moved nothing during the flood")
+	}
+	m := pingStatsRE.FindStringSubmatch(string(pingOut))
+	if m == nil || m[2] == "0" {
+		t.Errorf("ping during the flood got no reply:\n%s", pingOut)
+	} else {
+		t.Logf("FIGURE flood: ping during flood %s/%s replies", m[2], m[1])
+	}
+
+	// vnicd is alive, answers, and forwards.
+	if err := unix.Kill(db.cmd.Process.Pid, 0); err != nil {
+		t.Fatalf("host b's vnicd is gone: %v", err)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d/stat", db.cmd.Process.Pid)); err != nil {
+		t.Fatal(err)
+	}
+	if st := hfiStatus(t, db); st.State != "Active" {
+		t.Errorf("host b's HFI state %s after the flood", st.State)
+	}
+	ping(t, a, "192.168.101.2")
+
+	// The accounting. Every flood datagram either reached vnicd, which
+	// counted it under exactly one drop fate, or was dropped by the kernel
+	// on the way: at a's or b's veth, or at b's UDP socket (InErrors, which
+	// includes RcvbufErrors). The kernel's counters also count drops of the
+	// ping and iperf3 traffic, which ran meanwhile, so they bound the flood's
+	// kernel drops from above: sent == counted exactly when they are zero.
+	var counted, kernel uint64
+	var delta map[string]uint64
+	var snapB2, snapA2 map[string]uint64
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		after := db.fateCounters(t)
+		delta = map[string]uint64{}
+		counted = 0
+		for _, f := range dropFates {
+			delta[f] = after[f] - before[f]
+			counted += delta[f]
+		}
+		delta["PortRcvErrors"] = after["PortRcvErrors"] - before["PortRcvErrors"]
+		delta["vnic_rx_no_port"] = after["vnic_rx_no_port"] - before["vnic_rx_no_port"]
+		snapB2, snapA2 = kernelStats(t, b), kernelStats(t, a)
+		kernel = snapB2["Udp:InErrors"] - snapB["Udp:InErrors"] + linkDrops(t, a, vethA) + linkDrops(t, b, vethB) - linkBefore
+		if counted+kernel >= uint64(res.sent) || time.Now().After(deadline) {
+			break
+		}
+	}
+	t.Logf("FIGURE flood: counted %d + kernel-dropped %d (b Udp InErrors %d RcvbufErrors %d, veth drops %d; a Ip OutDiscards %d) vs sent %d",
+		counted, kernel, snapB2["Udp:InErrors"]-snapB["Udp:InErrors"], snapB2["Udp:RcvbufErrors"]-snapB["Udp:RcvbufErrors"],
+		kernel-(snapB2["Udp:InErrors"]-snapB["Udp:InErrors"]), snapA2["Ip:OutDiscards"]-snapA["Ip:OutDiscards"], res.sent)
+	var line []string
+	for _, f := range dropFates {
+		line = append(line, fmt.Sprintf("%s=%d/%d", f, delta[f], res.byFate[f]))
+		// Per fate: no more than sent, and no fewer than sent less the
+		// kernel's drops (which could have hit any fate).
+		if delta[f] > res.byFate[f] || delta[f]+kernel < res.byFate[f] {
+			t.Errorf("%s rose by %d; the flood sent %d of that fate and the kernel dropped %d datagrams", f, delta[f], res.byFate[f], kernel)
+		}
+		if res.byFate[f] > 100 && delta[f] == 0 {
+			t.Errorf("%s did not rise (the flood sent %d of that fate)", f, res.byFate[f])
+		}
+	}
+	t.Logf("FIGURE flood: counter rise/sent by fate: %s", strings.Join(line, " "))
+	if counted > uint64(res.sent) || counted+kernel < uint64(res.sent) {
+		t.Errorf("counted %d drops and the kernel %d, for %d datagrams sent", counted, kernel, res.sent)
+	}
+	if kernel == 0 && counted != uint64(res.sent) {
+		t.Errorf("no kernel drops, yet counted %d drops for %d datagrams sent", counted, res.sent)
+	}
+	t.Logf("FIGURE flood: exact accounting (sent == counted, no kernel drops): %v", kernel == 0 && counted == uint64(res.sent))
+	// Overlaps between counters, which the sum above counts once: every
+	// HFI-level drop is also in PortRcvErrors, and a packet for a vesw with
+	// no port is counted both by the engine (vnic_rx_no_port) and, charged to
+	// vport 0, as rx_bad_veswid. Legitimate traffic adds to neither.
+	var hfiLevel uint64
+	for f := range hfiFates {
+		hfiLevel += delta[f]
+	}
+	if delta["PortRcvErrors"] != hfiLevel {
+		t.Errorf("PortRcvErrors rose by %d, the HFI's drop reasons by %d", delta["PortRcvErrors"], hfiLevel)
+	}
+	if delta["vnic_rx_no_port"] != delta[fateBadVESW] {
+		t.Errorf("vnic_rx_no_port rose by %d, rx_bad_veswid by %d", delta["vnic_rx_no_port"], delta[fateBadVESW])
+	}
+	var v []vnicd.VNICStatus
+	if err := vnicd.Call(db.socket, "vnics", nil, &v); err != nil || len(v) != 1 || v[0].OperState != "FORWARDING" {
+		t.Errorf("host b's VNICs after the flood: %+v (%v)", v, err)
+	}
+}
