@@ -134,6 +134,19 @@ func floodKinds(good []byte) []floodKind {
 			}
 			return p, 4793
 		}},
+		{"mgmt_bad", []string{fateMgmtBad}, func(r *rand.Rand) ([]byte, uint16) {
+			// A tail whose pad count is not the 3 of every MAD, or a MAD
+			// shorter than its header.
+			p, err := encap.AppendMgmt(nil, &encap.MgmtParams{SLID: lidA, DLID: lidB, PKey: 0xFFFF, DestQPN: 1, SrcQPN: 1},
+				randBytes(r, 8*r.IntN(3)))
+			if err != nil {
+				panic(err)
+			}
+			if r.IntN(2) == 0 {
+				p[len(p)-1] = 0x40 | byte([]int{0, 1, 2, 4, 5, 6, 7}[r.IntN(7)])
+			}
+			return p, 4793
+		}},
 		{"bad_tail", []string{fateBadTail}, func(r *rand.Rand) ([]byte, uint16) {
 			// 24 bytes with L4 0x78: no pad count leaves room for the vesw_id.
 			p := make([]byte, 24)
