@@ -2,14 +2,21 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
+	"net/netip"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,22 +29,29 @@ import (
 
 // attackHosts starts hosts a and b in static mode on a veth underlay
 // (10.200.0.1 and .2), one red VNIC each (192.168.101.1 and .2), and returns
-// the namespaces, the veth ends and the daemons.
-func attackHosts(t *testing.T, prefix string) (a, b *nstest.NS, vethA, vethB string, da, db *daemon) {
+// the namespaces, the veth ends and the daemons. Each host sees the other
+// at its address:4793 unless the test sets up what runs in between first
+// (between, given the namespaces and veth ends, returns the endpoints a
+// and b are to use for each other).
+func attackHosts(t *testing.T, prefix string, between func(a, b *nstest.NS, vethA, vethB string) (bForA, aForB string)) (a, b *nstest.NS, vethA, vethB string, da, db *daemon) {
 	t.Helper()
 	a, b = nstest.NewNS(t, prefix+"a"), nstest.NewNS(t, prefix+"b")
 	vethA, vethB = nstest.Veth(t, a, b, pfx("10.200.0.1/24"), pfx("10.200.0.2/24"), 1500)
+	bForA, aForB := "10.200.0.2:4793", "10.200.0.1:4793"
+	if between != nil {
+		bForA, aForB = between(a, b, vethA, vethB)
+	}
 	host := func(name string, lid, peer int, self, other string, n int) hostSpec {
 		return hostSpec{
 			name: name, lid: lid, listen: self + ":4793",
-			peers:  map[int]string{peer: other + ":4793"},
+			peers:  map[int]string{peer: other},
 			groups: map[int][]int{mcRed: {lidA, lidB}},
 			vnics: []vnicSpec{{vport: 0, vesw: 1, pkey: 0x8001, mcast: mcRed, ifname: "vnic0", ethMTU: attackMTU,
 				addrs: []string{fmt.Sprintf("192.168.101.%d/24", n)}}},
 		}
 	}
-	da = startVnicd(t, a, host("host-a", lidA, lidB, "10.200.0.1", "10.200.0.2", 1))
-	db = startVnicd(t, b, host("host-b", lidB, lidA, "10.200.0.2", "10.200.0.1", 2))
+	da = startVnicd(t, a, host("host-a", lidA, lidB, "10.200.0.1", bForA, 1))
+	db = startVnicd(t, b, host("host-b", lidB, lidA, "10.200.0.2", aForB, 2))
 	return a, b, vethA, vethB, da, db
 }
 
@@ -368,7 +382,7 @@ func TestE2EGarbageFlood(t *testing.T) {
 	}
 	t.Logf("flood: %d datagrams at about %d/s, seed %d (OPAVNIC_FLOOD_PACKETS, OPAVNIC_FLOOD_PPS, OPAVNIC_FLOOD_SEED)", count, pps, seed)
 
-	a, b, vethA, vethB, _, db := attackHosts(t, "gf")
+	a, b, vethA, vethB, _, db := attackHosts(t, "gf", nil)
 	// A permanent neighbour entry: no datagram waits for (or is dropped by)
 	// address resolution on its way to b.
 	lb, err := b.Netlink().LinkByName(vethB)
@@ -502,5 +516,248 @@ func TestE2EGarbageFlood(t *testing.T) {
 	var v []vnicd.VNICStatus
 	if err := vnicd.Call(db.socket, "vnics", nil, &v); err != nil || len(v) != 1 || v[0].OperState != "FORWARDING" {
 		t.Errorf("host b's VNICs after the flood: %+v (%v)", v, err)
+	}
+}
+
+// tcpTransfer sends size bytes of seeded random data over TCP from client to
+// a listener at addr (host:port) in server, through Go sockets opened inside
+// the namespaces, and checks that the SHA-256 of what arrived is that of
+// what was sent. It returns how long the transfer took; limit bounds it.
+func tcpTransfer(t *testing.T, client, server *nstest.NS, addr string, size int64, seed uint64, limit time.Duration) time.Duration {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	var ln *net.TCPListener
+	if err := server.Do(func() error {
+		l, err := net.Listen("tcp4", addr)
+		if err == nil {
+			ln = l.(*net.TCPListener)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	type result struct {
+		n   int64
+		sum []byte
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		_ = ln.SetDeadline(deadline)
+		c, err := ln.Accept()
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		defer c.Close()
+		_ = c.SetDeadline(deadline)
+		h := sha256.New()
+		n, err := io.Copy(h, c)
+		got <- result{n: n, sum: h.Sum(nil), err: err}
+	}()
+	var c net.Conn
+	if err := client.Do(func() (err error) {
+		d := net.Dialer{Deadline: deadline}
+		c, err = d.Dial("tcp4", addr)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(deadline)
+	start := time.Now()
+	h := sha256.New()
+	var key [32]byte
+	binary.LittleEndian.PutUint64(key[:], seed)
+	n, err := io.Copy(io.MultiWriter(c, h), io.LimitReader(rand.NewChaCha8(key), size))
+	if err != nil {
+		t.Fatalf("sending after %d of %d bytes: %v", n, size, err)
+	}
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got // bounded by the deadline
+	took := time.Since(start)
+	if r.err != nil || r.n != size || !bytes.Equal(r.sum, h.Sum(nil)) {
+		t.Fatalf("received %d of %d bytes (%v), SHA-256 %x; sent %x", r.n, size, r.err, r.sum, h.Sum(nil))
+	}
+	t.Logf("transfer: %d bytes, SHA-256 %x on both ends", size, r.sum)
+	return took
+}
+
+// faultyTransfer runs the checks of an underlay that loses, duplicates,
+// delays and reorders: a ping answers within a bounded time, a TCP transfer
+// of OPAVNIC_NETEM_BYTES arrives intact, both daemons still run and serve.
+func faultyTransfer(t *testing.T, tag string, a, b *nstest.NS, da, db *daemon) {
+	t.Helper()
+	size := envInt(t, "OPAVNIC_NETEM_BYTES", 4<<20)
+	took := pingWithin(t, a, "192.168.101.2", 20*time.Second)
+	t.Logf("FIGURE %s: first ping answered after %v", tag, took.Round(time.Millisecond))
+	// A liveness bound, not a performance one: a minute plus 16 KiB/s.
+	limit := time.Minute + time.Duration(size/(16<<10))*time.Second
+	took = tcpTransfer(t, a, b, "192.168.101.2:5301", int64(size), uint64(time.Now().UnixNano()), limit)
+	t.Logf("FIGURE %s: TCP transfer of %d bytes in %v: %.2f Mbit/s", tag, size, took.Round(time.Millisecond),
+		float64(size)*8/took.Seconds()/1e6)
+	for name, d := range map[string]*daemon{"host-a": da, "host-b": db} {
+		var v []vnicd.VNICStatus
+		if err := vnicd.Call(d.socket, "vnics", nil, &v); err != nil || len(v) != 1 || v[0].OperState != "FORWARDING" {
+			t.Errorf("%s: VNICs after the transfer: %+v (%v)", name, v, err)
+		}
+		if err := unix.Kill(d.cmd.Process.Pid, 0); err != nil {
+			t.Errorf("%s: vnicd gone: %v", name, err)
+		}
+		c, h := d.counters(t, 0), d.hfiCounters(t)
+		t.Logf("FIGURE %s: %s rx_packets %d tx_packets %d rx_errors %d PortRcvErrors %d", tag, name,
+			c["rx_packets"], c["tx_packets"], c["rx_errors"], h["PortRcvErrors"])
+	}
+}
+
+// TestE2ENetem puts netem on both ends of the underlay veth (20 ms delay,
+// 25% of packets reordered, 1% lost, 1% duplicated, each way) and moves data
+// over TCP across the red switch.
+func TestE2ENetem(t *testing.T) {
+	nstest.RequireRoot(t)
+	nstest.RequireTools(t, "ip", "tc")
+	netem := []string{"delay", "20ms", "reorder", "25%", "50%", "loss", "1%", "duplicate", "1%"}
+	a, b, vethA, vethB, da, db := attackHosts(t, "ne", func(a, b *nstest.NS, vethA, vethB string) (string, string) {
+		for _, l := range []struct {
+			ns  *nstest.NS
+			dev string
+		}{{a, vethA}, {b, vethB}} {
+			out, err := l.ns.Exec(context.Background(), "tc", append([]string{"qdisc", "add", "dev", l.dev, "root", "netem"}, netem...)...)
+			if err != nil && (bytes.Contains(out, []byte("Unknown qdisc")) || bytes.Contains(out, []byte("qdisc kind is unknown"))) {
+				nstest.RequireKernel(t, "sch_netem (tc qdisc netem)", err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		return "10.200.0.2:4793", "10.200.0.1:4793"
+	})
+	faultyTransfer(t, "netem", a, b, da, db)
+	for _, l := range []struct {
+		ns  *nstest.NS
+		dev string
+	}{{a, vethA}, {b, vethB}} {
+		out, err := l.ns.Exec(context.Background(), "tc", "-s", "qdisc", "show", "dev", l.dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("FIGURE netem: %s %s: %s", l.ns.Name(), l.dev, strings.Join(strings.Fields(string(out)), " "))
+	}
+}
+
+// impairRelay stands between hosts a and b as netem would on the wire, for
+// kernels without sch_netem: two UDP sockets, forA (host a's endpoint for
+// host b) and forB (host b's for host a); what one receives goes on from
+// the other, so each host sees the other where its config says. On the way
+// each datagram is lost with probability loss, else sent twice with
+// probability dup, and each copy is sent at once with probability reorder
+// (overtaking the others) or after delay.
+type impairRelay struct {
+	loss, dup, reorder float64
+	delay              time.Duration
+
+	wg                                           sync.WaitGroup
+	forwarded, lost, duplicated, reordered, full atomic.Uint64
+}
+
+// start opens the relay's sockets in ns at forA and forB and forwards
+// between them and the hosts at a and b until the test ends.
+func (r *impairRelay) start(t *testing.T, ns *nstest.NS, forA, forB, a, b string, seed uint64) {
+	t.Helper()
+	var ca, cb *net.UDPConn
+	if err := ns.Do(func() (err error) {
+		if ca, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(forA))); err != nil {
+			return err
+		}
+		cb, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(forB)))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*net.UDPConn{ca, cb} {
+		_ = c.SetReadBuffer(4 << 20)
+	}
+	t.Cleanup(func() {
+		ca.Close()
+		cb.Close()
+		r.wg.Wait()
+		t.Logf("FIGURE relay: forwarded %d, lost %d, duplicated %d, sent at once (reordered) %d, queue full %d",
+			r.forwarded.Load(), r.lost.Load(), r.duplicated.Load(), r.reordered.Load(), r.full.Load())
+	})
+	r.wg.Add(2)
+	go r.pump(ca, cb, net.UDPAddrFromAddrPort(netip.MustParseAddrPort(b)), seed)
+	go r.pump(cb, ca, net.UDPAddrFromAddrPort(netip.MustParseAddrPort(a)), seed+1)
+}
+
+// pump forwards what in receives to `to` through out, until in is closed.
+// The delayed copies wait in a bounded queue (netem's limit): when it is
+// full, the copy is dropped.
+func (r *impairRelay) pump(in, out *net.UDPConn, to *net.UDPAddr, seed uint64) {
+	defer r.wg.Done()
+	type delayed struct {
+		p  []byte
+		at time.Time
+	}
+	q := make(chan delayed, 4096)
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		for d := range q {
+			time.Sleep(time.Until(d.at))
+			_, _ = out.WriteToUDP(d.p, to)
+		}
+	}()
+	defer close(q)
+	rng := rand.New(rand.NewPCG(seed, seed>>1|1))
+	buf := make([]byte, 65536)
+	for {
+		n, _, err := in.ReadFromUDP(buf)
+		if err != nil {
+			return
+		}
+		if rng.Float64() < r.loss {
+			r.lost.Add(1)
+			continue
+		}
+		copies := 1
+		if rng.Float64() < r.dup {
+			copies = 2
+			r.duplicated.Add(1)
+		}
+		p := append([]byte(nil), buf[:n]...)
+		for range copies {
+			r.forwarded.Add(1)
+			if rng.Float64() < r.reorder {
+				r.reordered.Add(1)
+				_, _ = out.WriteToUDP(p, to)
+				continue
+			}
+			select {
+			case q <- delayed{p, time.Now().Add(r.delay)}:
+			default:
+				r.full.Add(1)
+			}
+		}
+	}
+}
+
+// TestE2EUnderlayRelayFaults is TestE2ENetem's faults made by a relay in
+// userspace, so that they are tested where the kernel has no sch_netem: host
+// a and host b reach each other only through the relay, in host a's
+// namespace.
+func TestE2EUnderlayRelayFaults(t *testing.T) {
+	nstest.RequireRoot(t)
+	nstest.RequireTools(t, "ip", "ping")
+	r := &impairRelay{loss: 0.01, dup: 0.01, reorder: 0.25, delay: 20 * time.Millisecond}
+	a, b, _, _, da, db := attackHosts(t, "rl", func(a, b *nstest.NS, _, _ string) (string, string) {
+		r.start(t, a, "10.200.0.1:4801", "10.200.0.1:4802", "10.200.0.1:4793", "10.200.0.2:4793", uint64(time.Now().UnixNano()))
+		return "10.200.0.1:4801", "10.200.0.1:4802"
+	})
+	faultyTransfer(t, "relay", a, b, da, db)
+	if r.lost.Load() == 0 || r.reordered.Load() == 0 {
+		t.Errorf("the relay lost %d and reordered %d datagrams: the faults did not happen", r.lost.Load(), r.reordered.Load())
 	}
 }
