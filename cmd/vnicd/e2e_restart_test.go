@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -139,5 +142,147 @@ func TestE2EKillRestartStatic(t *testing.T) {
 		blue := time.Since(restart)
 		t.Logf("FIGURE restart: round %d: TAPs gone %v after SIGKILL; vnicd up %v after restart (attempts %d); first ping reply red %v, blue %v after restart",
 			round, gone.Round(time.Millisecond), up.Round(time.Millisecond), attempts, red.Round(time.Millisecond), blue.Round(time.Millisecond))
+	}
+}
+
+// fmNode is a node in the FM's `fabric` answer (fm.NodeStatus as JSON).
+type fmNode struct {
+	Config   string `json:"config_name"`
+	LID      string `json:"lid"`
+	Endpoint string `json:"endpoint"`
+	State    string `json:"state"`
+}
+
+// fmNodes returns the nodes of the FM behind socket, as `vnicctl fabric`
+// shows them.
+func fmNodes(t *testing.T, socket string) []fmNode {
+	t.Helper()
+	var st struct {
+		Nodes []fmNode `json:"nodes"`
+	}
+	if err := vnicd.Call(socket, "fabric", nil, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Nodes
+}
+
+// directoryEndpoint returns the endpoint d's directory has for lid ("" if
+// none).
+func directoryEndpoint(t *testing.T, d *daemon, lid string) string {
+	t.Helper()
+	var ents []vnicd.FabricEntry
+	if err := vnicd.Call(d.socket, "fabric", nil, &ents); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.LID == lid {
+			return e.Endpoint
+		}
+	}
+	return ""
+}
+
+// TestE2ENodeAddressChange moves host b to another underlay address,
+// 10.202.0.2 replaced by 10.202.0.12: either its vnicd is stopped and
+// started again listening at the new address, or it listens on the wildcard
+// address (the default) and keeps running while the address changes under
+// it. The node rejoins with its LID, the FM's node table and host a's
+// directory show the new endpoint, and traffic flows again.
+func TestE2ENodeAddressChange(t *testing.T) {
+	nstest.RequireRoot(t)
+	nstest.RequireTools(t, "ip", "ping")
+	for _, tc := range []struct {
+		name    string
+		restart bool
+	}{{"restart", true}, {"wildcard", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.name[:1]
+			fmNS, a, b := nstest.NewNS(t, p+"nfm"), nstest.NewNS(t, p+"na"), nstest.NewNS(t, p+"nb")
+			aBlue, bBlue := nstest.NewNS(t, p+"nablue"), nstest.NewNS(t, p+"nbblue")
+			seg := nstest.Bridge(t, 1500,
+				nstest.Member{NS: a, Addr: pfx("10.202.0.1/24")},
+				nstest.Member{NS: b, Addr: pfx("10.202.0.2/24")},
+				nstest.Member{NS: fmNS, Addr: pfx("10.202.0.3/24")})
+			dir := t.TempDir()
+			fmSocket := filepath.Join(dir, "opafm.sock")
+			fabric := filepath.Join(dir, "fabric.yaml")
+			if err := os.WriteFile(fabric, []byte(fmt.Sprintf(fabricYAML, fmSocket, blueVESW)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := fmNS.Start(context.Background(), opafmBinary(t), "--config", fabric); err != nil {
+				t.Fatal(err)
+			}
+			listenB := "10.202.0.2:4793"
+			if !tc.restart {
+				listenB = "[::]:4793"
+			}
+			da := managedHost(t, a, aBlue, "host-a", 1, filepath.Join(dir, "a.sock"))
+			db := managedHostAt(t, b, bBlue, "host-b", 2, listenB, filepath.Join(dir, "b.sock"))
+			waitVNICs(t, da, 2, "FORWARDING", 15*time.Second)
+			waitVNICs(t, db, 2, "FORWARDING", 15*time.Second)
+			lidB := hfiStatus(t, db).LID
+			if lidB != "0xC000" {
+				t.Fatalf("host-b LID %s, want 0xC000", lidB)
+			}
+			if ep := directoryEndpoint(t, da, lidB); ep != "10.202.0.2:4793" {
+				t.Fatalf("host-a's directory: %s at %q before the move", lidB, ep)
+			}
+			ping(t, a, "192.168.101.2")
+
+			if tc.restart {
+				if err := db.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
+				_ = db.cmd.Wait()
+			}
+			ifB := seg.Ifaces[1]
+			for _, args := range [][]string{
+				{"addr", "del", "10.202.0.2/24", "dev", ifB},
+				{"addr", "add", "10.202.0.12/24", "dev", ifB},
+			} {
+				if _, err := b.Exec(context.Background(), "ip", args...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			moved := time.Now()
+			if tc.restart {
+				db = managedHostAt(t, b, bBlue, "host-b", 2, "10.202.0.12:4793", filepath.Join(dir, "b.sock"))
+				waitVNICs(t, db, 2, "FORWARDING", 15*time.Second)
+			}
+			const newEP = "10.202.0.12:4793"
+
+			// The FM's table and a's directory, within a bounded time.
+			var fmEP, fmLID, fmState, aEP string
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+				fmEP, fmLID, fmState = "", "", ""
+				for _, n := range fmNodes(t, fmSocket) {
+					if n.Config == "host-b" {
+						fmEP, fmLID, fmState = n.Endpoint, n.LID, n.State
+					}
+				}
+				aEP = directoryEndpoint(t, da, lidB)
+				if fmEP == newEP && fmState == "active" && aEP == newEP || time.Now().After(deadline) {
+					break
+				}
+			}
+			if fmEP != newEP || fmLID != lidB || fmState != "active" {
+				t.Errorf("FM's node table: host-b at %s with LID %s, %s; want %s with %s, active", fmEP, fmLID, fmState, newEP, lidB)
+			}
+			if aEP != newEP {
+				t.Errorf("host-a's directory: %s at %q, want %s", lidB, aEP, newEP)
+			}
+			known := time.Since(moved)
+			if got := hfiStatus(t, db).LID; got != lidB {
+				t.Errorf("host-b has LID %s after the move, want %s", got, lidB)
+			}
+			for _, c := range []struct {
+				ns   *nstest.NS
+				addr string
+			}{{a, "192.168.101.2"}, {b, "192.168.101.1"}, {aBlue, "192.168.102.2"}, {bBlue, "192.168.102.1"}} {
+				pingWithin(t, c.ns, c.addr, 10*time.Second)
+			}
+			t.Logf("FIGURE move %s: host-b at %s with LID %s in the FM and host-a's directory %v after the move; pings on both switches after %v",
+				tc.name, fmEP, fmLID, known.Round(time.Millisecond), time.Since(moved).Round(time.Millisecond))
+		})
 	}
 }
