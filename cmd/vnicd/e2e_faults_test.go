@@ -310,15 +310,22 @@ type floodResult struct {
 }
 
 // flood sends n datagrams of the kinds, drawn at random, to b's HFI port at
-// about pps, in bursts; it stops after limit whatever it has sent. Each
-// datagram's fate comes from the oracle attackFate; a datagram the oracle
-// would deliver is drawn again.
-func flood(s *rawUDP, kinds []floodKind, seed uint64, n, pps int, limit time.Duration) floodResult {
+// about pps, in bursts; it stops after limit, or when stop is closed,
+// whatever it has sent. Each datagram's fate comes from the oracle
+// attackFate; a datagram the oracle would deliver is drawn again.
+func flood(s *rawUDP, kinds []floodKind, seed uint64, n, pps int, limit time.Duration, stop <-chan struct{}) floodResult {
 	r := rand.New(rand.NewPCG(seed, seed^0x6f706176))
 	res := floodResult{byKind: map[string]int{}, byFate: map[string]uint64{}}
 	start := time.Now()
 	const burst = 32
 	for res.sent < n {
+		select {
+		case <-stop:
+			res.failure = "stopped"
+			res.took = time.Since(start)
+			return res
+		default:
+		}
 		if time.Since(start) > limit {
 			res.capped = true
 			break
@@ -411,13 +418,25 @@ func TestE2EGarbageFlood(t *testing.T) {
 
 	secs := min(max((count+pps-1)/pps, 2), 30)
 	limit := time.Duration(3*count/pps+10) * time.Second
-	floodDone := make(chan floodResult, 1)
-	go func() { floodDone <- flood(raw, kinds, seed, count, pps, limit) }()
-	pingDone := make(chan []byte, 1)
+	// The flood and the ping run beside iperf3 in goroutines of their own;
+	// if the test ends early, its cleanup stops them and waits for them
+	// before the raw socket is closed and the namespaces go.
+	floodDone, pingDone := make(chan floodResult, 1), make(chan []byte, 1)
+	stop, finished := make(chan struct{}), make(chan struct{}, 2)
+	pingCtx, cancelPing := context.WithTimeout(context.Background(), time.Duration(secs+20)*time.Second)
+	t.Cleanup(func() {
+		close(stop)
+		cancelPing()
+		<-finished
+		<-finished
+	})
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs+20)*time.Second)
-		defer cancel()
-		out, _ := a.Exec(ctx, "ping", "-c", fmt.Sprint(secs*20), "-i", "0.05", "-W", "1", "192.168.101.2")
+		defer func() { finished <- struct{}{} }()
+		floodDone <- flood(raw, kinds, seed, count, pps, limit, stop)
+	}()
+	go func() {
+		defer func() { finished <- struct{}{} }()
+		out, _ := a.Exec(pingCtx, "ping", "-c", fmt.Sprint(secs*20), "-i", "0.05", "-W", "1", "192.168.101.2")
 		pingDone <- out
 	}()
 	rateDuring := iperf(t, a, b, "192.168.101.2", secs)
@@ -536,14 +555,18 @@ func tcpTransfer(t *testing.T, client, server *nstest.NS, addr string, size int6
 	}); err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
 	type result struct {
 		n   int64
 		sum []byte
 		err error
 	}
-	got := make(chan result, 1)
+	got, done := make(chan result, 1), make(chan struct{})
+	defer func() {
+		ln.Close()
+		<-done // the receiver ends once its listener or connection is closed
+	}()
 	go func() {
+		defer close(done)
 		_ = ln.SetDeadline(deadline)
 		c, err := ln.Accept()
 		if err != nil {
