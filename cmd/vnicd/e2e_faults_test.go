@@ -476,10 +476,13 @@ func TestE2EGarbageFlood(t *testing.T) {
 	// includes RcvbufErrors). The kernel's counters also count drops of the
 	// ping and iperf3 traffic, which ran meanwhile, so they bound the flood's
 	// kernel drops from above: sent == counted exactly when they are zero.
+	// Wait until vnicd has read what is queued: the counts add up and stand
+	// still.
 	var counted, kernel uint64
 	var delta map[string]uint64
 	var snapB2, snapA2 map[string]uint64
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline, prev := time.Now().Add(5*time.Second), uint64(0); ; time.Sleep(50 * time.Millisecond) {
+		prev = counted
 		after := db.fateCounters(t)
 		delta = map[string]uint64{}
 		counted = 0
@@ -491,7 +494,7 @@ func TestE2EGarbageFlood(t *testing.T) {
 		delta["vnic_rx_no_port"] = after["vnic_rx_no_port"] - before["vnic_rx_no_port"]
 		snapB2, snapA2 = kernelStats(t, b), kernelStats(t, a)
 		kernel = snapB2["Udp:InErrors"] - snapB["Udp:InErrors"] + linkDrops(t, a, vethA) + linkDrops(t, b, vethB) - linkBefore
-		if counted+kernel >= uint64(res.sent) || time.Now().After(deadline) {
+		if counted+kernel >= uint64(res.sent) && counted == prev || time.Now().After(deadline) {
 			break
 		}
 	}
