@@ -89,13 +89,19 @@ netdevs:
 // managedHost starts a vnicd configured only with the FM's address.
 func managedHost(t *testing.T, ns, blue *nstest.NS, name string, n int, socket string, extra ...string) *daemon {
 	t.Helper()
+	return managedHostAt(t, ns, blue, name, n, fmt.Sprintf("10.202.0.%d:4793", n), socket, extra...)
+}
+
+// managedHostAt is managedHost listening at listen.
+func managedHostAt(t *testing.T, ns, blue *nstest.NS, name string, n int, listen, socket string, extra ...string) *daemon {
+	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, name+".yaml")
 	fmAddr := "10.202.0.3:4793"
 	if len(extra) > 0 {
 		fmAddr = extra[0]
 	}
-	cfg := fmt.Sprintf(managedHostYAML, name, fmt.Sprintf("10.202.0.%d:4793", n), fmAddr, socket,
+	cfg := fmt.Sprintf(managedHostYAML, name, listen, fmAddr, socket,
 		fmt.Sprintf("192.168.101.%d/24, fd00:101::%d/64", n, n), blue.Path(),
 		fmt.Sprintf("192.168.102.%d/24, fd00:102::%d/64", n, n))
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {

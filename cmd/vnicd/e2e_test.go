@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -112,6 +113,16 @@ type daemon struct {
 // control socket answers.
 func startVnicd(t *testing.T, ns *nstest.NS, h hostSpec) *daemon {
 	t.Helper()
+	d := launchVnicd(t, ns, h)
+	if err := d.waitUp(len(h.vnics), 10*time.Second); err != nil {
+		t.Fatalf("vnicd %s did not come up: %v\nconfig:\n%s", h.name, err, h.yaml())
+	}
+	return d
+}
+
+// launchVnicd writes the config and starts vnicd in ns.
+func launchVnicd(t *testing.T, ns *nstest.NS, h hostSpec) *daemon {
+	t.Helper()
 	bin := vnicdBinary(t)
 	dir := t.TempDir()
 	if h.socket == "" {
@@ -129,19 +140,37 @@ func startVnicd(t *testing.T, ns *nstest.NS, h hostSpec) *daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{socket: h.socket, cmd: cmd}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	return &daemon{socket: h.socket, cmd: cmd}
+}
+
+// waitUp waits until d's control socket answers with vnics ports, and fails
+// early if the process exits.
+func (d *daemon) waitUp(vnics int, within time.Duration) error {
+	var err error
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		var v []vnicd.VNICStatus
-		err := vnicd.Call(d.socket, "vnics", nil, &v)
-		if err == nil && len(v) == len(h.vnics) {
-			return d
+		if err = vnicd.Call(d.socket, "vnics", nil, &v); err == nil && len(v) == vnics {
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("vnicd %s did not come up within 10s: %v\nconfig:\n%s", h.name, err, h.yaml())
+		if err == nil {
+			err = fmt.Errorf("%d VNICs, want %d", len(v), vnics)
 		}
-		time.Sleep(50 * time.Millisecond)
+		if d.exited() {
+			return fmt.Errorf("vnicd exited (last answer: %v)", err)
+		}
 	}
+	return fmt.Errorf("not up within %v: %v", within, err)
+}
+
+// exited reports whether d's process has exited (a zombie, not yet waited
+// for), without reaping it: nstest's cleanup waits for it.
+func (d *daemon) exited() bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", d.cmd.Process.Pid))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
 }
 
 // counters returns the named counters of one vport.

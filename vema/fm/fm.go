@@ -497,6 +497,9 @@ func (f *FM) announce(p *inbound) {
 	if n.ep != p.src {
 		f.log.Info("node moved", zap.String("node", n.name), zap.Stringer("peer", p.src), zap.Stringer("old", n.ep))
 		n.ep = p.src
+		// Polls missed at the old endpoint say nothing of the node at the
+		// new one, where it just spoke: they must not drop it.
+		n.misses = 0
 		f.markDirty()
 	}
 	if n.state == NodeActive && held == n.lid && held != 0 {

@@ -370,3 +370,50 @@ func TestSAPathRecordGolden(t *testing.T) {
 		t.Error("a path to an unknown LID was answered")
 	}
 }
+
+// TestNodeMovedIsNotDroppedForOldPolls: a node's address changes under a
+// running vnicd (it listens on the wildcard address), so the polls the FM
+// sends to its old endpoint fail; then it announces from its new one. It is
+// alive there, and the polls that were out to the old endpoint when it
+// announced must not drop it (they did: the node left every directory until
+// its next announce).
+func TestNodeMovedIsNotDroppedForOldPolls(t *testing.T) {
+	net := hfitest.NewNetwork()
+	cfg := mustConfig(t, testFabric)
+	f := New(hfi.New(net.Listen(fmEP), hfi.Config{LID: cfg.FM.LID, VerifyICRC: true, TrustAnyMgmtSource: true}), cfg, nil)
+	f.settled = true
+	guid := DeriveGUID("host-b")
+	n := &node{portGUID: guid, name: "host-b", cfgName: "host-b", lid: 0xC000, ep: epB, state: NodeActive}
+	f.nodes[guid] = n
+	moved := netip.MustParseAddrPort("10.9.0.21:4793")
+
+	// Polls to the old endpoint, which nothing answers: each one missed,
+	// up to one short of a drop, and one more out when the node announces.
+	now := time.Now()
+	f.lastPoll = now
+	f.poll()
+	for i := 1; i < MissedPollsToDrop; i++ {
+		now = now.Add(2 * f.pollEvery)
+		f.tick(now)
+	}
+	if n.misses != MissedPollsToDrop-1 || !n.pollOut || n.state != NodeActive {
+		t.Fatalf("before the announce: misses %d, poll out %v, state %s", n.misses, n.pollOut, n.state)
+	}
+	ntc := vema.SMPNotice{GenericType: vema.NoticeGenericInfo, ProdTypeLSB: vema.NoticeProdCA,
+		TrapNum: vema.TrapChangeCapability, IssuerLID: 0xC000, IssuerGID: gidOf(encap.DefaultSubnetPrefix, guid)}
+	data, _ := ntc.MarshalBinary()
+	s := vema.SMP{SMPHeader: vema.SMPHeader{BaseVersion: 0x80, MgmtClass: vema.ClassSubnLIDRouted, ClassVersion: 0x80,
+		Method: vema.MethodTrap, TID: 1, AttrID: vema.SMPAttrNotice}, Data: data}
+	mad, _ := s.MarshalBinary()
+	f.handle(&inbound{mad: mad, slid: 0xC000, src: moved})
+	if n.ep != moved {
+		t.Fatalf("endpoint %v after the announce from %v", n.ep, moved)
+	}
+	// The poll that went to the old endpoint times out.
+	now = now.Add(2 * f.pollEvery)
+	f.tick(now)
+	if n.state != NodeActive || n.ep != moved {
+		t.Fatalf("after the announce from %v and a poll to %v timing out: state %s, endpoint %v, misses %d; want active at %v",
+			moved, epB, n.state, n.ep, n.misses, moved)
+	}
+}

@@ -9,7 +9,8 @@
 // owner is dead. Links live only inside the lab's namespaces and go with
 // them; nothing is made in the test's own namespace.
 //
-// Tests start with RequireRoot and RequireTools, which skip with a reason
+// Tests start with RequireRoot and RequireTools (and RequireKernel once
+// they have tried a kernel feature), which skip with a reason
 // when the machine can't run them; with CI=true or OPAVNIC_REQUIRE_E2E=1 a
 // missing tool fails the test instead, and with OPAVNIC_REQUIRE_E2E=1 so
 // does a missing root, so that a run meant to exercise the lab can't pass by

@@ -131,6 +131,18 @@ func RequireTools(t testing.TB, tools ...string) {
 	require(t, "missing tools", missing)
 }
 
+// RequireKernel skips t, naming feature and err, when err (what trying
+// feature gave) is not nil: the kernel lacks a qdisc or a link type, say.
+// With CI=true or OPAVNIC_REQUIRE_E2E=1 it fails t instead. The caller
+// decides which errors mean "missing": others are failures of their own.
+func RequireKernel(t testing.TB, feature string, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	require(t, "missing kernel support", []string{fmt.Sprintf("%s (%v)", feature, err)})
+}
+
 // require skips or, when strict, fails t if anything is missing.
 func require(t testing.TB, what string, missing []string) {
 	t.Helper()

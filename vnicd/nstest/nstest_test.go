@@ -106,6 +106,30 @@ func TestRequireTools(t *testing.T) {
 	}
 }
 
+func TestRequireKernel(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		ci       string
+		wantFail bool
+	}{{"skips by default", "", false}, {"fails in CI", "true", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("CI", tc.ci)
+			t.Setenv("OPAVNIC_REQUIRE_E2E", "")
+			var r recorder
+			RequireKernel(&r, "sch_netem", errors.New("Unknown qdisc"))
+			got := map[bool]string{false: r.skipped, true: r.failed}[tc.wantFail]
+			if !strings.Contains(got, "sch_netem (Unknown qdisc)") || (r.skipped != "") == (r.failed != "") {
+				t.Fatalf("skipped %q, failed %q", r.skipped, r.failed)
+			}
+			r = recorder{}
+			RequireKernel(&r, "sch_netem", nil)
+			if r.skipped != "" || r.failed != "" {
+				t.Fatalf("no error, yet skipped %q, failed %q", r.skipped, r.failed)
+			}
+		})
+	}
+}
+
 func TestRequireRoot(t *testing.T) {
 	var r recorder
 	t.Setenv("OPAVNIC_REQUIRE_E2E", "")
