@@ -8,7 +8,9 @@
 #      package's testdata/fuzz, where it becomes a regression test;
 #   2. as root, the fault tests at full size: the garbage flood (200k
 #      datagrams while ping and iperf3 cross the switch), TCP over a tc netem
-#      underlay (loss, reordering, duplication, delay; 32 MiB checksummed),
+#      underlay (loss, reordering, duplication, delay; 32 MiB checksummed;
+#      skipped on kernels without sch_netem) and over a userspace relay that
+#      makes the same faults,
 #      SIGKILL restarts and a node changing its UDP address.
 #
 # It prints one line per fuzz target (execs, result) and the FIGURE lines the
@@ -81,7 +83,7 @@ if ((faults)); then
 	source scripts/deps.sh
 	flog=$(mktemp)
 	if OPAVNIC_FLOOD_PACKETS=200000 OPAVNIC_NETEM_BYTES=$((32 << 20)) CI=true \
-		go test -count=1 -timeout 20m -v -run 'TestE2EGarbageFlood|TestE2ENetem|TestE2EKillRestartStatic|TestE2ENodeAddressChange' ./cmd/vnicd >"$flog" 2>&1; then
+		go test -count=1 -timeout 40m -v -run 'TestE2EGarbageFlood|TestE2ENetem|TestE2EUnderlayRelayFaults|TestE2EKillRestartStatic|TestE2ENodeAddressChange' ./cmd/vnicd >"$flog" 2>&1; then
 		note "fault tests: ok"
 	else
 		note "fault tests: FAIL"

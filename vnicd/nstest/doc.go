@@ -14,7 +14,8 @@
 // when the machine can't run them; with CI=true or OPAVNIC_REQUIRE_E2E=1 a
 // missing tool fails the test instead, and with OPAVNIC_REQUIRE_E2E=1 so
 // does a missing root, so that a run meant to exercise the lab can't pass by
-// skipping it.
+// skipping it. RequireKernel skips even in CI (a kernel module cannot be
+// installed by a script); OPAVNIC_REQUIRE_KERNEL=1 makes it fail.
 //
 // It needs iproute2's ip(8): namespaces are made and entered with
 // `ip netns`, as an operator would, so that commands see the namespace's own

@@ -109,11 +109,12 @@ func TestRequireTools(t *testing.T) {
 func TestRequireKernel(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		ci       string
+		ci, req  string
 		wantFail bool
-	}{{"skips by default", "", false}, {"fails in CI", "true", true}} {
+	}{{"skips by default", "", "", false}, {"skips in CI", "true", "", false}, {"fails when required", "", "1", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("CI", tc.ci)
+			t.Setenv("OPAVNIC_REQUIRE_KERNEL", tc.req)
 			t.Setenv("OPAVNIC_REQUIRE_E2E", "")
 			var r recorder
 			RequireKernel(&r, "sch_netem", errors.New("Unknown qdisc"))
