@@ -295,6 +295,21 @@ func TestE2ETwoHostsTwoSwitches(t *testing.T) {
 		}
 	}
 
+	// Static neighbours on the red switch: without them a host confirms a
+	// neighbour it just talked to with a unicast probe a few seconds later
+	// (NUD), which would land in the isolation window below.
+	for _, nb := range []struct {
+		ns  *nstest.NS
+		lid int
+		n   int
+	}{{a, lidB, 2}, {b, lidA, 1}} {
+		mac := fmt.Sprintf("02:00:01:%02x:%02x:%02x", nb.lid&0xFF, nb.lid>>8&0xFF, nb.lid>>16&0xFF)
+		for _, addr := range []string{fmt.Sprintf("192.168.101.%d", nb.n), fmt.Sprintf("fd00:101::%d", nb.n)} {
+			if out, err := nb.ns.Exec(context.Background(), "ip", "neigh", "replace", addr, "lladdr", mac, "dev", "vnic0", "nud", "permanent"); err != nil {
+				t.Fatalf("ip neigh replace %s: %v\n%s", addr, err, out)
+			}
+		}
+	}
 	ping(t, a, "192.168.101.2")
 	ping(t, a, "-6", "fd00:101::2")
 	ping(t, aBlue, "192.168.102.2")
