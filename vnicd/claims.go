@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,7 +13,6 @@ import (
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
-	"gopkg.in/yaml.v3"
 
 	"github.com/opavnic/opavnic/encap"
 )
@@ -375,18 +373,9 @@ type claimRequest struct {
 // netns are required; pkey, eth_mtu and mcast_dlid, when given, are checked
 // against the port the EM made; mac and config_state are the EM's to set.
 func claimFromArgs(args []byte) (claimRequest, error) {
-	var a rawVNICAdd
-	if len(bytes.TrimSpace(args)) == 0 {
-		args = []byte("{}")
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(args))
-	dec.KnownFields(true)
-	if err := dec.Decode(&a); err != nil && err != io.EOF {
-		var te *yaml.TypeError
-		if errors.As(err, &te) && len(te.Errors) > 0 {
-			return claimRequest{}, fmt.Errorf("bad arguments: %s", strings.Join(te.Errors, "; "))
-		}
-		return claimRequest{}, fmt.Errorf("bad arguments: %w", err)
+	a, err := decodeVNICAdd(args)
+	if err != nil {
+		return claimRequest{}, err
 	}
 	if a.MAC.present() {
 		return claimRequest{}, errors.New("mac: the EM sets the MACs of a managed node's ports; give the member a mac in the fabric config")

@@ -93,11 +93,9 @@ func argName(field string) string {
 	return strings.TrimPrefix(field, "vnic.")
 }
 
-// VNICFromArgs checks the JSON arguments of vnic_add against the config c
-// (its LID, peers and multicast groups) with the checks a vnics entry gets.
-// free picks the vport when the arguments name none. What involves the
-// running VNICs (a vport, vesw or ifname in use) is the caller's to check.
-func (c *Config) VNICFromArgs(args []byte, free func() (uint8, bool)) (VNICConfig, string, error) {
+// decodeVNICAdd decodes vnic_add's JSON arguments (JSON is YAML) into the
+// raw tree the config checker reads, refusing unknown fields.
+func decodeVNICAdd(args []byte) (rawVNICAdd, error) {
 	var a rawVNICAdd
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = []byte("{}")
@@ -107,9 +105,21 @@ func (c *Config) VNICFromArgs(args []byte, free func() (uint8, bool)) (VNICConfi
 	if err := dec.Decode(&a); err != nil && err != io.EOF {
 		var te *yaml.TypeError
 		if errors.As(err, &te) && len(te.Errors) > 0 {
-			return VNICConfig{}, "", fmt.Errorf("bad arguments: %s", strings.Join(te.Errors, "; "))
+			return a, fmt.Errorf("bad arguments: %s", strings.Join(te.Errors, "; "))
 		}
-		return VNICConfig{}, "", fmt.Errorf("bad arguments: %w", err)
+		return a, fmt.Errorf("bad arguments: %w", err)
+	}
+	return a, nil
+}
+
+// VNICFromArgs checks the JSON arguments of vnic_add against the config c
+// (its LID, peers and multicast groups) with the checks a vnics entry gets.
+// free picks the vport when the arguments name none. What involves the
+// running VNICs (a vport, vesw or ifname in use) is the caller's to check.
+func (c *Config) VNICFromArgs(args []byte, free func() (uint8, bool)) (VNICConfig, string, error) {
+	a, err := decodeVNICAdd(args)
+	if err != nil {
+		return VNICConfig{}, "", err
 	}
 	ck := &checker{}
 	var vport uint8

@@ -185,19 +185,6 @@ func pingRTT(t *testing.T, ns *nstest.NS, addr string) string {
 	return fmt.Sprintf("min/avg/max %s/%s/%s ms", m[1], m[2], m[3])
 }
 
-// pingsWithin retries one ping until it answers (at most within) and
-// returns how long that took.
-func pingsWithin(t *testing.T, ns *nstest.NS, addr string, within time.Duration) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for time.Since(start) < within {
-		if _, err := ns.Exec(context.Background(), "ping", "-c", "1", "-W", "1", addr); err == nil {
-			return time.Since(start)
-		}
-	}
-	t.Fatalf("ping %s from %s: no answer within %v", addr, ns.Name(), within)
-	return 0
-}
 
 // silentFor fails unless pings from ns to addr go unanswered for d.
 func silentFor(t *testing.T, ns *nstest.NS, addr string, d time.Duration, what string) {
@@ -361,7 +348,7 @@ func TestE2ECNIManaged(t *testing.T) {
 		t.Fatal("pb lost its interface when host-b's vnicd was killed")
 	}
 	hb.start(t)
-	took := pingsWithin(t, pa, ipB, 15*time.Second)
+	took := pa.PingWithin(t, ipB, 15*time.Second)
 	t.Logf("host-b's vnicd killed and restarted: pa -> pb answers %v after the start", took.Round(time.Millisecond))
 	if cs := claimsOf(t, hb.sock); len(cs) != 1 || cs[0].State != vnicd.ClaimActive || cs[0].Owner != "cni:red:pb:eth0" {
 		t.Errorf("host-b's claims after the restart: %+v", cs)
@@ -376,7 +363,7 @@ func TestE2ECNIManaged(t *testing.T) {
 		t.Fatal("pods lost their interfaces when host-a's vnicd stopped")
 	}
 	ha.start(t)
-	took = pingsWithin(t, pb, ipA, 15*time.Second)
+	took = pb.PingWithin(t, ipA, 15*time.Second)
 	t.Logf("host-a's vnicd stopped and restarted: pb -> pa answers %v after the start", took.Round(time.Millisecond))
 	waitPorts(t, ha.sock, 3, 10*time.Second)
 	if err := cni.CheckNetworkList(ctx, blueA, rt("pc", pc)); err != nil {
@@ -399,7 +386,7 @@ func TestE2ECNIManaged(t *testing.T) {
 	}
 	setFabric(true, true)
 	reloadFM()
-	took = pingsWithin(t, pa, ipB, 10*time.Second)
+	took = pa.PingWithin(t, ipB, 10*time.Second)
 	t.Logf("host-b's red member back: pa -> pb answers %v after the reload", took.Round(time.Millisecond))
 
 	// The EM moves host-a's vport 1 from blue to yellow: the claim ends and

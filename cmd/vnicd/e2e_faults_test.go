@@ -618,7 +618,7 @@ func tcpTransfer(t *testing.T, client, server *nstest.NS, addr string, size int6
 func faultyTransfer(t *testing.T, tag string, a, b *nstest.NS, da, db *daemon) {
 	t.Helper()
 	size := envInt(t, "OPAVNIC_NETEM_BYTES", 4<<20)
-	took := pingWithin(t, a, "192.168.101.2", 20*time.Second)
+	took := a.PingWithin(t, "192.168.101.2", 20*time.Second)
 	t.Logf("FIGURE %s: first ping answered after %v", tag, took.Round(time.Millisecond))
 	// A liveness bound, not a performance one: a minute plus 16 KiB/s.
 	limit := time.Minute + time.Duration(size/(16<<10))*time.Second

@@ -148,19 +148,6 @@ func hfiStatus(t *testing.T, d *daemon) vnicd.HFIStatus {
 	return st
 }
 
-// pingWithin retries a single ping until it answers or the time is up, and
-// returns how long it took.
-func pingWithin(t *testing.T, ns *nstest.NS, addr string, within time.Duration) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for time.Since(start) < within {
-		if _, err := ns.Exec(context.Background(), "ping", "-c", "1", "-W", "1", addr); err == nil {
-			return time.Since(start)
-		}
-	}
-	t.Fatalf("ping %s from %s: no answer within %v", addr, ns.Name(), within)
-	return 0
-}
 
 func TestE2EManagedFabric(t *testing.T) {
 	nstest.RequireRoot(t)
@@ -231,7 +218,7 @@ func TestE2EManagedFabric(t *testing.T) {
 	if _, err := a.Exec(context.Background(), "ip", "neigh", "flush", "dev", "vnic0"); err != nil {
 		t.Fatal(err)
 	}
-	took := pingWithin(t, a, "192.168.101.2", 2*time.Second)
+	took := a.PingWithin(t, "192.168.101.2", 2*time.Second)
 	t.Logf("ping to the new globally administered MAC answered %v after the change", took.Round(time.Millisecond))
 
 	// Remove the blue vesw and SIGHUP: both blue ports leave FORWARDING within 2 s, red keeps going.
@@ -267,7 +254,7 @@ func TestE2EManagedFabric(t *testing.T) {
 	_ = db.cmd.Wait()
 	restart := time.Now()
 	db = managedHost(t, b, bBlue, "host-b", 2, filepath.Join(dir, "b.sock"))
-	pingWithin(t, a, "192.168.101.2", 5*time.Second)
+	a.PingWithin(t, "192.168.101.2", 5*time.Second)
 	t.Logf("host-b restarted: traffic back after %v", time.Since(restart).Round(time.Millisecond))
 	if st := hfiStatus(t, db); st.LID != "0xC000" {
 		t.Fatalf("host-b rejoined with LID %s, want 0xC000", st.LID)
@@ -335,6 +322,6 @@ func TestE2EEmbeddedFabricManager(t *testing.T) {
 	if sb := hfiStatus(t, db); sb.LID != "0xC000" {
 		t.Fatalf("host-b LID %s, want 0xC000 from the embedded FM's pool", sb.LID)
 	}
-	pingWithin(t, a, "192.168.101.2", 15*time.Second) // the directory may follow the VNICs' configuration
-	pingWithin(t, bBlue, "192.168.102.1", 15*time.Second)
+	a.PingWithin(t, "192.168.101.2", 15*time.Second) // the directory may follow the VNICs' configuration
+	bBlue.PingWithin(t, "192.168.102.1", 15*time.Second)
 }

@@ -136,9 +136,9 @@ func TestE2EKillRestartStatic(t *testing.T) {
 		if err := vnicd.Call(da.socket, "vnics", nil, &v); err != nil || len(v) != 2 || v[0].IfName != "vnic0" || v[1].IfName != "vnic1" {
 			t.Errorf("round %d: vnicd's VNICs %+v (%v)", round, v, err)
 		}
-		pingWithin(t, a, "192.168.101.2", 10*time.Second)
+		a.PingWithin(t, "192.168.101.2", 10*time.Second)
 		red := time.Since(restart)
-		pingWithin(t, aBlue, "192.168.102.2", 10*time.Second)
+		aBlue.PingWithin(t, "192.168.102.2", 10*time.Second)
 		blue := time.Since(restart)
 		t.Logf("FIGURE restart: round %d: TAPs gone %v after SIGKILL; vnicd up %v after restart (attempts %d); first ping reply red %v, blue %v after restart",
 			round, gone.Round(time.Millisecond), up.Round(time.Millisecond), attempts, red.Round(time.Millisecond), blue.Round(time.Millisecond))
@@ -284,7 +284,7 @@ func TestE2ENodeAddressChange(t *testing.T) {
 				ns   *nstest.NS
 				addr string
 			}{{a, "192.168.101.2"}, {b, "192.168.101.1"}, {aBlue, "192.168.102.2"}, {bBlue, "192.168.102.1"}} {
-				pingWithin(t, c.ns, c.addr, 10*time.Second)
+				c.ns.PingWithin(t, c.addr, 10*time.Second)
 			}
 			t.Logf("FIGURE move %s: host-b at %s with LID %s in the FM and host-a's directory %v after the move; pings on both switches after %v",
 				tc.name, fmEP, fmLID, known.Round(time.Millisecond), time.Since(moved).Round(time.Millisecond))

@@ -176,6 +176,21 @@ func (ns *NS) Do(f func() error) error {
 	return nlutil.Do(target, f)
 }
 
+// PingWithin sends single pings to addr from the namespace until one is
+// answered or within has passed (each waits at most 1 s), and returns how
+// long it took; it fails t when none is answered.
+func (ns *NS) PingWithin(t testing.TB, addr string, within time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for time.Since(start) < within {
+		if _, err := ns.Exec(context.Background(), "ping", "-c", "1", "-W", "1", addr); err == nil {
+			return time.Since(start)
+		}
+	}
+	t.Fatalf("ping %s from %s: no answer within %v", addr, ns.name, within)
+	return 0
+}
+
 // syncBuffer is a bytes.Buffer safe for the writes of a process's stdout
 // and stderr copiers and a reader.
 type syncBuffer struct {
