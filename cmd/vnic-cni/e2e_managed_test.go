@@ -185,7 +185,6 @@ func pingRTT(t *testing.T, ns *nstest.NS, addr string) string {
 	return fmt.Sprintf("min/avg/max %s/%s/%s ms", m[1], m[2], m[3])
 }
 
-
 // silentFor fails unless pings from ns to addr go unanswered for d.
 func silentFor(t *testing.T, ns *nstest.NS, addr string, d time.Duration, what string) {
 	t.Helper()

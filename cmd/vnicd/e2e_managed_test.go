@@ -148,7 +148,6 @@ func hfiStatus(t *testing.T, d *daemon) vnicd.HFIStatus {
 	return st
 }
 
-
 func TestE2EManagedFabric(t *testing.T) {
 	nstest.RequireRoot(t)
 	nstest.RequireTools(t, "ip", "ping", "iperf3")
