@@ -230,29 +230,36 @@ func (t *claimTable) save() error {
 	for i := range f.Claims {
 		f.Claims[i].State = ""
 	}
-	b, err := json.MarshalIndent(f, "", "  ")
+	return writeStateFile(t.path, "claims", f)
+}
+
+// writeStateFile writes v as JSON to path atomically (a new file renamed
+// over the old); what names the file in errors. The claims and the runtime
+// VNICs (runtime.go) keep their state files with it.
+func writeStateFile(path, what string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(t.path), filepath.Base(t.path)+".tmp*")
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
 	if err != nil {
-		return fmt.Errorf("vnicd: claims state file: %w", err)
+		return fmt.Errorf("vnicd: %s state file: %w", what, err)
 	}
 	_, werr := tmp.Write(append(b, '\n'))
 	cerr := tmp.Close()
 	if err := errors.Join(werr, cerr); err != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("vnicd: claims state file: %w", err)
+		return fmt.Errorf("vnicd: %s state file: %w", what, err)
 	}
-	if err := os.Rename(tmp.Name(), t.path); err != nil {
+	if err := os.Rename(tmp.Name(), path); err != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("vnicd: claims state file: %w", err)
+		return fmt.Errorf("vnicd: %s state file: %w", what, err)
 	}
 	return nil
 }
 
-// loadClaims reads a state file; a missing file is no claims.
-func loadClaims(path string) ([]Claim, error) {
+// readStateFile reads a state file; a missing file (or no path) is nil.
+func readStateFile(path, what string) ([]byte, error) {
 	if path == "" {
 		return nil, nil
 	}
@@ -261,7 +268,30 @@ func loadClaims(path string) ([]Claim, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("vnicd: claims state file: %w", err)
+		return nil, fmt.Errorf("vnicd: %s state file: %w", what, err)
+	}
+	return b, nil
+}
+
+// decodeStateFile decodes a state file's bytes into v, refusing unknown
+// fields, and checks its version (path and what are for the errors).
+func decodeStateFile(b []byte, path, what string, v any, version func() int, want int) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("vnicd: %s state file %s: %w", what, path, err)
+	}
+	if got := version(); got != want {
+		return fmt.Errorf("vnicd: %s state file %s: version %d, want %d", what, path, got, want)
+	}
+	return nil
+}
+
+// loadClaims reads a state file; a missing file is no claims.
+func loadClaims(path string) ([]Claim, error) {
+	b, err := readStateFile(path, "claims")
+	if b == nil || err != nil {
+		return nil, err
 	}
 	return parseClaims(b, path)
 }
@@ -269,13 +299,8 @@ func loadClaims(path string) ([]Claim, error) {
 // parseClaims decodes a state file's bytes (path is for the errors).
 func parseClaims(b []byte, path string) ([]Claim, error) {
 	var f claimsFile
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("vnicd: claims state file %s: %w", path, err)
-	}
-	if f.Version != claimsVersion {
-		return nil, fmt.Errorf("vnicd: claims state file %s: version %d, want %d", path, f.Version, claimsVersion)
+	if err := decodeStateFile(b, path, "claims", &f, func() int { return f.Version }, claimsVersion); err != nil {
+		return nil, err
 	}
 	return f.Claims, nil
 }

@@ -46,6 +46,13 @@ type fakeNode struct {
 
 func newFakeNode(t *testing.T) *fakeNode {
 	t.Helper()
+	return newFakeNodeConfig(t, fakeManaged)
+}
+
+// newFakeNodeConfig is newFakeNode with the config cfgText (PORT for the
+// HFI's port; the control socket is added).
+func newFakeNodeConfig(t *testing.T, cfgText string) *fakeNode {
+	t.Helper()
 	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +60,7 @@ func newFakeNode(t *testing.T) *fakeNode {
 	port := pc.LocalAddr().(*net.UDPAddr).Port
 	pc.Close()
 	n := &fakeNode{t: t, sock: filepath.Join(t.TempDir(), "vnicd.sock"), attachOK: true}
-	n.cfg = strings.ReplaceAll(fakeManaged, "PORT", strconv.Itoa(port)) + fmt.Sprintf("control: {socket: %q}\n", n.sock)
+	n.cfg = strings.ReplaceAll(cfgText, "PORT", strconv.Itoa(port)) + fmt.Sprintf("control: {socket: %q}\n", n.sock)
 	n.start()
 	t.Cleanup(func() { n.halt() })
 	return n
@@ -79,23 +86,26 @@ func (n *fakeNode) start() {
 			}
 		}
 		a, _ := taptest.Pair(taptest.Options{Names: [2]string{s.Netdev.IfName, "peer"}})
-		if s.Attach != "" {
+		if s.Attach != "" || s.Netdev.NetNS != "" {
 			_ = a.MoveTo(s.Netdev.NetNS, s.Netdev.IfName, nil)
+		}
+		if s.Attach != "" {
 			_ = a.SetPersist(true, s.Attach)
 		}
 		n.devs[s.VPort] = a
 		return a, nil
 	}
-	d, err := vnicd.NewDaemon(cfg, factory, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.SetRemoveTAP(func(netns, name string, match func(string) bool) error {
+	vnicd.SetStartRemoveTAP(func(netns, name string, match func(string) bool) error {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		n.removed = append(n.removed, netns+"/"+name)
 		return nil
 	})
+	d, err := vnicd.NewDaemon(cfg, factory, nil)
+	vnicd.SetStartRemoveTAP(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()

@@ -193,3 +193,80 @@ func FuzzParseClaims(f *testing.F) {
 		}
 	})
 }
+
+func TestRuntimePath(t *testing.T) {
+	for in, want := range map[string]string{
+		"/run/opavnic/vnicd.sock": "/run/opavnic/vnicd.runtime.json",
+		"/run/opavnic/vnicd-a":    "/run/opavnic/vnicd-a.runtime.json",
+		"@vnicd":                  "",
+		"":                        "",
+	} {
+		if got := RuntimePath(in); got != want {
+			t.Errorf("RuntimePath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestRuntimeStateFile writes runtime VNICs and reads them back; a broken
+// file is an error.
+func TestRuntimeStateFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "vnicd.runtime.json")
+	if es, err := loadRuntime(path); err != nil || es != nil {
+		t.Fatalf("no file: %v, %v", es, err)
+	}
+	a := RuntimeEntry{VPort: 3, Args: []byte(`{"vesw":1,"pkey":"0x8001","netns":"c1"}`), Owner: "cni:red:c1:eth0", NetNS: "c1", IfName: "eth0", NSDev: 4, NSIno: 4026532000}
+	b := RuntimeEntry{VPort: 1, Args: []byte(`{"vesw":2,"pkey":"0x8002"}`), IfName: "vnic1"}
+	r := &runtimeVNICs{path: path, node: "n1"}
+	r.set(a.VPort, &runtimeVNIC{entry: a})
+	r.set(b.VPort, &runtimeVNIC{entry: b})
+	if err := r.save(); err != nil {
+		t.Fatal(err)
+	}
+	es, err := loadRuntime(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(es, []RuntimeEntry{b, a}) {
+		t.Errorf("read back %+v, want %+v", es, []RuntimeEntry{b, a})
+	}
+	for _, bad := range []string{`{"version": 2, "vnics": []}`, `{"version": 1, "vnics": [{"vport": 1, "colour": "red"}]}`, `{"version": 1, "vnics": [{"vport": 256}]}`, `nonsense`} {
+		if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := loadRuntime(path); err == nil {
+			t.Errorf("%s: accepted", bad)
+		}
+	}
+}
+
+// FuzzParseRuntime: a runtime VNICs state file of any content is refused
+// with an error or read into entries that save and read back equal.
+func FuzzParseRuntime(f *testing.F) {
+	f.Add([]byte(`{"version": 1, "node": "n1", "vnics": [{"vport": 3, "args": {"vesw": 1, "pkey": "0x8001", "netns": "c1"}, "owner": "cni:red:c1:eth0", "netns": "c1", "ifname": "eth0", "ns_dev": 4, "ns_ino": 4026532000}]}`))
+	f.Add([]byte(`{"version": 2}`))
+	f.Add([]byte(`{"version": 1, "vnics": [{"vport": 300}]}`))
+	f.Add([]byte(`{"version": 1, "vnics": [{"vport": 1, "args": null}]}`))
+	f.Add([]byte(`{"version": 1, "bogus": 1}`))
+	f.Add([]byte(`[`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		es, err := parseRuntime(b, "fuzz")
+		if err != nil {
+			return
+		}
+		path := filepath.Join(t.TempDir(), "r.json")
+		r := &runtimeVNICs{path: path, node: "n1"}
+		for _, e := range es {
+			r.set(e.VPort, &runtimeVNIC{entry: e})
+		}
+		if err := r.save(); err != nil {
+			t.Fatal(err)
+		}
+		back, err := loadRuntime(path)
+		if err != nil {
+			t.Fatalf("%q: saved entries do not read back: %v", b, err)
+		}
+		if len(back) > len(es) {
+			t.Fatalf("%q: %d entries read back from %d", b, len(back), len(es))
+		}
+	})
+}

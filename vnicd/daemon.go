@@ -27,11 +27,15 @@ type Daemon struct {
 	ctl    *ControlServer
 	rt     runtimeVNICs // VNICs of vnic_add (runtime.go)
 	claims *claimTable  // managed mode: ports claimed by containers (claims.go)
-	// removeTAP deletes a claimed netdev left in a namespace
+	// removeTAP deletes a claimed netdev (or a runtime VNIC's) left in a namespace
 	// (RemovePersistentTAP; tests replace it).
 	removeTAP func(netns, name string, match func(alias string) bool) error
 	kick      chan struct{} // a claimed port may have changed: reconcile
 }
+
+// startRemoveTAP is a new daemon's removeTAP (tests replace it, to see what
+// the start removes).
+var startRemoveTAP = RemovePersistentTAP
 
 // NewDaemon brings a node up from its config: it binds the HFI's socket,
 // installs the directory, creates every VNIC's netdev and opens the control
@@ -56,11 +60,14 @@ func NewDaemon(cfg *Config, newDevice DeviceFactory, log *zap.Logger) (_ *Daemon
 		return nil, err
 	}
 	h.SetDirectory(dir)
-	d := &Daemon{cfg: cfg, log: log, hfi: h, removeTAP: RemovePersistentTAP, kick: make(chan struct{}, 1)}
+	d := &Daemon{cfg: cfg, log: log, hfi: h, removeTAP: startRemoveTAP, kick: make(chan struct{}, 1)}
 	d.claims = newClaimTable("", cfg.Node.Name)
 	if cfg.Node.Managed() {
 		d.claims = newClaimTable(ClaimsPath(cfg.Control.Socket), cfg.Node.Name)
 		newDevice = d.claimingFactory(newDevice)
+	} else {
+		d.rt.path, d.rt.node = RuntimePath(cfg.Control.Socket), cfg.Node.Name
+		newDevice = d.runtimeFactory(newDevice)
 	}
 	d.engine = NewEngine(h, newDevice, log)
 	defer func() {
@@ -79,6 +86,11 @@ func NewDaemon(cfg *Config, newDevice DeviceFactory, log *zap.Logger) (_ *Daemon
 			}
 		}
 	}
+	var saved []RuntimeEntry
+	var dropped int
+	if !cfg.Node.Managed() {
+		saved, dropped = d.readRuntimeOnStart()
+	}
 	// Static mode configures its ports through its own VEMA agent, as the
 	// EM would (DESIGN.md: the agent is the only way a port's config changes).
 	for _, v := range cfg.VNICs {
@@ -93,6 +105,8 @@ func NewDaemon(cfg *Config, newDevice DeviceFactory, log *zap.Logger) (_ *Daemon
 	d.registerControl()
 	if cfg.Node.Managed() {
 		d.loadClaimsOnStart()
+	} else {
+		d.loadRuntimeOnStart(saved, dropped)
 	}
 	d.warnMTU()
 	log.Info("vnicd up", zap.Stringer("listen", tr.LocalAddr()), zap.Int("vnics", len(cfg.VNICs)),
@@ -145,6 +159,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.rt.op.Lock() // control commands in flight finish first
 	if n := len(d.claims.list()); n > 0 {
 		d.log.Info("claimed ports stay in their containers, carrier off, for the next start to take over", zap.Int("claims", n))
+	}
+	if n := d.rt.count(); n > 0 {
+		d.log.Info("runtime VNICs stay where they are, carrier off, for the next start to take over", zap.Int("vnics", n))
 	}
 	err := d.engine.Close()
 	d.rt.op.Unlock()

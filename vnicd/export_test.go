@@ -34,7 +34,15 @@ func (d *Daemon) EMDeleteVESW(vport uint8) error {
 	return d.mgmt.local(&req)
 }
 
-// SetRemoveTAP replaces what deletes a claimed netdev left in a namespace.
-func (d *Daemon) SetRemoveTAP(f func(netns, name string, match func(alias string) bool) error) {
-	d.removeTAP = f
+// SetStartRemoveTAP replaces what deletes a netdev left in a namespace for
+// the daemons NewDaemon makes from now on (their start-up included); nil
+// restores RemovePersistentTAP.
+func SetStartRemoveTAP(f func(netns, name string, match func(alias string) bool) error) {
+	if f == nil {
+		f = RemovePersistentTAP
+	}
+	startRemoveTAP = f
 }
+
+// RuntimePathOf is the runtime state file of a control socket.
+func RuntimePathOf(socket string) string { return RuntimePath(socket) }

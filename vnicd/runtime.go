@@ -20,9 +20,23 @@ import (
 // and remove VNICs while vnicd runs (for containers: cmd/vnic-cni). Their
 // arguments are checked by the same code as a vnics entry of the config
 // (checker.buildVNIC) and applied through the node's own VEMA agent, as the
-// static config is. They are not persisted: a restarted vnicd starts with the
-// config's VNICs only. In managed mode the EM owns the ports, and the same
+// static config is. In managed mode the EM owns the ports, and the same
 // commands claim one of them for a container instead (claims.go).
+//
+// Restarts: a runtime VNIC survives vnicd as a claim does (claims.go), with
+// the same machinery. Its TAP is persistent and carries the claim's alias
+// (claimTag), so a vnicd that stops (SIGTERM, as for claims) or crashes
+// leaves it where it is, with its addresses and routes, carrier off. The
+// runtime VNICs (vnic_add's arguments as accepted, the vport, the owner and
+// the namespace's identity) are kept in a state file beside the control
+// socket (RuntimePath). At start, after the config's VNICs, each one whose
+// namespace is still there (the same one) is added again through vnic_add's
+// checks with its vport, and its TAP is taken over where it is
+// (DeviceSpec.Attach). One whose namespace is gone is dropped (its TAP went
+// with the namespace); one that no longer passes the checks (the config
+// changed) or whose TAP cannot be taken over (it was deleted) is dropped and
+// its TAP, if any, removed. vnic_del and vnic_gc delete the TAP and the
+// entry.
 
 // maxOwner bounds the owner tag of a runtime VNIC.
 const maxOwner = 512
@@ -163,6 +177,10 @@ func (c *Config) VNICFromArgs(args []byte, free func() (uint8, bool)) (VNICConfi
 type runtimeVNIC struct {
 	netdev NetdevConfig
 	owner  string
+	entry  RuntimeEntry // as the state file keeps it
+	// restoring: the device factory takes the persistent TAP of the last
+	// run over instead of making one (runtimeFactory).
+	restoring bool
 }
 
 // runtimeVNICs is the daemon's record of the VNICs vnic_add made.
@@ -170,6 +188,90 @@ type runtimeVNICs struct {
 	op sync.Mutex // serializes vnic_add, vnic_del and vnic_gc
 	mu sync.Mutex // guards m; taken inside the agent's Set (netdevFor)
 	m  map[uint8]runtimeVNIC
+
+	saveMu sync.Mutex // orders writes of the state file
+	path   string     // the state file (RuntimePath); "" for none
+	node   string
+}
+
+// RuntimeEntry is a runtime VNIC as the state file keeps it.
+type RuntimeEntry struct {
+	VPort uint8 `json:"vport"`
+	// Args are vnic_add's arguments as it accepted them; a restarted vnicd
+	// checks them again, with VPort.
+	Args  json.RawMessage `json:"args"`
+	Owner string          `json:"owner,omitempty"`
+	// NetNS and IfName are where the TAP is (NetNS as the caller named it;
+	// "" for vnicd's own namespace).
+	NetNS  string `json:"netns,omitempty"`
+	IfName string `json:"ifname"`
+	// NSDev and NSIno identify the namespace (its nsfs inode), as a
+	// claim's do.
+	NSDev uint64 `json:"ns_dev,omitempty"`
+	NSIno uint64 `json:"ns_ino,omitempty"`
+}
+
+// runtimeVersion is the runtime state file's format.
+const runtimeVersion = 1
+
+// runtimeFile is the runtime state file's content.
+type runtimeFile struct {
+	Version int            `json:"version"`
+	Node    string         `json:"node"`
+	VNICs   []RuntimeEntry `json:"vnics"`
+}
+
+// RuntimePath is the state file of a control socket's runtime VNICs (static
+// mode): the socket's path with ".runtime.json" for its ".sock" suffix, in
+// the same directory. An abstract socket ("@name") has none: runtime VNICs
+// then live in memory only.
+func RuntimePath(socket string) string {
+	if socket == "" || strings.HasPrefix(socket, "@") {
+		return ""
+	}
+	return strings.TrimSuffix(socket, ".sock") + ".runtime.json"
+}
+
+// save writes the runtime VNICs to the state file, if there is one.
+func (r *runtimeVNICs) save() error {
+	if r.path == "" {
+		return nil
+	}
+	r.saveMu.Lock()
+	defer r.saveMu.Unlock()
+	r.mu.Lock()
+	f := runtimeFile{Version: runtimeVersion, Node: r.node, VNICs: []RuntimeEntry{}}
+	for _, v := range r.m {
+		f.VNICs = append(f.VNICs, v.entry)
+	}
+	r.mu.Unlock()
+	slices.SortFunc(f.VNICs, func(a, b RuntimeEntry) int { return int(a.VPort) - int(b.VPort) })
+	return writeStateFile(r.path, "runtime VNICs", f)
+}
+
+// loadRuntime reads a runtime state file; a missing file is none.
+func loadRuntime(path string) ([]RuntimeEntry, error) {
+	b, err := readStateFile(path, "runtime VNICs")
+	if b == nil || err != nil {
+		return nil, err
+	}
+	return parseRuntime(b, path)
+}
+
+// parseRuntime decodes a runtime state file's bytes (path is for the
+// errors). The arguments are checked when they are used.
+func parseRuntime(b []byte, path string) ([]RuntimeEntry, error) {
+	var f runtimeFile
+	if err := decodeStateFile(b, path, "runtime VNICs", &f, func() int { return f.Version }, runtimeVersion); err != nil {
+		return nil, err
+	}
+	for i, e := range f.VNICs { // as vnic_add keeps them: compact
+		var c bytes.Buffer
+		if err := json.Compact(&c, e.Args); err == nil {
+			f.VNICs[i].Args = c.Bytes()
+		}
+	}
+	return f.VNICs, nil
 }
 
 func (r *runtimeVNICs) get(vport uint8) (runtimeVNIC, bool) {
@@ -177,6 +279,12 @@ func (r *runtimeVNICs) get(vport uint8) (runtimeVNIC, bool) {
 	defer r.mu.Unlock()
 	v, ok := r.m[vport]
 	return v, ok
+}
+
+func (r *runtimeVNICs) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.m)
 }
 
 func (r *runtimeVNICs) set(vport uint8, v *runtimeVNIC) {
@@ -244,6 +352,21 @@ func (d *Daemon) vnicAdd(args json.RawMessage) (any, error) {
 	}
 	d.rt.op.Lock()
 	defer d.rt.op.Unlock()
+	s, err := d.addRuntime(args, nil)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// errTakeOver marks addRuntime's failures to take a saved runtime VNIC's
+// TAP over (rather than its arguments failing the checks).
+var errTakeOver = errors.New("cannot take its TAP over")
+
+// addRuntime is vnic_add in static mode; d.rt.op is held. With saved (at
+// start), it adds the runtime VNIC of the last run again, with the same
+// checks, on its vport, taking its persistent TAP over.
+func (d *Daemon) addRuntime(args json.RawMessage, saved *RuntimeEntry) (VNICStatus, error) {
 	inUse := func(vport uint8) bool {
 		if d.engine.Port(vport) != nil {
 			return true
@@ -252,6 +375,9 @@ func (d *Daemon) vnicAdd(args json.RawMessage) (any, error) {
 		return ok
 	}
 	v, owner, err := d.cfg.VNICFromArgs(args, func() (uint8, bool) {
+		if saved != nil {
+			return saved.VPort, true
+		}
 		for i := 0; i <= MaxVPort; i++ {
 			if !inUse(uint8(i)) && !slices.ContainsFunc(d.cfg.VNICs, func(c VNICConfig) bool { return c.VPort == uint8(i) }) {
 				return uint8(i), true
@@ -260,37 +386,175 @@ func (d *Daemon) vnicAdd(args json.RawMessage) (any, error) {
 		return 0, false
 	})
 	if err != nil {
-		return nil, err
+		return VNICStatus{}, err
 	}
 	if inUse(v.VPort) {
-		return nil, fmt.Errorf("vport: vport %d is in use", v.VPort)
+		return VNICStatus{}, fmt.Errorf("vport: vport %d is in use", v.VPort)
+	}
+	if saved != nil && v.VPort != saved.VPort {
+		return VNICStatus{}, fmt.Errorf("vport: the arguments name vport %d, the state file %d", v.VPort, saved.VPort)
 	}
 	key := netdevKey(v.Netdev.NetNS, v.Netdev.IfName)
 	for _, p := range d.engine.Ports() {
 		if netdevKey(p.NetNS(), p.dev.Name()) == key {
-			return nil, fmt.Errorf("ifname: %q is vport %d's, in the same network namespace", v.Netdev.IfName, p.vport)
+			return VNICStatus{}, fmt.Errorf("ifname: %q is vport %d's, in the same network namespace", v.Netdev.IfName, p.vport)
 		}
 		if c := p.Config().VESW.VESWID & encap.VESWIDMask; c == v.Port.VESW.VESWID&encap.VESWIDMask {
-			return nil, fmt.Errorf("vesw: vesw %d is already used by vport %d on this node (one port per vesw and node)", c, p.vport)
+			return VNICStatus{}, fmt.Errorf("vesw: vesw %d is already used by vport %d on this node (one port per vesw and node)", c, p.vport)
 		}
 	}
 	if owner != "" {
 		for _, vp := range d.owned(func(o string) bool { return o == owner }) {
-			return nil, fmt.Errorf("owner: %q already owns vport %d", owner, vp)
+			return VNICStatus{}, fmt.Errorf("owner: %q already owns vport %d", owner, vp)
 		}
 	}
-	d.rt.set(v.VPort, &runtimeVNIC{netdev: v.Netdev, owner: owner})
-	if err := d.mgmt.configurePort(v.VPort, &v.Port, v.MACTable); err != nil {
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, args); err != nil {
+		return VNICStatus{}, fmt.Errorf("bad arguments: %w", err)
+	}
+	rv := &runtimeVNIC{netdev: v.Netdev, owner: owner, restoring: saved != nil,
+		entry: RuntimeEntry{VPort: v.VPort, Args: compact.Bytes(), Owner: owner, NetNS: v.Netdev.NetNS, IfName: v.Netdev.IfName}}
+	if saved != nil {
+		rv.entry.NSDev, rv.entry.NSIno = saved.NSDev, saved.NSIno
+	}
+	d.rt.set(v.VPort, rv)
+	undo := func(cause error) (VNICStatus, error) {
 		d.rt.set(v.VPort, nil)
-		if d.engine.Port(v.VPort) != nil { // made, then a later Set failed
+		if p := d.engine.Port(v.VPort); p != nil { // made, then a later step failed
+			_ = d.setPersist(p, false)
 			_ = d.removePort(v.VPort)
 		}
-		return nil, err
+		return VNICStatus{}, cause
 	}
-	d.log.Info("runtime VNIC added", zap.Uint8("vnic", v.VPort), zap.String("ifname", v.Netdev.IfName),
-		zap.String("netns", v.Netdev.NetNS), zap.Uint16("vesw", uint16(v.Port.VESW.VESWID)), zap.String("owner", owner))
+	if err := d.mgmt.configurePort(v.VPort, &v.Port, v.MACTable); err != nil {
+		if saved != nil {
+			err = fmt.Errorf("%w: %w", errTakeOver, err)
+		}
+		return undo(err)
+	}
+	p := d.engine.Port(v.VPort)
+	if p == nil {
+		return undo(fmt.Errorf("vport %d went away", v.VPort))
+	}
+	rv.restoring = false
+	rv.entry.IfName = p.dev.Name()
+	if saved == nil && v.Netdev.NetNS != "" {
+		// The TAP's making opened the namespace: it exists.
+		if rv.entry.NSDev, rv.entry.NSIno, err = netnsID(v.Netdev.NetNS); err != nil {
+			// Kept with no identity: a restarted vnicd drops it.
+			d.log.Warn("cannot identify the runtime VNIC's namespace; it will not survive a vnicd restart",
+				zap.Uint8("vnic", v.VPort), zap.String("netns", v.Netdev.NetNS), zap.Error(err))
+		}
+	}
+	if err := d.setPersist(p, true); err != nil {
+		return undo(err)
+	}
+	d.rt.set(v.VPort, rv)
+	if err := d.rt.save(); err != nil {
+		return undo(err)
+	}
+	if saved == nil {
+		d.log.Info("runtime VNIC added", zap.Uint8("vnic", v.VPort), zap.String("ifname", v.Netdev.IfName),
+			zap.String("netns", v.Netdev.NetNS), zap.Uint16("vesw", uint16(v.Port.VESW.VESWID)), zap.String("owner", owner))
+	}
 	s, _ := d.status(v.VPort)
 	return s, nil
+}
+
+// runtimeFactory wraps the engine's device factory in static mode: the
+// device of a runtime VNIC being restored at start takes the persistent TAP
+// of the last run over (DeviceSpec.Attach) instead of making a new one.
+func (d *Daemon) runtimeFactory(base DeviceFactory) DeviceFactory {
+	return func(s DeviceSpec) (Device, error) {
+		if v, ok := d.rt.get(s.VPort); ok && v.restoring {
+			s.Attach = d.claimTag(s.VPort)
+		}
+		return base(s)
+	}
+}
+
+// readRuntimeOnStart reads the runtime VNICs of the last run (none, with a
+// warning, from a state file that cannot be read) and drops, removing its
+// TAP, each one whose interface the config's VNICs now name: it runs before
+// those are made, which would otherwise clash with the persistent TAP. It
+// returns the others and how many it dropped.
+func (d *Daemon) readRuntimeOnStart() ([]RuntimeEntry, int) {
+	es, err := loadRuntime(d.rt.path)
+	if err != nil {
+		d.log.Warn("cannot read the runtime VNICs of the last run; starting with none", zap.Error(err))
+		return nil, 0
+	}
+	var out []RuntimeEntry
+	for _, e := range es {
+		i := slices.IndexFunc(d.cfg.VNICs, func(v VNICConfig) bool {
+			nd := d.cfg.NetdevFor(v.VPort)
+			return e.IfName != "" && netdevKey(nd.NetNS, nd.IfName) == netdevKey(e.NetNS, e.IfName)
+		})
+		if i < 0 {
+			out = append(out, e)
+			continue
+		}
+		log := d.log.With(zap.Uint8("vnic", e.VPort), zap.String("owner", e.Owner), zap.String("ifname", e.IfName),
+			zap.String("netns", e.NetNS))
+		log.Warn("runtime VNIC of the last run dropped: the config's VNIC of vport now has its interface",
+			zap.Uint8("config_vport", d.cfg.VNICs[i].VPort))
+		tag := d.claimTag(e.VPort)
+		if err := d.removeTAP(e.NetNS, e.IfName, func(a string) bool { return a == tag }); err != nil {
+			log.Warn("cannot remove its netdev", zap.Error(err))
+		}
+	}
+	return out, len(es) - len(out)
+}
+
+// loadRuntimeOnStart adds the runtime VNICs of the last run again (after
+// the config's VNICs): one whose namespace is gone (or is another one now)
+// is dropped, its TAP gone with the namespace; one that fails vnic_add's
+// checks against the config now, or whose TAP cannot be taken over, is
+// dropped and its TAP removed. dropped counts those readRuntimeOnStart
+// dropped.
+func (d *Daemon) loadRuntimeOnStart(es []RuntimeEntry, dropped int) {
+	if len(es)+dropped == 0 {
+		return
+	}
+	d.rt.op.Lock()
+	defer d.rt.op.Unlock()
+	kept := 0
+	for _, e := range es {
+		log := d.log.With(zap.Uint8("vnic", e.VPort), zap.String("owner", e.Owner), zap.String("ifname", e.IfName),
+			zap.String("netns", e.NetNS))
+		if e.NetNS != "" {
+			dev, ino, err := netnsID(e.NetNS)
+			if err != nil || dev != e.NSDev || ino != e.NSIno {
+				log.Info("runtime VNIC of the last run dropped: its namespace is gone")
+				continue
+			}
+		}
+		if e.VPort > MaxVPort {
+			log.Warn("runtime VNIC of the last run dropped: its vport is out of range")
+			continue
+		}
+		_, err := d.addRuntime(e.Args, &e)
+		if err == nil {
+			log.Info("runtime VNIC of the last run taken over where it was left")
+			kept++
+			continue
+		}
+		if errors.Is(err, errTakeOver) {
+			log.Warn("runtime VNIC of the last run dropped: its TAP cannot be taken over", zap.Error(err))
+		} else {
+			log.Warn("runtime VNIC of the last run dropped: it no longer passes vnic_add's checks against the config", zap.Error(err))
+		}
+		if e.IfName != "" {
+			tag := d.claimTag(e.VPort)
+			if err := d.removeTAP(e.NetNS, e.IfName, func(a string) bool { return a == tag }); err != nil && !errors.Is(err, ErrNotOurTAP) {
+				log.Warn("cannot remove its netdev", zap.Error(err))
+			}
+		}
+	}
+	d.log.Info("runtime VNICs of the last run", zap.Int("restored", kept), zap.Int("dropped", len(es)-kept+dropped))
+	if err := d.rt.save(); err != nil {
+		d.log.Warn("cannot save the runtime VNICs", zap.Error(err))
+	}
 }
 
 // owned lists the runtime vports whose owner matches, in order.
@@ -362,19 +626,38 @@ func (d *Daemon) vnicGC(args json.RawMessage) (any, error) {
 	}))
 }
 
-// deleteRuntime removes runtime VNICs; d.rt.op is held.
+// deleteRuntime removes runtime VNICs and their TAPs; d.rt.op is held.
 func (d *Daemon) deleteRuntime(vports []uint8) (VNICDeleted, error) {
 	out := VNICDeleted{Deleted: []VNICStatus{}}
 	var errs []error
 	for _, vp := range vports {
 		s, _ := d.status(vp)
+		v, _ := d.rt.get(vp)
+		persistent := false
+		if p := d.engine.Port(vp); p != nil {
+			if err := d.setPersist(p, false); err != nil {
+				d.log.Warn("cannot make the netdev non-persistent; removing it", zap.Uint8("vnic", vp), zap.Error(err))
+				persistent = true
+			}
+		}
 		if err := d.removePort(vp); err != nil {
 			errs = append(errs, err)
 			continue
 		}
+		if persistent {
+			tag := d.claimTag(vp)
+			if err := d.removeTAP(v.entry.NetNS, v.entry.IfName, func(a string) bool { return a == tag }); err != nil {
+				d.log.Warn("cannot remove the netdev", zap.Uint8("vnic", vp), zap.Error(err))
+			}
+		}
 		d.rt.set(vp, nil)
 		out.Deleted = append(out.Deleted, s)
 		d.log.Info("runtime VNIC deleted", zap.Uint8("vnic", vp), zap.String("ifname", s.IfName), zap.String("owner", s.Owner))
+	}
+	if len(vports) > 0 {
+		if err := d.rt.save(); err != nil {
+			d.log.Warn("cannot save the runtime VNICs", zap.Error(err))
+		}
 	}
 	return out, errors.Join(errs...)
 }

@@ -25,12 +25,11 @@
 // the only socket in /run/opavnic.
 //
 // A VNIC is tagged in vnicd with the owner "cni:<network>:<container
-// id>:<ifname>", which is how DEL, CHECK and GC find it. A static vnicd
-// keeps runtime VNICs in memory only: after a vnicd restart they are gone,
-// and DEL of one succeeds. A managed vnicd keeps its claims across a
-// restart (the container's interface stays, carrier off, until vnicd takes
-// it over again); a DEL while it is down removes the interface from the
-// container itself.
+// id>:<ifname>", which is how DEL, CHECK and GC find it. vnicd keeps its
+// runtime VNICs (static) and claims (managed) across a restart: the
+// container's interface stays, carrier off, until vnicd takes it over
+// again; a DEL while it is down removes the interface from the container
+// itself, and vnicd drops the VNIC or ends the claim when it starts.
 package main
 
 import (
@@ -158,14 +157,14 @@ func cmdAdd(args *skel.CmdArgs) error {
 	return types.PrintResult(result, conf.CNIVersion)
 }
 
-// unreachable reports whether err means no vnicd serves the socket: then no
-// runtime VNIC exists (vnicd keeps them in memory only).
+// unreachable reports whether err means no vnicd serves the socket: then
+// the container's interface, if any, is a persistent TAP vnicd left.
 func unreachable(err error) bool {
 	return errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT)
 }
 
-// claimedAlias reports whether a netdev's alias is that of a port a managed
-// vnicd claimed for a container (vnicd's claimTag).
+// claimedAlias reports whether a netdev's alias is that of a port vnicd
+// left in a container (vnicd's claimTag: a claim or a runtime VNIC).
 func claimedAlias(alias string) bool { return strings.HasPrefix(alias, "opavnic:") }
 
 func cmdDel(args *skel.CmdArgs) error {
@@ -176,10 +175,10 @@ func cmdDel(args *skel.CmdArgs) error {
 	err = vnicd.Call(conf.Socket, "vnic_del", vnicd.VNICDelArgs{Owner: owner(conf.Name, args.ContainerID, args.IfName)}, nil)
 	switch {
 	case err != nil && unreachable(err) && args.Netns != "":
-		// No vnicd: a static one's VNICs went with it, but a managed one's
-		// claimed port stays in the container (persistent) for vnicd to
-		// take over when it starts. Remove it here; vnicd ends the claim
-		// when it finds the netdev gone.
+		// No vnicd: its runtime VNIC (static) or claimed port (managed)
+		// stays in the container (persistent) for vnicd to take over when
+		// it starts. Remove it here; vnicd drops the VNIC or ends the
+		// claim when it finds the netdev gone.
 		if err := vnicd.RemovePersistentTAP(args.Netns, args.IfName, claimedAlias); err != nil && !errors.Is(err, vnicd.ErrNotOurTAP) {
 			return fmt.Errorf("vnic-cni: vnicd at %s does not answer, and removing %s: %w", conf.Socket, args.IfName, err)
 		}

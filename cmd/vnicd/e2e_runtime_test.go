@@ -2,14 +2,18 @@ package main
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/opavnic/opavnic/vnicd"
@@ -171,5 +175,102 @@ func TestE2EVnicctlAddDel(t *testing.T) {
 	vnicctl(t, da.socket, "vnic", "del", "0")
 	if err := vnicd.Call(da.socket, "vnics", nil, &vs); err != nil || len(vs) != 0 {
 		t.Errorf("vnics after deleting the VNIC of a removed namespace: %+v, %v", vs, err)
+	}
+}
+
+// TestE2ERuntimeRestart adds a runtime VNIC into a namespace, with an
+// address, and kills host a's vnicd (SIGKILL, then SIGTERM): the interface
+// stays in the namespace, carrier off, with its address, and the restarted
+// vnicd takes it over, so ping works again without a new vnic_add and the
+// namespace has exactly one such interface. After vnic_del, a restart does
+// not bring it back.
+func TestE2ERuntimeRestart(t *testing.T) {
+	nstest.RequireRoot(t)
+	nstest.RequirePaths(t, "/dev/net/tun")
+	nstest.RequireTools(t, "ip", "ping")
+	a, b := nstest.NewNS(t, "rra"), nstest.NewNS(t, "rrb")
+	ca, cb := nstest.NewNS(t, "rrca"), nstest.NewNS(t, "rrcb")
+	nstest.Veth(t, a, b, pfx("10.203.0.1/24"), pfx("10.203.0.2/24"), 1500)
+	dir := t.TempDir()
+	host := func(name string, lid, peer int, self, other string) hostSpec {
+		return hostSpec{name: name, lid: lid, listen: self + ":4793",
+			peers:  map[int]string{peer: other + ":4793"},
+			groups: map[int][]int{mcRed: {lidA, lidB}},
+			socket: filepath.Join(dir, name+".sock")}
+	}
+	ha := host("host-a", lidA, lidB, "10.203.0.1", "10.203.0.2")
+	da := startVnicd(t, a, ha)
+	db := startVnicd(t, b, host("host-b", lidB, lidA, "10.203.0.2", "10.203.0.1"))
+	add := func(d *daemon, ns *nstest.NS, addr, owner string) {
+		t.Helper()
+		if err := vnicd.Call(d.socket, "vnic_add", vnicd.VNICAddArgs{VESW: 1, PKey: "0x8001", McastDLID: mcRed, EthMTU: 1400,
+			IfName: "eth1", NetNS: ns.Name(), Addresses: []string{addr}, Owner: owner}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(db, cb, "10.1.0.2/24", "test:b")
+	add(da, ca, "10.1.0.1/24", "test:a")
+	ping(t, ca, "10.1.0.2")
+
+	stop := func(sig os.Signal) {
+		t.Helper()
+		if err := da.cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		_ = da.cmd.Wait()
+	}
+	for _, sig := range []os.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		stop(sig)
+		// The interface stays, with its address, carrier off.
+		var l netlink.Link
+		var err error
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			l, err = ca.Netlink().LinkByName("eth1")
+			if err != nil || l.Attrs().RawFlags&unix.IFF_LOWER_UP == 0 || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err != nil {
+			t.Fatalf("%v: eth1 gone from the container: %v", sig, err)
+		}
+		if l.Type() != "tuntap" || l.Attrs().RawFlags&unix.IFF_LOWER_UP != 0 || l.Attrs().Alias != "opavnic:host-a:vport0" {
+			t.Errorf("%v: eth1 while vnicd is down: type %s, flags %#x, alias %q; want a tuntap, carrier off, tagged",
+				sig, l.Type(), l.Attrs().RawFlags, l.Attrs().Alias)
+		}
+		if as, err := ca.Netlink().AddrList(l, netlink.FAMILY_V4); err != nil || len(as) != 1 || as[0].IPNet.String() != "10.1.0.1/24" {
+			t.Errorf("%v: eth1's addresses while vnicd is down: %v, %v", sig, as, err)
+		}
+		restart := time.Now()
+		da = launchVnicd(t, a, ha)
+		if err := da.waitUp(1, 10*time.Second); err != nil {
+			t.Fatalf("%v: vnicd did not come back with its runtime VNIC: %v", sig, err)
+		}
+		ca.PingWithin(t, "10.1.0.2", 10*time.Second)
+		t.Logf("FIGURE runtime restart: after %v, first ping reply %v after restart", sig, time.Since(restart).Round(time.Millisecond))
+		if got := tuntaps(links(t, ca)); !slices.Equal(got, []string{"eth1"}) {
+			t.Errorf("%v: TAPs in the container after the restart: %v, want eth1 once", sig, got)
+		}
+		var vs []vnicd.VNICStatus
+		if err := vnicd.Call(da.socket, "vnics", nil, &vs); err != nil || len(vs) != 1 || vs[0].Owner != "test:a" ||
+			vs[0].IfName != "eth1" || vs[0].NetNS != ca.Name() || vs[0].VPort != 0 {
+			t.Errorf("%v: vnicd's VNICs after the restart: %+v, %v", sig, vs, err)
+		}
+	}
+
+	var del vnicd.VNICDeleted
+	if err := vnicd.Call(da.socket, "vnic_del", vnicd.VNICDelArgs{Owner: "test:a"}, &del); err != nil || len(del.Deleted) != 1 {
+		t.Fatalf("vnic_del: %+v, %v", del, err)
+	}
+	if _, err := ca.Netlink().LinkByName("eth1"); err == nil {
+		t.Error("eth1 still in the container after vnic_del")
+	}
+	stop(syscall.SIGKILL)
+	da = launchVnicd(t, a, ha)
+	if err := da.waitUp(0, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if got := tuntaps(links(t, ca)); len(got) != 0 {
+		t.Errorf("TAPs in the container after vnic_del and a restart: %v", got)
 	}
 }
