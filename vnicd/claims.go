@@ -98,11 +98,15 @@ type claimsFile struct {
 // ClaimsPath is the state file of a control socket's claims: the socket's
 // path with ".claims.json" for its ".sock" suffix, in the same directory.
 // An abstract socket ("@name") has none: claims then live in memory only.
-func ClaimsPath(socket string) string {
+func ClaimsPath(socket string) string { return statePath(socket, ".claims.json") }
+
+// statePath is a state file beside a control socket: the socket's path with
+// suffix for its ".sock"; "" for an abstract socket, which has no directory.
+func statePath(socket, suffix string) string {
 	if socket == "" || strings.HasPrefix(socket, "@") {
 		return ""
 	}
-	return strings.TrimSuffix(socket, ".sock") + ".claims.json"
+	return strings.TrimSuffix(socket, ".sock") + suffix
 }
 
 // claimTable holds the claims. mu is a leaf lock: nothing is called with it

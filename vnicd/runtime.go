@@ -225,12 +225,7 @@ type runtimeFile struct {
 // mode): the socket's path with ".runtime.json" for its ".sock" suffix, in
 // the same directory. An abstract socket ("@name") has none: runtime VNICs
 // then live in memory only.
-func RuntimePath(socket string) string {
-	if socket == "" || strings.HasPrefix(socket, "@") {
-		return ""
-	}
-	return strings.TrimSuffix(socket, ".sock") + ".runtime.json"
-}
+func RuntimePath(socket string) string { return statePath(socket, ".runtime.json") }
 
 // save writes the runtime VNICs to the state file, if there is one.
 func (r *runtimeVNICs) save() error {
