@@ -50,17 +50,11 @@ func newFakeNode(t *testing.T) *fakeNode {
 }
 
 // newFakeNodeConfig is newFakeNode with the config cfgText (PORT for the
-// HFI's port; the control socket is added).
+// HFI's port, a free one at each start; the control socket is added).
 func newFakeNodeConfig(t *testing.T, cfgText string) *fakeNode {
 	t.Helper()
-	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := pc.LocalAddr().(*net.UDPAddr).Port
-	pc.Close()
 	n := &fakeNode{t: t, sock: filepath.Join(t.TempDir(), "vnicd.sock"), attachOK: true}
-	n.cfg = strings.ReplaceAll(cfgText, "PORT", strconv.Itoa(port)) + fmt.Sprintf("control: {socket: %q}\n", n.sock)
+	n.cfg = cfgText + fmt.Sprintf("control: {socket: %q}\n", n.sock)
 	n.start()
 	t.Cleanup(func() { n.halt() })
 	return n
@@ -69,7 +63,15 @@ func newFakeNodeConfig(t *testing.T, cfgText string) *fakeNode {
 func (n *fakeNode) start() {
 	t := n.t
 	t.Helper()
-	cfg, err := vnicd.ParseConfig([]byte(n.cfg))
+	// A free port at every start: between a halt and the next start another
+	// test binary may take the last one.
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := pc.LocalAddr().(*net.UDPAddr).Port
+	pc.Close()
+	cfg, err := vnicd.ParseConfig([]byte(strings.ReplaceAll(n.cfg, "PORT", strconv.Itoa(port))))
 	if err != nil {
 		t.Fatal(err)
 	}
