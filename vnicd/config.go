@@ -34,6 +34,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/internal/envexpand"
 	"github.com/opavnic/opavnic/vema"
 )
 
@@ -223,72 +224,14 @@ func DefaultControlSocket(nodeName string) string {
 
 // --- environment expansion ---
 
-// expandEnv replaces ${NAME} with the value of NAME (which must be set) and
-// ${NAME:-default} with the value of NAME, or default when NAME is unset or
-// empty, everywhere in the text, comments included. $${ is a literal ${; any
-// other $ is literal. Values and defaults may not contain line breaks, so the
-// YAML's line numbers stay those of the file, and are not expanded again.
+// expandEnv is envexpand.Expand with its errors as ConfigErrors.
 func expandEnv(data []byte, lookup func(string) (string, bool)) ([]byte, error) {
-	if !bytes.Contains(data, []byte("${")) {
-		return data, nil
+	out, err := envexpand.Expand(data, lookup)
+	var ee *envexpand.Error
+	if errors.As(err, &ee) {
+		return nil, &ConfigError{Line: ee.Line, Reason: ee.Reason}
 	}
-	out := make([]byte, 0, len(data))
-	line := 1
-	for i := 0; i < len(data); {
-		rest := data[i:]
-		switch {
-		case bytes.HasPrefix(rest, []byte("$${")):
-			out = append(out, "${"...)
-			i += 3
-			continue
-		case !bytes.HasPrefix(rest, []byte("${")):
-			if data[i] == '\n' {
-				line++
-			}
-			out = append(out, data[i])
-			i++
-			continue
-		}
-		end := bytes.IndexAny(rest, "}\n")
-		if end < 0 || rest[end] != '}' {
-			return nil, &ConfigError{Line: line, Reason: "unterminated ${ (a ${...} ends with } on the same line; write $${ for a literal ${)"}
-		}
-		expr := string(rest[2:end])
-		ref := "${" + expr + "}"
-		name, def, hasDef := strings.Cut(expr, ":-")
-		if !isEnvName(name) {
-			return nil, &ConfigError{Line: line, Reason: fmt.Sprintf("%s: expected ${NAME} or ${NAME:-default}, NAME of letters, digits and _", ref)}
-		}
-		if strings.Contains(def, "${") {
-			return nil, &ConfigError{Line: line, Reason: fmt.Sprintf("%s: a default cannot contain ${", ref)}
-		}
-		v, ok := lookup(name)
-		switch {
-		case hasDef && v == "":
-			v = def
-		case !ok:
-			return nil, &ConfigError{Line: line, Reason: fmt.Sprintf("environment variable %s is not set and ${%s} has no default (write ${%s:-value})", name, name, name)}
-		}
-		if strings.ContainsAny(v, "\r\n") {
-			return nil, &ConfigError{Line: line, Reason: fmt.Sprintf("environment variable %s contains a line break", name)}
-		}
-		out = append(out, v...)
-		i += end + 1
-	}
-	return out, nil
-}
-
-func isEnvName(s string) bool {
-	if s == "" || s[0] >= '0' && s[0] <= '9' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
+	return out, err
 }
 
 // --- YAML decoding ---

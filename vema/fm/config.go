@@ -24,6 +24,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/internal/envexpand"
 	"github.com/opavnic/opavnic/vema"
 )
 
@@ -221,66 +222,14 @@ func (c *Config) Node(name string) (NodeConfig, bool) {
 
 // --- environment expansion (the same rules as vnicd's config) ---
 
-// expandEnv replaces ${NAME} (which must be set) and ${NAME:-default} (used
-// when NAME is unset or empty); $${ is a literal ${. Values may not contain
-// line breaks, so line numbers stay those of the file.
+// expandEnv is envexpand.Expand with its errors as ConfigErrors.
 func expandEnv(data []byte, lookup func(string) (string, bool)) ([]byte, error) {
-	if !bytes.Contains(data, []byte("${")) {
-		return data, nil
+	out, err := envexpand.Expand(data, lookup)
+	var ee *envexpand.Error
+	if errors.As(err, &ee) {
+		return nil, &ConfigError{Line: ee.Line, Reason: ee.Reason}
 	}
-	out := make([]byte, 0, len(data))
-	line := 1
-	for i := 0; i < len(data); {
-		rest := data[i:]
-		switch {
-		case bytes.HasPrefix(rest, []byte("$${")):
-			out = append(out, "${"...)
-			i += 3
-			continue
-		case !bytes.HasPrefix(rest, []byte("${")):
-			if data[i] == '\n' {
-				line++
-			}
-			out = append(out, data[i])
-			i++
-			continue
-		}
-		end := bytes.IndexAny(rest, "}\n")
-		if end < 0 || rest[end] != '}' {
-			return nil, &ConfigError{Line: line, Reason: "unterminated ${"}
-		}
-		expr := string(rest[2:end])
-		name, def, hasDef := strings.Cut(expr, ":-")
-		if !isEnvName(name) || strings.Contains(def, "${") {
-			return nil, &ConfigError{Line: line, Reason: fmt.Sprintf("${%s}: expected ${NAME} or ${NAME:-default}", expr)}
-		}
-		v, ok := lookup(name)
-		switch {
-		case hasDef && v == "":
-			v = def
-		case !ok:
-			return nil, &ConfigError{Line: line, Reason: fmt.Sprintf("environment variable %s is not set and has no default", name)}
-		}
-		if strings.ContainsAny(v, "\r\n") {
-			return nil, &ConfigError{Line: line, Reason: fmt.Sprintf("environment variable %s contains a line break", name)}
-		}
-		out = append(out, v...)
-		i += end + 1
-	}
-	return out, nil
-}
-
-func isEnvName(s string) bool {
-	if s == "" || s[0] >= '0' && s[0] <= '9' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
+	return out, err
 }
 
 // --- YAML decoding ---
