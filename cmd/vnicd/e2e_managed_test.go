@@ -148,21 +148,40 @@ func hfiStatus(t *testing.T, d *daemon) vnicd.HFIStatus {
 	return st
 }
 
+// managedLab is the managed fabric of the e2e tests: hosts a and b (each
+// with a "blue" namespace for its vesw 2 VNIC) and the FM's namespace on one
+// bridge (10.202.0.1, .2, .3), and fabricYAML written for an opafm whose
+// control socket is fmSocket. Nothing is started.
+type managedLab struct {
+	fmNS, a, b, aBlue, bBlue *nstest.NS
+	seg                      *nstest.Segment
+	dir, fmSocket, fabric    string
+}
+
+// newManagedLab makes the namespaces, named with prefix (FM "<p>fm", hosts
+// "<p>a", "<p>b", "<p>ablue", "<p>bblue"), the bridge and the fabric file.
+func newManagedLab(t *testing.T, prefix string) *managedLab {
+	t.Helper()
+	l := &managedLab{fmNS: nstest.NewNS(t, prefix+"fm"), a: nstest.NewNS(t, prefix+"a"), b: nstest.NewNS(t, prefix+"b"),
+		aBlue: nstest.NewNS(t, prefix+"ablue"), bBlue: nstest.NewNS(t, prefix+"bblue"), dir: t.TempDir()}
+	l.seg = nstest.Bridge(t, 1500,
+		nstest.Member{NS: l.a, Addr: pfx("10.202.0.1/24")},
+		nstest.Member{NS: l.b, Addr: pfx("10.202.0.2/24")},
+		nstest.Member{NS: l.fmNS, Addr: pfx("10.202.0.3/24")})
+	l.fmSocket = filepath.Join(l.dir, "opafm.sock")
+	l.fabric = filepath.Join(l.dir, "fabric.yaml")
+	if err := os.WriteFile(l.fabric, []byte(fmt.Sprintf(fabricYAML, l.fmSocket, blueVESW)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 func TestE2EManagedFabric(t *testing.T) {
 	nstest.RequireRoot(t)
 	nstest.RequireTools(t, "ip", "ping", "iperf3")
-	fmNS, a, b := nstest.NewNS(t, "fm"), nstest.NewNS(t, "ma"), nstest.NewNS(t, "mb")
-	aBlue, bBlue := nstest.NewNS(t, "mablue"), nstest.NewNS(t, "mbblue")
-	nstest.Bridge(t, 1500,
-		nstest.Member{NS: a, Addr: pfx("10.202.0.1/24")},
-		nstest.Member{NS: b, Addr: pfx("10.202.0.2/24")},
-		nstest.Member{NS: fmNS, Addr: pfx("10.202.0.3/24")})
-	dir := t.TempDir()
-	fmSocket := filepath.Join(dir, "opafm.sock")
-	fabric := filepath.Join(dir, "fabric.yaml")
-	if err := os.WriteFile(fabric, []byte(fmt.Sprintf(fabricYAML, fmSocket, blueVESW)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	lab := newManagedLab(t, "m")
+	fmNS, a, b, aBlue, bBlue := lab.fmNS, lab.a, lab.b, lab.aBlue, lab.bBlue
+	dir, fmSocket, fabric := lab.dir, lab.fmSocket, lab.fabric
 	startFM := func() *exec.Cmd {
 		cmd, err := fmNS.Start(context.Background(), opafmBinary(t), "--config", fabric)
 		if err != nil {

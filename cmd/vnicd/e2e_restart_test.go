@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -197,18 +196,9 @@ func TestE2ENodeAddressChange(t *testing.T) {
 	}{{"restart", true}, {"wildcard", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := tc.name[:1]
-			fmNS, a, b := nstest.NewNS(t, p+"nfm"), nstest.NewNS(t, p+"na"), nstest.NewNS(t, p+"nb")
-			aBlue, bBlue := nstest.NewNS(t, p+"nablue"), nstest.NewNS(t, p+"nbblue")
-			seg := nstest.Bridge(t, 1500,
-				nstest.Member{NS: a, Addr: pfx("10.202.0.1/24")},
-				nstest.Member{NS: b, Addr: pfx("10.202.0.2/24")},
-				nstest.Member{NS: fmNS, Addr: pfx("10.202.0.3/24")})
-			dir := t.TempDir()
-			fmSocket := filepath.Join(dir, "opafm.sock")
-			fabric := filepath.Join(dir, "fabric.yaml")
-			if err := os.WriteFile(fabric, []byte(fmt.Sprintf(fabricYAML, fmSocket, blueVESW)), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			lab := newManagedLab(t, p+"n")
+			fmNS, a, b, aBlue, bBlue, seg := lab.fmNS, lab.a, lab.b, lab.aBlue, lab.bBlue, lab.seg
+			dir, fmSocket, fabric := lab.dir, lab.fmSocket, lab.fabric
 			if _, err := fmNS.Start(context.Background(), opafmBinary(t), "--config", fabric); err != nil {
 				t.Fatal(err)
 			}
