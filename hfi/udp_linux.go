@@ -41,6 +41,12 @@ type UDP struct {
 	rn     int
 	rerr   error
 	readFn func(fd uintptr) bool
+	// empty: the last recvmmsg returned fewer messages than asked for, so
+	// the queue was empty. The next read waits for readiness first: the
+	// poller is edge-triggered, so a datagram queued since then has already
+	// marked the socket readable. It saves one recvmmsg per batch, the one
+	// that would only say EAGAIN.
+	empty bool
 
 	// UDP GRO (receive): the kernel hands over runs of same-size datagrams
 	// from one source as one buffer with their size in a cmsg; ReadBatch
@@ -255,6 +261,10 @@ func groSize(h *unix.Mmsghdr, ctl []byte) int {
 }
 
 func (u *UDP) doRead(fd uintptr) bool {
+	if u.empty {
+		u.empty = false
+		return false
+	}
 	r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&u.rhdrs[0])),
 		uintptr(u.rcount), unix.MSG_DONTWAIT, 0, 0)
 	for e == unix.EINTR {
@@ -264,6 +274,7 @@ func (u *UDP) doRead(fd uintptr) bool {
 	switch e {
 	case 0:
 		u.rn, u.rerr = int(r), nil
+		u.empty = u.rn < u.rcount
 	case unix.EAGAIN:
 		return false
 	default:

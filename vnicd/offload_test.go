@@ -3,6 +3,7 @@ package vnicd
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 )
 
@@ -214,3 +215,20 @@ func TestFinishCsum(t *testing.T) {
 		t.Fatal("a checksum field past the end was accepted")
 	}
 }
+
+func BenchmarkCsumAdd(b *testing.B) {
+	for _, n := range []int{40, 1428, 8924, 65535} {
+		buf := make([]byte, n)
+		for i := range buf {
+			buf[i] = byte(i * 7)
+		}
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				sink16 = fold(csumAdd(0, buf))
+			}
+		})
+	}
+}
+
+var sink16 uint16

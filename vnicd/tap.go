@@ -97,7 +97,12 @@ type TAP struct {
 	rn     int
 	rerr   error
 	readFn func(fd uintptr) bool
-	vbuf   []byte       // one read(2): virtio_net_hdr and a frame of up to 64 KB
+	vbuf   []byte // one read(2): virtio_net_hdr and a frame of up to 64 KB
+	// empty: the last read(2) found the queue empty (EAGAIN). The next Read
+	// then waits for readiness before reading: the poller is edge-triggered,
+	// so a frame queued since then has already marked the fd readable. It
+	// saves one read(2) per batch, the one that would only say EAGAIN again.
+	empty  bool
 	seg    tsoSegmenter // the super-frame being cut, across Reads
 	maxSeg int          // longest frame a segment may be: MTU + 18
 
@@ -385,6 +390,10 @@ func (t *TAP) drainSegments() {
 // batch is full or the queue empty, and asks the poller to wait (returns
 // false) only while it has read nothing.
 func (t *TAP) readBatch(fd uintptr) bool {
+	if t.empty {
+		t.empty = false
+		return t.rn > 0
+	}
 	limit := min(len(t.rbufs), len(t.rsizes), TAPBatchSize)
 	for t.rn < limit {
 		m, err := unix.Read(int(fd), t.vbuf)
@@ -393,6 +402,7 @@ func (t *TAP) readBatch(fd uintptr) bool {
 			t.frameIn(t.vbuf[:m])
 		case unix.EINTR:
 		case unix.EAGAIN:
+			t.empty = t.rn > 0
 			return t.rn > 0
 		default:
 			t.rerr = err
