@@ -157,12 +157,7 @@ func (h *HFI) SetDirectory(d *Directory) { h.routes.Store(newRoutes(d, h.lid.Loa
 func (h *HFI) Run(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { h.tr.Close() })
 	defer stop()
-	n := h.tr.BatchSize()
-	msgs := make([]Message, n)
-	backing := make([]byte, n*encap.MaxPacketLen)
-	for i := range msgs {
-		msgs[i].Buf = backing[i*encap.MaxPacketLen : (i+1)*encap.MaxPacketLen : (i+1)*encap.MaxPacketLen]
-	}
+	msgs := newReadBatch(h.tr.BatchSize())
 	for {
 		k, err := h.tr.ReadBatch(msgs)
 		if err != nil {
@@ -173,6 +168,49 @@ func (h *HFI) Run(ctx context.Context) error {
 		}
 		h.ReceiveBatch(msgs[:k])
 	}
+}
+
+// RxPoller is the receive side of an HFI for a caller's own poll loop (one
+// goroutine): each Poll reads what is queued without waiting and handles it
+// as Run would.
+type RxPoller struct {
+	h    *HFI
+	tr   PollTransport
+	msgs []Message
+}
+
+// NewRxPoller returns an RxPoller, or nil when the transport cannot be
+// polled (Run is then the way to receive).
+func (h *HFI) NewRxPoller() *RxPoller {
+	tr, ok := h.tr.(PollTransport)
+	if !ok {
+		return nil
+	}
+	return &RxPoller{h: h, tr: tr, msgs: newReadBatch(h.tr.BatchSize())}
+}
+
+// Control runs f with the transport's file descriptor (for the caller's
+// epoll set).
+func (p *RxPoller) Control(f func(fd uintptr)) error { return p.tr.Control(f) }
+
+// Poll reads one batch of what is queued, without waiting, and hands it to
+// the receivers. full reports a full batch: more may be queued.
+func (p *RxPoller) Poll() (full bool, err error) {
+	k, err := p.tr.TryReadBatch(p.msgs)
+	if k > 0 {
+		p.h.ReceiveBatch(p.msgs[:k])
+	}
+	return k == len(p.msgs), err
+}
+
+// newReadBatch returns n messages with their own receive buffers.
+func newReadBatch(n int) []Message {
+	msgs := make([]Message, n)
+	backing := make([]byte, n*encap.MaxPacketLen)
+	for i := range msgs {
+		msgs[i].Buf = backing[i*encap.MaxPacketLen : (i+1)*encap.MaxPacketLen : (i+1)*encap.MaxPacketLen]
+	}
+	return msgs
 }
 
 // ReceiveBatch runs the receive checks on a batch of datagrams and hands the

@@ -28,3 +28,16 @@ type Transport interface {
 	LocalAddr() netip.AddrPort
 	Close() error
 }
+
+// PollTransport is a Transport whose reads a poll loop of the caller's can
+// drive: the loop waits for the fd itself (epoll) and then reads without
+// waiting. The UDP transport is one.
+type PollTransport interface {
+	Transport
+	// TryReadBatch is ReadBatch that never waits: it returns 0 and no
+	// error when nothing is queued.
+	TryReadBatch(msgs []Message) (int, error)
+	// Control runs f with the transport's file descriptor, which stays open
+	// while f runs.
+	Control(f func(fd uintptr)) error
+}

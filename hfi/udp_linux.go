@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/opavnic/opavnic/internal/fdwait"
 )
 
 // DefaultPort is the fabric's UDP port.
@@ -27,11 +30,12 @@ const socketBuffer = 8 << 20
 // sendmmsg. An IPv4 listen address gives an IPv4 socket; an IPv6 or
 // unspecified one a dual-stack socket, whose IPv4 peers appear unmapped.
 type UDP struct {
-	conn  *net.UDPConn
-	rc    syscall.RawConn
-	v6    bool
-	batch int
-	local netip.AddrPort
+	f      *os.File // the socket, outside the runtime's poller (see ListenUDP)
+	rc     syscall.RawConn
+	closed atomic.Bool
+	v6     bool
+	batch  int
+	local  netip.AddrPort
 
 	// Receive state, owned by the single reader.
 	rhdrs  []unix.Mmsghdr
@@ -41,12 +45,7 @@ type UDP struct {
 	rn     int
 	rerr   error
 	readFn func(fd uintptr) bool
-	// empty: the last recvmmsg returned fewer messages than asked for, so
-	// the queue was empty. The next read waits for readiness first: the
-	// poller is edge-triggered, so a datagram queued since then has already
-	// marked the socket readable. It saves one recvmmsg per batch, the one
-	// that would only say EAGAIN.
-	empty bool
+	try    bool // this read must not wait: EAGAIN is an empty batch
 
 	// UDP GRO (receive): the kernel hands over runs of same-size datagrams
 	// from one source as one buffer with their size in a cmsg; ReadBatch
@@ -104,17 +103,23 @@ func ListenUDP(addr netip.AddrPort, batch int) (*UDP, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hfi: listen %s: %w", la, err)
 	}
-	rc, err := conn.SyscallConn()
+	local := conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	f, err := unpolled(conn)
+	conn.Close()
 	if err != nil {
-		conn.Close()
+		return nil, fmt.Errorf("hfi: listen %s: %w", la, err)
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
 		return nil, fmt.Errorf("hfi: %w", err)
 	}
 	u := &UDP{
-		conn:   conn,
+		f:      f,
 		rc:     rc,
 		v6:     network == "udp",
 		batch:  batch,
-		local:  conn.LocalAddr().(*net.UDPAddr).AddrPort(),
+		local:  local,
 		rhdrs:  make([]unix.Mmsghdr, batch),
 		riov:   make([]unix.Iovec, batch),
 		rnames: make([]unix.RawSockaddrInet6, batch),
@@ -124,6 +129,42 @@ func ListenUDP(addr netip.AddrPort, batch int) (*UDP, error) {
 	u.setBuffers()
 	u.setGRO()
 	return u, nil
+}
+
+// unpolled returns the socket of conn as a File the runtime's poller does
+// not watch: a duplicate of its fd, made while the (shared) file status is
+// blocking, which os.NewFile then leaves out of the poller, and set
+// non-blocking again. The caller closes conn.
+//
+// The data plane waits for the socket in its own epoll set (vnicd's poll
+// loop). Were the socket also in the runtime's, every datagram would wake a
+// runtime thread as well, for nothing; measured, that doubled the context
+// switches per packet. The blocking calls (ReadBatch, a full send buffer)
+// wait with poll(2) instead (internal/fdwait).
+func unpolled(conn *net.UDPConn) (*os.File, error) {
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	nfd := -1
+	cerr := rc.Control(func(fd uintptr) {
+		if nfd, err = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0); err != nil {
+			return
+		}
+		err = unix.SetNonblock(nfd, false)
+	})
+	if err = errors.Join(err, cerr); err != nil {
+		if nfd >= 0 {
+			unix.Close(nfd)
+		}
+		return nil, fmt.Errorf("dup socket: %w", err)
+	}
+	f := os.NewFile(uintptr(nfd), "udp")
+	if err := unix.SetNonblock(nfd, true); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("set non-blocking: %w", err)
+	}
+	return f, nil
 }
 
 // setGRO turns UDP GRO on where the kernel has it.
@@ -153,8 +194,10 @@ func (u *UDP) setBuffers() {
 		forced = e1 == nil && e2 == nil
 	})
 	if !forced {
-		_ = u.conn.SetReadBuffer(socketBuffer)
-		_ = u.conn.SetWriteBuffer(socketBuffer)
+		_ = u.rc.Control(func(fd uintptr) {
+			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, socketBuffer)
+			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF, socketBuffer)
+		})
 	}
 }
 
@@ -164,13 +207,41 @@ func (u *UDP) BatchSize() int { return u.batch }
 // LocalAddr returns the bound address.
 func (u *UDP) LocalAddr() netip.AddrPort { return u.local }
 
-// Close closes the socket; a blocked ReadBatch returns net.ErrClosed.
-func (u *UDP) Close() error { return u.conn.Close() }
+// ioErr turns the error of an fd closed under a call into net.ErrClosed.
+func (u *UDP) ioErr(err error) error {
+	if u.closed.Load() {
+		return net.ErrClosed
+	}
+	return err
+}
+
+// Close closes the socket; a blocked ReadBatch returns net.ErrClosed (within
+// fdwait.Round).
+func (u *UDP) Close() error {
+	if u.closed.Swap(true) {
+		return net.ErrClosed
+	}
+	return u.f.Close()
+}
 
 // ReadBatch implements Transport. With UDP GRO on, msgs[i].Buf is pointed
 // at the transport's own buffers (valid until the next ReadBatch), one
 // datagram each, as they were sent.
 func (u *UDP) ReadBatch(msgs []Message) (int, error) {
+	u.try = false
+	return u.readBatch(msgs)
+}
+
+// TryReadBatch implements PollTransport: ReadBatch without waiting.
+func (u *UDP) TryReadBatch(msgs []Message) (int, error) {
+	u.try = true
+	return u.readBatch(msgs)
+}
+
+// Control implements PollTransport.
+func (u *UDP) Control(f func(fd uintptr)) error { return u.rc.Control(f) }
+
+func (u *UDP) readBatch(msgs []Message) (int, error) {
 	if u.gro {
 		return u.readGRO(msgs)
 	}
@@ -180,7 +251,7 @@ func (u *UDP) ReadBatch(msgs []Message) (int, error) {
 	}
 	u.rcount = n
 	if err := u.rc.Read(u.readFn); err != nil {
-		return 0, err
+		return 0, u.ioErr(err)
 	}
 	if u.rerr != nil {
 		return 0, u.rerr
@@ -217,7 +288,7 @@ func (u *UDP) readGRO(msgs []Message) (int, error) {
 		u.rcount = u.batch
 		u.rn, u.rnext, u.roff = 0, 0, 0
 		if err := u.rc.Read(u.readFn); err != nil {
-			return 0, err
+			return 0, u.ioErr(err)
 		}
 		if u.rerr != nil {
 			return 0, u.rerr
@@ -261,26 +332,28 @@ func groSize(h *unix.Mmsghdr, ctl []byte) int {
 }
 
 func (u *UDP) doRead(fd uintptr) bool {
-	if u.empty {
-		u.empty = false
-		return false
-	}
-	r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&u.rhdrs[0])),
-		uintptr(u.rcount), unix.MSG_DONTWAIT, 0, 0)
-	for e == unix.EINTR {
-		r, _, e = unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&u.rhdrs[0])),
+	for {
+		r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&u.rhdrs[0])),
 			uintptr(u.rcount), unix.MSG_DONTWAIT, 0, 0)
+		switch e {
+		case 0:
+			u.rn, u.rerr = int(r), nil
+			return true
+		case unix.EINTR:
+		case unix.EAGAIN:
+			if u.try {
+				u.rn, u.rerr = 0, nil
+				return true
+			}
+			if !fdwait.Wait(fd, unix.POLLIN, &u.closed) {
+				u.rn, u.rerr = 0, net.ErrClosed
+				return true
+			}
+		default:
+			u.rn, u.rerr = 0, e
+			return true
+		}
 	}
-	switch e {
-	case 0:
-		u.rn, u.rerr = int(r), nil
-		u.empty = u.rn < u.rcount
-	case unix.EAGAIN:
-		return false
-	default:
-		u.rn, u.rerr = 0, e
-	}
-	return true
 }
 
 // udpWriteScratch is one writer's mmsghdr arrays; pooled so that concurrent
@@ -315,21 +388,25 @@ func newUDPWriteScratch(u *UDP) *udpWriteScratch {
 }
 
 func (s *udpWriteScratch) do(fd uintptr) bool {
-	r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&s.hdrs[s.base])),
-		uintptr(s.count), unix.MSG_DONTWAIT, 0, 0)
-	for e == unix.EINTR {
-		r, _, e = unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&s.hdrs[s.base])),
+	for {
+		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&s.hdrs[s.base])),
 			uintptr(s.count), unix.MSG_DONTWAIT, 0, 0)
+		switch e {
+		case 0:
+			s.sent, s.err = int(r), nil
+			return true
+		case unix.EINTR:
+		case unix.EAGAIN:
+			// The send buffer is full: wait until it drains.
+			if !fdwait.Wait(fd, unix.POLLOUT, &s.u.closed) {
+				s.sent, s.err = 0, net.ErrClosed
+				return true
+			}
+		default:
+			s.sent, s.err = 0, e
+			return true
+		}
 	}
-	switch e {
-	case 0:
-		s.sent, s.err = int(r), nil
-	case unix.EAGAIN:
-		return false
-	default:
-		s.sent, s.err = 0, e
-	}
-	return true
 }
 
 // ErrAddrFamily is returned for an IPv6 destination on an IPv4 socket.
@@ -356,7 +433,7 @@ func (u *UDP) WriteBatch(msgs []Message) (int, error) {
 			s.base, s.count = start, k-start
 			if err := u.rc.Write(s.fn); err != nil {
 				clear(s.iov)
-				return done, err
+				return done, u.ioErr(err)
 			}
 			switch {
 			case s.err != nil && s.segs[start] > 1 && (s.err == unix.EIO || s.err == unix.EINVAL):

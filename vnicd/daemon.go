@@ -75,6 +75,9 @@ func NewDaemon(cfg *Config, newDevice DeviceFactory, log *zap.Logger) (_ *Daemon
 			d.engine.Close()
 		}
 	}()
+	if err := d.engine.EnablePolling(); err != nil {
+		log.Warn("the data plane runs a goroutine per port and direction", zap.Error(err))
+	}
 	mc := cfg.MgmtConfig()
 	mc.Netdev = d.netdevFor
 	d.mgmt = NewMgmt(d.engine, mc, log)
@@ -146,7 +149,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}()
 	go func() {
 		defer wg.Done()
-		errs <- d.hfi.Run(ctx)
+		errs <- d.engine.RunDataPlane(ctx)
 		cancel()
 	}()
 	go func() {

@@ -16,9 +16,14 @@
 // and package encap (WIRE.md). It knows nothing of UDP: the HFI carries its
 // packets.
 //
-// Data path: each port has one transmit goroutine that owns its buffers from
-// TAP read to HFI send; receive runs on the HFI's goroutine, which queues a
-// batch's frames per port and writes each port's frames to its TAP in one
-// call. Port configuration is an immutable snapshot swapped atomically, so
-// neither direction takes a lock, logs or allocates per frame.
+// Data path: one poll loop (dataplane.go) does a node's per-packet work in
+// both directions: it waits in epoll_wait for the UDP socket and every TAP,
+// which are kept out of the Go runtime's poller, then reads each ready one
+// without waiting. A transmit batch goes from TAP read to HFI send; a receive
+// batch's frames are queued per port and each port's frames written to its
+// TAP in one call. Where the loop cannot be used (a transport or device that
+// cannot be polled: test doubles), each port has its own transmit goroutine
+// and receive runs on the HFI's goroutine. Port configuration is an immutable
+// snapshot swapped atomically, so neither direction takes a lock, logs or
+// allocates per frame.
 package vnicd

@@ -66,6 +66,8 @@ type Engine struct {
 	// Receive-goroutine state.
 	dirty []*Port
 
+	dp *dataPlane // the poll loop (EnablePolling), or nil; set before any port
+
 	hook atomic.Pointer[func(PortEvent)]
 
 	// RxBadTail counts VNIC packets whose tail pad count left no frame.
@@ -153,6 +155,9 @@ func (e *Engine) SetPort(vport uint8, cfg PortConfig, nd NetdevConfig, macs []MA
 	}
 	st := newPortState(cfg, macs)
 	if p == nil {
+		if e.dp != nil && e.dp.isClosed() {
+			return fmt.Errorf("vnicd: vport %d: %w", vport, ErrDataPlaneStopped)
+		}
 		dev, err := e.newDevice(DeviceSpec{VPort: vport, VESW: vesw, MAC: cfg.Port.BaseMAC, MTU: int(cfg.VESW.EthMTU), Netdev: nd})
 		if err != nil {
 			return fmt.Errorf("vnicd: vport %d: %w", vport, err)
@@ -161,8 +166,17 @@ func (e *Engine) SetPort(vport uint8, cfg PortConfig, nd NetdevConfig, macs []MA
 		p.st.Store(st)
 		p.linkUp.Store(true)
 		p.mtu.Store(int32(cfg.VESW.EthMTU))
+		if _, ok := dev.(pollDevice); ok && e.dp != nil {
+			p.polled = true
+			if err := e.dp.add(p); err != nil {
+				dev.Close()
+				return err
+			}
+			close(p.txDone)
+		} else {
+			go p.txLoop(e.hfi.NewSender())
+		}
 		e.ports[vport] = p
-		go p.txLoop(e.hfi.NewSender())
 		if w, ok := dev.(linkWatcher); ok {
 			e.watchLink(p, w)
 		}
@@ -256,6 +270,9 @@ func (e *Engine) DeletePort(vport uint8) error {
 
 func (e *Engine) closePort(p *Port) error {
 	p.closing.Store(true)
+	if p.polled {
+		e.dp.remove(p)
+	}
 	err := p.dev.Close()
 	<-p.txDone
 	e.log.Info("vnic port removed", zap.Uint8("vnic", p.vport), zap.String("ifname", p.dev.Name()))
@@ -272,6 +289,12 @@ func (e *Engine) Close() error {
 	var errs []error
 	for _, p := range ports {
 		errs = append(errs, e.closePort(p))
+	}
+	e.mu.Lock()
+	dp := e.dp
+	e.mu.Unlock()
+	if dp != nil {
+		dp.stop()
 	}
 	return errors.Join(errs...)
 }

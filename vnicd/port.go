@@ -94,12 +94,23 @@ type Port struct {
 	txDone  chan struct{}
 	closing atomic.Bool
 
+	// In the engine's poll loop (polled, set at creation), the loop owns
+	// these: the port's transmit buffers and whether its device may have
+	// frames queued.
+	polled  bool
+	tx      *txState
+	txReady bool
+
 	moveMu    sync.Mutex    // one MovePort at a time
 	watchDone chan struct{} // closed when the link watcher's goroutine ends; under moveMu after creation
 }
 
 // VPort returns the port's vport index.
 func (p *Port) VPort() uint8 { return p.vport }
+
+// Polled reports whether the engine's poll loop carries the port's frames
+// (else its own transmit goroutine does).
+func (p *Port) Polled() bool { return p.polled }
 
 // Device returns the port's netdev.
 func (p *Port) Device() Device { return p.dev }
@@ -141,20 +152,48 @@ func (p *Port) updateOper() {
 	p.fwd.Store(p.st.Load().cfg.Port.ConfigState == StateForwarding && p.linkUp.Load())
 }
 
-// txLoop is the port's transmit goroutine: it owns its buffers from TAP read
-// to UDP send and returns when the device is closed.
+// txState is a port's transmit buffers, owned by whoever transmits for the
+// port: its own goroutine (txLoop) or the engine's poll loop.
+type txState struct {
+	bufs  [][]byte
+	sizes []int
+	pkts  [][]byte
+}
+
+func newTxState(batch int) *txState {
+	batch = max(batch, 1)
+	t := &txState{bufs: make([][]byte, batch), sizes: make([]int, batch), pkts: make([][]byte, 0, batch)}
+	backing := make([]byte, batch*txBufLen)
+	for i := range t.bufs {
+		t.bufs[i] = backing[i*txBufLen : (i+1)*txBufLen : (i+1)*txBufLen]
+	}
+	return t
+}
+
+// transmit wraps the n frames read into tx's buffers and sends them.
+func (p *Port) transmit(tx *txState, n int, s *hfi.Sender) {
+	st := p.st.Load()
+	fwd := p.fwd.Load()
+	pkts := tx.pkts[:0]
+	for i := range n {
+		if pkt := p.encap(st, fwd, tx.bufs[i], tx.sizes[i]); pkt != nil {
+			pkts = append(pkts, pkt)
+		}
+	}
+	if len(pkts) > 0 {
+		s.Send(pkts)
+	}
+	clear(pkts)
+}
+
+// txLoop is the port's transmit goroutine, for a device the engine does not
+// poll: it owns its buffers from TAP read to UDP send and returns when the
+// device is closed.
 func (p *Port) txLoop(s *hfi.Sender) {
 	defer close(p.txDone)
-	batch := max(p.dev.BatchSize(), 1)
-	bufs := make([][]byte, batch)
-	backing := make([]byte, batch*txBufLen)
-	for i := range bufs {
-		bufs[i] = backing[i*txBufLen : (i+1)*txBufLen : (i+1)*txBufLen]
-	}
-	sizes := make([]int, batch)
-	pkts := make([][]byte, 0, batch)
+	tx := newTxState(p.dev.BatchSize())
 	for {
-		n, err := p.dev.Read(bufs, sizes, encap.Headroom)
+		n, err := p.dev.Read(tx.bufs, tx.sizes, encap.Headroom)
 		if err != nil && n == 0 {
 			if p.closing.Load() {
 				return
@@ -168,18 +207,7 @@ func (p *Port) txLoop(s *hfi.Sender) {
 			time.Sleep(readErrorBackoff)
 			continue
 		}
-		st := p.st.Load()
-		fwd := p.fwd.Load()
-		pkts = pkts[:0]
-		for i := range n {
-			if pkt := p.encap(st, fwd, bufs[i], sizes[i]); pkt != nil {
-				pkts = append(pkts, pkt)
-			}
-		}
-		if len(pkts) > 0 {
-			s.Send(pkts)
-		}
-		clear(pkts)
+		p.transmit(tx, n, s)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/opavnic/opavnic/internal/fdwait"
 	"github.com/opavnic/opavnic/vnicd/internal/nlutil"
 )
 
@@ -97,12 +98,8 @@ type TAP struct {
 	rn     int
 	rerr   error
 	readFn func(fd uintptr) bool
-	vbuf   []byte // one read(2): virtio_net_hdr and a frame of up to 64 KB
-	// empty: the last read(2) found the queue empty (EAGAIN). The next Read
-	// then waits for readiness before reading: the poller is edge-triggered,
-	// so a frame queued since then has already marked the fd readable. It
-	// saves one read(2) per batch, the one that would only say EAGAIN again.
-	empty  bool
+	vbuf   []byte       // one read(2): virtio_net_hdr and a frame of up to 64 KB
+	try    bool         // this read must not wait: EAGAIN ends the batch, even empty
 	seg    tsoSegmenter // the super-frame being cut, across Reads
 	maxSeg int          // longest frame a segment may be: MTU + 18
 
@@ -293,7 +290,7 @@ func validIfName(name string) error {
 }
 
 // createTAP makes a TAP netdev in the calling thread's namespace and returns
-// its fd (non-blocking, close-on-exec, in the runtime poller) and name. Every
+// its fd (non-blocking, close-on-exec, not in the runtime's poller) and name. Every
 // frame read or written carries a virtio_net_hdr (IFF_VNET_HDR); the TAP
 // takes TCP super-frames and partial checksums (offload.go) when the kernel
 // allows it, and plain frames otherwise.
@@ -301,7 +298,9 @@ func validIfName(name string) error {
 // kernel would otherwise attach to an existing persistent TAP of that name;
 // without it, that attaching is the point (AttachTAP).
 func createTAP(name string, excl bool) (*os.File, string, error) {
-	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	// Opened blocking, so that os.NewFile leaves it out of the runtime's
+	// poller (internal/fdwait says why), then made non-blocking.
+	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, "", fmt.Errorf("open /dev/net/tun: %w", err)
 	}
@@ -321,8 +320,12 @@ func createTAP(name string, excl bool) (*os.File, string, error) {
 	// No USO: UDP super-frames are cut by the kernel. A kernel that refuses
 	// these offloads hands the TAP finished frames.
 	_ = unix.IoctlSetInt(fd, unix.TUNSETOFFLOAD, unix.TUN_F_CSUM|unix.TUN_F_TSO4|unix.TUN_F_TSO6)
-	// os.NewFile sees O_NONBLOCK and registers the fd with the poller.
-	return os.NewFile(uintptr(fd), "/dev/net/tun"), ifr.Name(), nil
+	f := os.NewFile(uintptr(fd), "/dev/net/tun")
+	if err := unix.SetNonblock(fd, true); err != nil {
+		f.Close()
+		return nil, "", fmt.Errorf("set non-blocking: %w", err)
+	}
+	return f, ifr.Name(), nil
 }
 
 // openNS opens a namespace named as TAPConfig.NetNS names it.
@@ -353,6 +356,27 @@ func (t *TAP) BatchSize() int { return TAPBatchSize }
 // this Read and, when they do not all fit, the next ones. The kernel cuts a
 // frame too long for its buffer to the buffer's length.
 func (t *TAP) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
+	t.try = false
+	return t.read(bufs, sizes, offset)
+}
+
+// TryRead is Read that never waits: it returns 0 and no error when no frame
+// is queued. A poll loop that waits for the fd itself (Control) uses it.
+func (t *TAP) TryRead(bufs [][]byte, sizes []int, offset int) (int, error) {
+	t.try = true
+	return t.read(bufs, sizes, offset)
+}
+
+// Control runs f with the TAP's file descriptor, which stays open while f
+// runs.
+func (t *TAP) Control(f func(fd uintptr)) error {
+	if err := t.rc.Control(f); err != nil {
+		return t.ioErr(err)
+	}
+	return nil
+}
+
+func (t *TAP) read(bufs [][]byte, sizes []int, offset int) (int, error) {
 	t.rbufs, t.rsizes, t.roff, t.rn, t.rerr = bufs, sizes, offset, 0, nil
 	var err error
 	if t.drainSegments(); t.rn < min(len(bufs), len(sizes), TAPBatchSize) {
@@ -365,8 +389,10 @@ func (t *TAP) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 		return n, nil
 	case err != nil:
 		return 0, t.ioErr(err)
+	case rerr != nil:
+		return 0, t.ioErr(rerr) // a netdev deleted under Close: EBADFD
 	default:
-		return 0, rerr
+		return 0, nil
 	}
 }
 
@@ -390,10 +416,6 @@ func (t *TAP) drainSegments() {
 // batch is full or the queue empty, and asks the poller to wait (returns
 // false) only while it has read nothing.
 func (t *TAP) readBatch(fd uintptr) bool {
-	if t.empty {
-		t.empty = false
-		return t.rn > 0
-	}
 	limit := min(len(t.rbufs), len(t.rsizes), TAPBatchSize)
 	for t.rn < limit {
 		m, err := unix.Read(int(fd), t.vbuf)
@@ -402,8 +424,13 @@ func (t *TAP) readBatch(fd uintptr) bool {
 			t.frameIn(t.vbuf[:m])
 		case unix.EINTR:
 		case unix.EAGAIN:
-			t.empty = t.rn > 0
-			return t.rn > 0
+			if t.rn > 0 || t.try {
+				return true
+			}
+			if !fdwait.Wait(fd, unix.POLLIN, &t.closed) {
+				t.rerr = os.ErrClosed
+				return true
+			}
 		default:
 			t.rerr = err
 			return true
@@ -488,10 +515,11 @@ func (t *TAP) Write(bufs [][]byte, offset int) (int, error) {
 // tapWrite is one writer's writev state; pooled, because Write may be called
 // concurrently and must not allocate per frame.
 type tapWrite struct {
-	iov []unix.Iovec
-	hdr [groMaxHdr]byte
-	err error
-	fn  func(fd uintptr) bool
+	iov    []unix.Iovec
+	hdr    [groMaxHdr]byte
+	err    error
+	closed *atomic.Bool // the TAP's, while a write waits for room
+	fn     func(fd uintptr) bool
 }
 
 var tapWrites = sync.Pool{New: func() any {
@@ -509,7 +537,10 @@ func (w *tapWrite) do(fd uintptr) bool {
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
-			return false
+			if fdwait.Wait(fd, unix.POLLOUT, w.closed) {
+				continue
+			}
+			w.err = os.ErrClosed
 		default:
 			w.err = e
 		}
@@ -530,14 +561,18 @@ func (w *tapWrite) write(t *TAP, frame []byte) error {
 
 // flush writes w.iov as one frame and forgets the caller's buffers.
 func (w *tapWrite) flush(t *TAP) error {
-	w.err = nil
+	w.err, w.closed = nil, &t.closed
 	err := t.rc.Write(w.fn)
+	w.closed = nil
 	clear(w.iov) // no reference to the caller's buffers
 	w.iov = w.iov[:0]
+	if err == nil {
+		err = w.err
+	}
 	if err != nil {
 		return t.ioErr(err)
 	}
-	return w.err
+	return nil
 }
 
 // ioErr turns the poller's error for a closed fd into os.ErrClosed.

@@ -1,0 +1,159 @@
+//go:build linux
+
+package vnicd_test
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/hfi"
+	"github.com/opavnic/opavnic/hfi/hfitest"
+	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/nstest"
+)
+
+// pollHost is one host of TestDataPlanePollLoop: an engine on a real UDP
+// socket (loopback) with its data plane in the poll loop, its TAPs in ns.
+type pollHost struct {
+	ns     *nstest.NS
+	engine *vnicd.Engine
+	tr     *hfi.UDP
+	done   chan error
+	stop   context.CancelFunc
+}
+
+func newPollHost(t *testing.T, suffix string) *pollHost {
+	t.Helper()
+	tr, err := hfi.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hfi.New(tr, hfi.Config{VerifyICRC: true})
+	e := vnicd.NewEngine(h, vnicd.TAPFactory(nil), nil)
+	if err := e.EnablePolling(); err != nil {
+		tr.Close()
+		t.Fatal(err)
+	}
+	if !e.Polling() {
+		t.Fatal("EnablePolling succeeded but the engine does not poll")
+	}
+	ph := &pollHost{ns: nstest.NewNS(t, suffix), engine: e, tr: tr, done: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	ph.stop = cancel
+	go func() { ph.done <- e.RunDataPlane(ctx) }()
+	t.Cleanup(func() { ph.halt(t) })
+	return ph
+}
+
+// halt stops the loop and closes the engine; the loop must return nil.
+func (ph *pollHost) halt(t *testing.T) {
+	if ph.stop == nil {
+		return
+	}
+	ph.stop()
+	ph.stop = nil
+	select {
+	case err := <-ph.done:
+		if err != nil {
+			t.Errorf("RunDataPlane: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("RunDataPlane did not return within 5 s of its context's end")
+	}
+	if err := ph.engine.Close(); err != nil {
+		t.Errorf("engine close: %v", err)
+	}
+}
+
+func (ph *pollHost) addPort(t *testing.T, vport uint8, lid uint32, vesw encap.VESWID, addr string) {
+	t.Helper()
+	nd := vnicd.NetdevConfig{IfName: "vnic" + string('0'+rune(vport)), NetNS: ph.ns.Path(),
+		Addresses: []netip.Prefix{netip.MustParsePrefix(addr)}}
+	if err := ph.engine.SetPort(vport, portConfig(lid, vesw, 0x8001), nd, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDataPlanePollLoop runs two engines in their poll loops (real UDP on
+// loopback, real TAPs in two namespaces): traffic flows both ways, a port
+// added while the loop runs is polled at once, a deleted one leaves the
+// loop (and the others) working, and the loop stops cleanly.
+func TestDataPlanePollLoop(t *testing.T) {
+	nstest.RequireRoot(t)
+	nstest.RequireTools(t, "ping")
+	const lidA, lidB = 0x10, 0xC001
+	a, b := newPollHost(t, "pla"), newPollHost(t, "plb")
+	dir, err := hfi.NewDirectory(map[uint32]netip.AddrPort{lidA: a.tr.LocalAddr(), lidB: b.tr.LocalAddr()},
+		map[uint32][]uint32{tMcast: {lidA, lidB}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []struct {
+		h   *pollHost
+		lid uint32
+	}{{a, lidA}, {b, lidB}} {
+		x.h.engine.HFI().SetLID(x.lid)
+		x.h.engine.HFI().SetDirectory(dir)
+	}
+	a.addPort(t, 0, lidA, 1, "192.168.71.1/24")
+	b.addPort(t, 0, lidB, 1, "192.168.71.2/24")
+	a.ns.PingWithin(t, "192.168.71.2", 5*time.Second)
+	if !a.engine.Port(0).Polled() || !b.engine.Port(0).Polled() {
+		t.Error("a TAP port is not in the poll loop")
+	}
+
+	// A second switch, added while both loops run.
+	a.addPort(t, 1, lidA, 2, "192.168.72.1/24")
+	b.addPort(t, 1, lidB, 2, "192.168.72.2/24")
+	b.ns.PingWithin(t, "192.168.72.1", 5*time.Second)
+
+	// A bulk transfer over the first: every frame through both loops.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if out, err := a.ns.Exec(ctx, "ping", "-c", "200", "-i", "0.002", "-s", "1400", "-q", "-W", "2", "192.168.71.2"); err != nil {
+		t.Fatalf("200 pings of 1400 bytes: %v\n%s", err, out)
+	}
+	pa, pb := a.engine.Port(0), b.engine.Port(0)
+	if tx, rx := pa.Counters.TxUnicast.Load(), pb.Counters.RxUnicast.Load(); tx < 200 || rx < 200 {
+		t.Errorf("port counters after 200 echo requests: a tx_unicast %d, b rx_unicast %d", tx, rx)
+	}
+
+	// Delete the first switch's port on b: the second goes on.
+	if err := b.engine.DeletePort(0); err != nil {
+		t.Fatal(err)
+	}
+	a.ns.PingWithin(t, "192.168.72.2", 5*time.Second)
+	if out, err := a.ns.Exec(ctx, "ping", "-c", "2", "-W", "1", "192.168.71.2"); err == nil {
+		t.Errorf("the deleted port still answers:\n%s", out)
+	}
+
+	// A stopped loop returns nil, and its engine's ports close.
+	a.halt(t)
+	if err := a.engine.SetPort(2, portConfig(lidA, 3, 0x8001), vnicd.NetdevConfig{NetNS: a.ns.Path()}, nil); err == nil {
+		t.Error("SetPort after the data plane stopped succeeded")
+	} else if !errors.Is(err, vnicd.ErrDataPlaneStopped) {
+		t.Errorf("SetPort after the data plane stopped: %v", err)
+	}
+}
+
+// TestEnablePollingRefusals: a transport that cannot be polled, or ports
+// that already exist, leave the engine with its goroutines.
+func TestEnablePollingRefusals(t *testing.T) {
+	n := hfitest.NewNetwork()
+	nd := newNode(t, n, tLIDA, tEPA)
+	if err := nd.engine.EnablePolling(); err == nil || nd.engine.Polling() {
+		t.Errorf("EnablePolling on an in-memory transport: %v, polling %v", err, nd.engine.Polling())
+	}
+	// The engine still runs its goroutine per port and direction.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- nd.engine.RunDataPlane(ctx) }()
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("RunDataPlane without polling: %v", err)
+	}
+}
