@@ -36,8 +36,20 @@ import (
 // goroutine (Port.txLoop), and a transport that cannot be polled is read by
 // hfi.HFI.Run.
 
-// pollWaitMs bounds one epoll_wait of the loop.
-const pollWaitMs = 50
+// pollWaitMs bounds one epoll_wait of the loop, and yieldEvery is how
+// often the loop yields to the scheduler. The runtime preempts a goroutine
+// that has run for 10 ms without a scheduling point, and if that happens in
+// a system call it also takes its P away, so that the loop must find one
+// again (a thread switch) and the runtime's monitor goes back to ticking
+// every 20 us. A loop that yields more often than that is never preempted:
+// between two yields there is at most yieldEvery, one wait and one round.
+// (A yield costs a futex wake-up of another runtime thread, so not much
+// more often than that.)
+const (
+	pollWaitMs = 4
+	yieldEvery = 4 * time.Millisecond
+	idleAfter  = 100 * time.Millisecond
+)
 
 // ErrDataPlaneStopped is returned by SetPort for a new port once the
 // engine's poll loop has stopped.
@@ -266,7 +278,12 @@ func (dp *dataPlane) run(ctx context.Context) error {
 	events := make([]unix.EpollEvent, 64)
 	var drain [8]byte
 	rxReady := true
+	lastYield, lastBusy := time.Now(), time.Now()
 	for ctx.Err() == nil && !dp.stopped.Load() {
+		if now := time.Now(); now.Sub(lastYield) >= yieldEvery {
+			runtime.Gosched()
+			lastYield = now
+		}
 		ports := dp.ports.Load()
 		busy := false
 		if rxReady {
@@ -288,7 +305,10 @@ func (dp *dataPlane) run(ctx context.Context) error {
 		if busy {
 			continue
 		}
-		n, err := dp.wait(events)
+		n, err := dp.wait(events, time.Since(lastBusy) >= idleAfter)
+		if n > 0 {
+			lastBusy = time.Now()
+		}
 		if err != nil {
 			if err == unix.EINTR {
 				continue
@@ -357,18 +377,21 @@ func (dp *dataPlane) pause(p *Port) {
 	})
 }
 
-// wait waits for the loop's fds. With a P to spare (GOMAXPROCS >= 2) it
-// waits in a raw epoll_wait, which keeps the loop's P. A wait through the
-// runtime's system-call path gives the P back after a while, and taking it
-// again on waking cost a thread switch and futex and nanosleep calls of the
-// scheduler per packet (measured per ping across two daemons: 16 more
-// syscalls and 9 more context switches). The runtime still stops the loop
-// whenever it must: its preemption signal ends the wait with EINTR, and the
-// wait ends after pollWaitMs in any case. With one P, the loop waits the
-// ordinary way, so that the rest of vnicd can run.
-func (dp *dataPlane) wait(events []unix.EpollEvent) (int, error) {
-	if !dp.rawWait {
-		return unix.EpollWait(dp.ep, events, pollWaitMs)
+// wait waits for the loop's fds. While traffic flows, with a P to spare
+// (GOMAXPROCS >= 2), it waits in a raw epoll_wait, which keeps the loop's P.
+// A wait through the runtime's system-call path gives the P back after a
+// while, and taking it again on waking cost a thread switch and futex and
+// nanosleep calls of the scheduler per packet (measured per ping across two
+// daemons: 16 more syscalls and 9 more context switches). The runtime still
+// stops the loop whenever it must: its preemption signal ends the wait with
+// EINTR, and the wait ends after pollWaitMs in any case (and the loop
+// yields, yieldEvery). An idle loop (nothing for idleAfter), or one with no
+// P to spare, waits the ordinary way and without a time limit, so that an
+// idle vnicd does not wake up every few milliseconds and the rest of vnicd
+// can run.
+func (dp *dataPlane) wait(events []unix.EpollEvent, idle bool) (int, error) {
+	if idle || !dp.rawWait {
+		return unix.EpollWait(dp.ep, events, -1)
 	}
 	r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(dp.ep), uintptr(unsafe.Pointer(&events[0])),
 		uintptr(len(events)), pollWaitMs, 0, 0)
