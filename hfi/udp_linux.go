@@ -20,7 +20,9 @@ import (
 const DefaultPort = 4793
 
 // DefaultBatchSize is how many datagrams one recvmmsg/sendmmsg moves at most.
-const DefaultBatchSize = 64
+// 128 measured better than 64 (TCP through vnicd +10%, fewer sendmmsg per
+// TAP super-frame) and no worse than 256.
+const DefaultBatchSize = 128
 
 // socketBuffer is the send and receive buffer the UDP transport asks for; a
 // burst of full batches from several senders must fit.
@@ -67,7 +69,13 @@ type UDP struct {
 }
 
 // groBufLen is one UDP GRO receive buffer: the largest UDP payload.
-const groBufLen = 65536
+// maxGROMsgs caps how many of them one recvmmsg fills (64 is 4 MB; a full
+// buffer holds 44 datagrams of 1472 bytes, so a batch is rarely short of
+// them).
+const (
+	groBufLen  = 65536
+	maxGROMsgs = 64
+)
 
 // maxGSOSegs is the most datagrams one UDP_SEGMENT send carries (the
 // kernel's UDP_MAX_SEGMENTS is 64 or more); maxGSOBytes the most bytes, so
@@ -175,13 +183,14 @@ func (u *UDP) setGRO() {
 	if !u.gro {
 		return
 	}
-	backing := make([]byte, u.batch*groBufLen)
-	u.rbufs = make([][]byte, u.batch)
+	n := min(u.batch, maxGROMsgs)
+	backing := make([]byte, n*groBufLen)
+	u.rbufs = make([][]byte, n)
 	for i := range u.rbufs {
 		u.rbufs[i] = backing[i*groBufLen : (i+1)*groBufLen : (i+1)*groBufLen]
 	}
-	u.rctl = make([]byte, u.batch*cmsgLen)
-	u.rgso = make([]int, u.batch)
+	u.rctl = make([]byte, n*cmsgLen)
+	u.rgso = make([]int, n)
 }
 
 // setBuffers asks for large socket buffers: the forced variants (root) first,
@@ -282,10 +291,10 @@ func (u *UDP) setRead(i int, b, ctl []byte) {
 // are all out.
 func (u *UDP) readGRO(msgs []Message) (int, error) {
 	if u.rnext >= u.rn {
-		for i := range u.batch {
+		for i := range u.rbufs {
 			u.setRead(i, u.rbufs[i], u.rctl[i*cmsgLen:(i+1)*cmsgLen])
 		}
-		u.rcount = u.batch
+		u.rcount = len(u.rbufs)
 		u.rn, u.rnext, u.roff = 0, 0, 0
 		if err := u.rc.Read(u.readFn); err != nil {
 			return 0, u.ioErr(err)

@@ -162,7 +162,7 @@ func (dp *dataPlane) add(p *Port) error {
 	if dp.closed {
 		return ErrDataPlaneStopped
 	}
-	p.tx = newTxState(p.dev.BatchSize())
+	p.tx = newTxState(p.dev.BatchSize(), p.st.Load().maxFrame)
 	p.txReady = true // frames may be queued already
 	var err error
 	cerr := p.dev.(pollDevice).Control(func(fd uintptr) {
@@ -337,6 +337,7 @@ func (dp *dataPlane) run(ctx context.Context) error {
 // device closing is counted and the device is left alone for a while
 // (epoll would report it again and again).
 func (dp *dataPlane) txPoll(p *Port, s *hfi.Sender) bool {
+	p.tx = p.txBuffers(p.tx)
 	tx := p.tx
 	n, err := p.dev.(pollDevice).TryRead(tx.bufs, tx.sizes, encap.Headroom)
 	if n > 0 {

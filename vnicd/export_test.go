@@ -6,7 +6,7 @@ import "github.com/opavnic/opavnic/vema"
 // so cannot live in package vnicd.
 
 // TxBufLen is the transmit buffer size the engine uses.
-const TxBufLen = txBufLen
+const TxBufLen = maxTxBufLen
 
 // EncapOne runs the port's transmit decisions and encapsulation on the frame
 // at buf[Headroom:Headroom+n], as the transmit goroutine does.

@@ -10,10 +10,17 @@ import (
 	"github.com/opavnic/opavnic/hfi"
 )
 
-// txBufLen is a transmit buffer: headroom for the 20-byte header, the
-// largest frame a 16B packet can carry plus one byte (to see truncation), and
-// the tailroom for pad, ICRC and tail.
-const txBufLen = encap.Headroom + encap.MaxFrameLen + 1 + encap.Tailroom
+// maxTxBufLen is the largest transmit buffer: headroom for the 20-byte
+// header, the largest frame a 16B packet can carry plus one byte (to see
+// truncation), and the tailroom for pad, ICRC and tail.
+const maxTxBufLen = encap.Headroom + encap.MaxFrameLen + 1 + encap.Tailroom
+
+// txBufLen is the transmit buffer of a port whose frames are at most
+// maxFrame bytes (eth_mtu + 18): a longer frame the kernel hands over is cut
+// to the buffer, seen by its spare byte, and dropped.
+func txBufLen(maxFrame int) int {
+	return encap.Headroom + min(maxFrame, encap.MaxFrameLen) + 1 + encap.Tailroom
+}
 
 // readErrorBackoff is the pause after a failed TAP read, so that a device in
 // a bad state is never spun on.
@@ -153,21 +160,34 @@ func (p *Port) updateOper() {
 }
 
 // txState is a port's transmit buffers, owned by whoever transmits for the
-// port: its own goroutine (txLoop) or the engine's poll loop.
+// port: its own goroutine (txLoop) or the engine's poll loop. They are sized
+// for the port's eth_mtu, and grown (the one allocation, on a config change)
+// when it rises.
 type txState struct {
-	bufs  [][]byte
-	sizes []int
-	pkts  [][]byte
+	bufs     [][]byte
+	sizes    []int
+	pkts     [][]byte
+	maxFrame int // the longest frame the buffers hold
 }
 
-func newTxState(batch int) *txState {
+func newTxState(batch, maxFrame int) *txState {
 	batch = max(batch, 1)
-	t := &txState{bufs: make([][]byte, batch), sizes: make([]int, batch), pkts: make([][]byte, 0, batch)}
-	backing := make([]byte, batch*txBufLen)
+	t := &txState{bufs: make([][]byte, batch), sizes: make([]int, batch), pkts: make([][]byte, 0, batch), maxFrame: maxFrame}
+	n := txBufLen(maxFrame)
+	backing := make([]byte, batch*n)
 	for i := range t.bufs {
-		t.bufs[i] = backing[i*txBufLen : (i+1)*txBufLen : (i+1)*txBufLen]
+		t.bufs[i] = backing[i*n : (i+1)*n : (i+1)*n]
 	}
 	return t
+}
+
+// txBuffers returns p's transmit buffers, grown first if the port's frames
+// may now be longer.
+func (p *Port) txBuffers(tx *txState) *txState {
+	if m := p.st.Load().maxFrame; m > tx.maxFrame {
+		return newTxState(len(tx.bufs), m)
+	}
+	return tx
 }
 
 // transmit wraps the n frames read into tx's buffers and sends them.
@@ -191,8 +211,9 @@ func (p *Port) transmit(tx *txState, n int, s *hfi.Sender) {
 // device is closed.
 func (p *Port) txLoop(s *hfi.Sender) {
 	defer close(p.txDone)
-	tx := newTxState(p.dev.BatchSize())
+	tx := newTxState(p.dev.BatchSize(), p.st.Load().maxFrame)
 	for {
+		tx = p.txBuffers(tx)
 		n, err := p.dev.Read(tx.bufs, tx.sizes, encap.Headroom)
 		if err != nil && n == 0 {
 			if p.closing.Load() {
@@ -222,7 +243,8 @@ func (p *Port) encap(st *portState, fwd bool, buf []byte, n int) []byte {
 		c.TxDropState.Add(1)
 		return nil
 	}
-	if n < 14 || n > encap.MaxFrameLen {
+	if n < 14 || n > st.maxFrame || n > encap.MaxFrameLen {
+		// Too short, or longer than eth_mtu allows (cut to the buffer or not).
 		c.TxFifoErrors.Add(1)
 		return nil
 	}

@@ -30,8 +30,10 @@ import (
 // kernel replaces %d with the lowest free number (DESIGN.md, names).
 const DefaultTAPName = "vnic%d"
 
-// TAPBatchSize is the largest number of frames one TAP.Read returns.
-const TAPBatchSize = 64
+// TAPBatchSize is the largest number of frames one TAP.Read returns: as the
+// UDP batch (hfi.DefaultBatchSize), 128 measured better than 64: nearly three
+// 64 KB super-frames of 1428-byte frames, sent in one sendmmsg.
+const TAPBatchSize = 128
 
 // netnsDir is where iproute2 keeps named network namespaces.
 const netnsDir = "/var/run/netns"
