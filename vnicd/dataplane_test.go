@@ -6,8 +6,11 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
@@ -155,5 +158,70 @@ func TestEnablePollingRefusals(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("RunDataPlane without polling: %v", err)
+	}
+}
+
+// failingDevice is a pollable device whose fd (an eventfd) is always
+// readable and whose every read fails, as a TAP whose netdev was deleted
+// under it does (EBADFD).
+type failingDevice struct {
+	efd   int
+	reads atomic.Int64
+}
+
+func (d *failingDevice) Read([][]byte, []int, int) (int, error) { return 0, unix.EBADFD }
+func (d *failingDevice) TryRead([][]byte, []int, int) (int, error) {
+	d.reads.Add(1)
+	return 0, unix.EBADFD
+}
+func (d *failingDevice) Write(b [][]byte, _ int) (int, error) { return len(b), nil }
+func (d *failingDevice) BatchSize() int                       { return 8 }
+func (d *failingDevice) Name() string                         { return "failing0" }
+func (d *failingDevice) Control(f func(fd uintptr)) error     { f(uintptr(d.efd)); return nil }
+func (d *failingDevice) Close() error                         { return nil }
+
+// TestDataPlaneFailingDeviceNotSpun: a device whose reads keep failing is
+// counted (tx_fifo_errors) and left alone for a while after each failure,
+// so the loop neither spins on it nor stops serving the others.
+func TestDataPlaneFailingDeviceNotSpun(t *testing.T) {
+	efd, err := unix.Eventfd(1, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(efd)
+	dev := &failingDevice{efd: efd}
+	tr, err := hfi.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hfi.New(tr, hfi.Config{LID: tLIDA})
+	e := vnicd.NewEngine(h, func(vnicd.DeviceSpec) (vnicd.Device, error) { return dev, nil }, nil)
+	defer e.Close()
+	if err := e.EnablePolling(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.SetPort(0, portConfig(tLIDA, 1, 0x8001), vnicd.NetdevConfig{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !e.Port(0).Polled() {
+		t.Fatal("the device is not in the poll loop")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.RunDataPlane(ctx) }()
+	const run = 300 * time.Millisecond
+	time.Sleep(run)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("RunDataPlane: %v", err)
+	}
+	// One read per pause (10 ms) and a few more: a spinning loop would make
+	// hundreds of thousands.
+	reads, counted := dev.reads.Load(), e.Port(0).Counters.TxFifoErrors.Load()
+	if reads < 2 || reads > int64(run/(10*time.Millisecond))+10 {
+		t.Errorf("%d reads of a failing device in %v; want one per 10 ms pause", reads, run)
+	}
+	if counted != uint64(reads) {
+		t.Errorf("tx_fifo_errors %d, want one per failed read (%d)", counted, reads)
 	}
 }
