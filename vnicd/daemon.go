@@ -335,7 +335,7 @@ func (d *Daemon) registerControl() {
 		var out []PortCounterSet
 		for _, p := range d.engine.Ports() {
 			if a.VPort == nil || *a.VPort == int(p.vport) {
-				out = append(out, PortCounterSet{VPort: p.vport, IfName: p.dev.Name(), Counters: p.Counters.Snapshot()})
+				out = append(out, PortCounterSet{VPort: p.vport, IfName: p.dev.Name(), Counters: p.AllCounters()})
 			}
 		}
 		if a.VPort != nil && len(out) == 0 {

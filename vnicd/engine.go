@@ -46,6 +46,8 @@ type (
 	}
 	// netnsReporter tells the namespace the netdev is in now.
 	netnsReporter interface{ NetNS() string }
+	// offloadReporter has offload counters (TAP.OffloadCounters).
+	offloadReporter interface{ OffloadCounters() []Counter }
 	// persister makes the netdev outlive the device (TAP.SetPersist).
 	persister interface {
 		SetPersist(on bool, tag string) error

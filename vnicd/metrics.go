@@ -22,7 +22,15 @@ var vnicCounterHelp = map[string]string{
 	"rx_bad_veswid": "VNIC packets for a vesw no port is on (the kernel's rx_nohandler).",
 	"rx_bad_pkey":   "VNIC packets whose PKEY is not the vesw's.",
 	"tx_dlid_zero":  "Frames not sent because the DLID resolved to 0.",
+	// The TAP's offloads (TAP.OffloadCounters), after the kernel's counters.
+	"tx_tso_superframes": "TCP super-frames (TSO) read from the netdev and cut into eth_mtu frames.",
+	"tx_tso_segments":    "Frames cut from TCP super-frames.",
+	"rx_coalesced":       "Received frames written to the netdev as part of a coalesced TCP super-frame.",
+	"offload_drops":      "Frames from the netdev that could not be finished (segmented or checksummed) and were dropped.",
 }
+
+// offloadCounterNames are the counters of TAP.OffloadCounters.
+var offloadCounterNames = []string{"tx_tso_superframes", "tx_tso_segments", "rx_coalesced", "offload_drops"}
 
 // hfiDropReasons maps hfi.Counters names of receive checks (WIRE.md §7) to
 // the reason label of opavnic_hfi_rcv_drops_total.
@@ -138,12 +146,16 @@ var _ prometheus.Collector = (*VNICCollector)(nil)
 func NewVNICCollector(e *Engine) *VNICCollector {
 	c := &VNICCollector{e: e, counters: map[string]*prometheus.Desc{}}
 	var zero PortCounters
+	names := offloadCounterNames
 	for _, v := range zero.Snapshot() {
-		help := vnicCounterHelp[v.Name]
+		names = append(names, v.Name)
+	}
+	for _, name := range names {
+		help := vnicCounterHelp[name]
 		if help == "" {
-			help = "The VNIC's " + v.Name + " counter (Linux opa_vnic ethtool name)."
+			help = "The VNIC's " + name + " counter (Linux opa_vnic ethtool name)."
 		}
-		c.counters[v.Name] = prometheus.NewDesc("opavnic_vnic_"+v.Name+"_total", help, vnicLabels, nil)
+		c.counters[name] = prometheus.NewDesc("opavnic_vnic_"+name+"_total", help, vnicLabels, nil)
 	}
 	c.oper = prometheus.NewDesc("opavnic_vnic_oper_state",
 		"The VNIC's operational state: 1 for the current state (FORWARDING or DROP_ALL), 0 for the other.",
@@ -171,7 +183,7 @@ func (c *VNICCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, p := range c.e.Ports() {
 		cfg := p.Config()
 		lv := []string{strconv.Itoa(int(p.vport)), p.dev.Name(), strconv.Itoa(int(cfg.VESW.VESWID))}
-		for _, v := range p.Counters.Snapshot() {
+		for _, v := range p.AllCounters() {
 			if d, ok := c.counters[v.Name]; ok {
 				ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v.Value), lv...)
 			}

@@ -144,6 +144,11 @@ func (s *tsoSegmenter) start(frame []byte, h vnetHdr, maxFrame int) error {
 	return nil
 }
 
+// count is the number of segments the super-frame makes.
+func (s *tsoSegmenter) count() int {
+	return (len(s.frame) - s.hdrLen + s.mss - 1) / s.mss
+}
+
 // done reports whether every segment has been written.
 func (s *tsoSegmenter) done() bool { return s.frame == nil }
 

@@ -115,6 +115,16 @@ type Port struct {
 // VPort returns the port's vport index.
 func (p *Port) VPort() uint8 { return p.vport }
 
+// AllCounters returns the port's kernel counters (PortCounters.Snapshot)
+// followed by its netdev's offload counters, if it has them (a TAP does).
+func (p *Port) AllCounters() []Counter {
+	out := p.Counters.Snapshot()
+	if r, ok := p.dev.(offloadReporter); ok {
+		out = append(out, r.OffloadCounters()...)
+	}
+	return out
+}
+
 // Polled reports whether the engine's poll loop carries the port's frames
 // (else its own transmit goroutine does).
 func (p *Port) Polled() bool { return p.polled }

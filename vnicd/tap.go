@@ -111,7 +111,11 @@ type TAP struct {
 	// RxCoalesced counts frames written to the kernel as part of a
 	// coalesced super-frame.
 	RxCoalesced atomic.Uint64
-	noGRO       atomic.Bool // the kernel refused a super-frame
+	// TxSuperFrames counts TCP super-frames (TSO) read from the kernel, and
+	// TxSegments the frames they were cut into.
+	TxSuperFrames atomic.Uint64
+	TxSegments    atomic.Uint64
+	noGRO         atomic.Bool // the kernel refused a super-frame
 
 	mu       sync.Mutex
 	h        *netlink.Handle // in the TAP's namespace; nil once closed
@@ -456,6 +460,8 @@ func (t *TAP) frameIn(b []byte) {
 			t.OffloadDrops.Add(1)
 			return
 		}
+		t.TxSuperFrames.Add(1)
+		t.TxSegments.Add(uint64(t.seg.count()))
 		t.drainSegments()
 		return
 	}
@@ -465,6 +471,17 @@ func (t *TAP) frameIn(b []byte) {
 	}
 	t.rsizes[t.rn] = copy(t.rbufs[t.rn][t.roff:], frame)
 	t.rn++
+}
+
+// OffloadCounters returns the TAP's offload counters, as vnicctl and the
+// metrics show them after a port's kernel counters.
+func (t *TAP) OffloadCounters() []Counter {
+	return []Counter{
+		{"tx_tso_superframes", t.TxSuperFrames.Load()},
+		{"tx_tso_segments", t.TxSegments.Load()},
+		{"rx_coalesced", t.RxCoalesced.Load()},
+		{"offload_drops", t.OffloadDrops.Load()},
+	}
 }
 
 // zeroVnetHdr is the virtio_net_hdr of a finished frame: no GSO, checksums

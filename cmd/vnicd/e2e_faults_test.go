@@ -634,8 +634,19 @@ func faultyTransfer(t *testing.T, tag string, a, b *nstest.NS, da, db *daemon) {
 			t.Errorf("%s: vnicd gone: %v", name, err)
 		}
 		c, h := d.counters(t, 0), d.hfiCounters(t)
-		t.Logf("FIGURE %s: %s rx_packets %d tx_packets %d rx_errors %d PortRcvErrors %d", tag, name,
-			c["rx_packets"], c["tx_packets"], c["rx_errors"], h["PortRcvErrors"])
+		t.Logf("FIGURE %s: %s rx_packets %d tx_packets %d rx_errors %d PortRcvErrors %d"+
+			" tx_tso_superframes %d tx_tso_segments %d rx_coalesced %d", tag, name,
+			c["rx_packets"], c["tx_packets"], c["rx_errors"], h["PortRcvErrors"],
+			c["tx_tso_superframes"], c["tx_tso_segments"], c["rx_coalesced"])
+		if c["offload_drops"] != 0 {
+			t.Errorf("%s: offload_drops %d", name, c["offload_drops"])
+		}
+	}
+	// The transfer went with the offloads on: a's TAP handed over TCP
+	// super-frames, which vnicd cut into eth_mtu frames.
+	if c := da.counters(t, 0); c["tx_tso_segments"] <= c["tx_tso_superframes"] || c["tx_tso_superframes"] == 0 {
+		t.Errorf("host-a sent the transfer without TSO: tx_tso_superframes %d tx_tso_segments %d",
+			c["tx_tso_superframes"], c["tx_tso_segments"])
 	}
 }
 

@@ -351,6 +351,16 @@ func TestE2ETwoHostsTwoSwitches(t *testing.T) {
 			t.Errorf("HFI receive errors: %v", h)
 		}
 	}
+	// The offloads did the work: a's TAP handed over TCP super-frames, cut
+	// into eth_mtu frames (the capture below checks each on the wire), and
+	// b wrote runs of them to its TAP coalesced.
+	ca, cb := da.counters(t, 0), db.counters(t, 0)
+	t.Logf("offloads: a tx_tso_superframes %d tx_tso_segments %d, b rx_coalesced %d of rx_packets %d",
+		ca["tx_tso_superframes"], ca["tx_tso_segments"], cb["rx_coalesced"], cb["rx_packets"])
+	if ca["tx_tso_superframes"] == 0 || ca["tx_tso_segments"] <= ca["tx_tso_superframes"] ||
+		cb["rx_coalesced"] == 0 || ca["offload_drops"] != 0 || cb["offload_drops"] != 0 {
+		t.Errorf("offload counters: host a %v, host b %v", ca, cb)
+	}
 
 	// The capture: every fabric datagram at b is a well-formed 16B packet.
 	pkts := capture.stop(t)
