@@ -159,7 +159,7 @@ func (e *Engine) RunDataPlane(ctx context.Context) error {
 	return dp.run(ctx)
 }
 
-// add puts a port's device in the loop; p.dev must be a pollDevice.
+// add puts a port's device (p.pd) in the loop.
 func (dp *dataPlane) add(p *Port) error {
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
@@ -169,7 +169,7 @@ func (dp *dataPlane) add(p *Port) error {
 	p.tx = newTxState(p.dev.BatchSize(), p.st.Load().maxFrame)
 	p.txReady = true // frames may be queued already
 	var err error
-	cerr := p.dev.(pollDevice).Control(func(fd uintptr) {
+	cerr := p.pd.Control(func(fd uintptr) {
 		err = unix.EpollCtl(dp.ep, unix.EPOLL_CTL_ADD, int(fd), &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(p.vport)})
 	})
 	if err = errors.Join(err, cerr); err != nil {
@@ -201,7 +201,7 @@ func (dp *dataPlane) remove(p *Port) {
 	}
 	dp.ports.Store(n)
 	if !dp.closed {
-		_ = p.dev.(pollDevice).Control(func(fd uintptr) {
+		_ = p.pd.Control(func(fd uintptr) {
 			_ = unix.EpollCtl(dp.ep, unix.EPOLL_CTL_DEL, int(fd), nil)
 		})
 	}
@@ -343,7 +343,7 @@ func (dp *dataPlane) run(ctx context.Context) error {
 func (dp *dataPlane) txPoll(p *Port, s *hfi.Sender) bool {
 	p.tx = p.txBuffers(p.tx)
 	tx := p.tx
-	n, err := p.dev.(pollDevice).TryRead(tx.bufs, tx.sizes, encap.Headroom)
+	n, err := p.pd.TryRead(tx.bufs, tx.sizes, encap.Headroom)
 	if n > 0 {
 		p.transmit(tx, n, s)
 	}
@@ -367,7 +367,7 @@ func (dp *dataPlane) pause(p *Port) {
 	if dp.closed {
 		return
 	}
-	_ = p.dev.(pollDevice).Control(func(fd uintptr) {
+	_ = p.pd.Control(func(fd uintptr) {
 		_ = unix.EpollCtl(dp.ep, unix.EPOLL_CTL_MOD, int(fd), &unix.EpollEvent{Fd: int32(p.vport)})
 	})
 	time.AfterFunc(readErrorBackoff, func() {
@@ -376,7 +376,7 @@ func (dp *dataPlane) pause(p *Port) {
 		if dp.closed || p.closing.Load() {
 			return
 		}
-		_ = p.dev.(pollDevice).Control(func(fd uintptr) {
+		_ = p.pd.Control(func(fd uintptr) {
 			_ = unix.EpollCtl(dp.ep, unix.EPOLL_CTL_MOD, int(fd), &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(p.vport)})
 		})
 	})

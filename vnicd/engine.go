@@ -168,8 +168,8 @@ func (e *Engine) SetPort(vport uint8, cfg PortConfig, nd NetdevConfig, macs []MA
 		p.st.Store(st)
 		p.linkUp.Store(true)
 		p.mtu.Store(int32(cfg.VESW.EthMTU))
-		if _, ok := dev.(pollDevice); ok && e.dp != nil {
-			p.polled = true
+		if pd, ok := dev.(pollDevice); ok && e.dp != nil {
+			p.pd = pd
 			if err := e.dp.add(p); err != nil {
 				dev.Close()
 				return err
@@ -272,7 +272,7 @@ func (e *Engine) DeletePort(vport uint8) error {
 
 func (e *Engine) closePort(p *Port) error {
 	p.closing.Store(true)
-	if p.polled {
+	if p.pd != nil {
 		e.dp.remove(p)
 	}
 	err := p.dev.Close()

@@ -101,10 +101,11 @@ type Port struct {
 	txDone  chan struct{}
 	closing atomic.Bool
 
-	// In the engine's poll loop (polled, set at creation), the loop owns
-	// these: the port's transmit buffers and whether its device may have
+	// pd is the device as the engine's poll loop drives it, set at creation
+	// when the loop carries the port (nil: txLoop does). The loop owns tx,
+	// the port's transmit buffers, and txReady, whether its device may have
 	// frames queued.
-	polled  bool
+	pd      pollDevice
 	tx      *txState
 	txReady bool
 
@@ -127,7 +128,7 @@ func (p *Port) AllCounters() []Counter {
 
 // Polled reports whether the engine's poll loop carries the port's frames
 // (else its own transmit goroutine does).
-func (p *Port) Polled() bool { return p.polled }
+func (p *Port) Polled() bool { return p.pd != nil }
 
 // Device returns the port's netdev.
 func (p *Port) Device() Device { return p.dev }
@@ -253,8 +254,9 @@ func (p *Port) encap(st *portState, fwd bool, buf []byte, n int) []byte {
 		c.TxDropState.Add(1)
 		return nil
 	}
-	if n < 14 || n > st.maxFrame || n > encap.MaxFrameLen {
-		// Too short, or longer than eth_mtu allows (cut to the buffer or not).
+	if n < 14 || n > st.maxFrame {
+		// Too short, or longer than eth_mtu allows (cut to the buffer or
+		// not); SetPort keeps maxFrame within encap.MaxFrameLen.
 		c.TxFifoErrors.Add(1)
 		return nil
 	}
