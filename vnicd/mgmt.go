@@ -292,6 +292,10 @@ func (m *Mgmt) portEvent(ev PortEvent) {
 		if m.Ports.netdevMAC(ev.VPort, ev.MAC, ev.Initial) {
 			m.Trap(ev.VPort, vema.TrapIfaceUcastMACChange)
 		}
+	case EventMcast:
+		if m.Ports.netdevMcast(ev.VPort, ev.Digest, ev.Initial) {
+			m.Trap(ev.VPort, vema.TrapIfaceMcastMACChange)
+		}
 	case EventLink:
 		m.Trap(ev.VPort, vema.TrapEthLinkStatusChange)
 	}

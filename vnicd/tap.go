@@ -648,6 +648,31 @@ func (t *TAP) IsUp() (bool, error) {
 	return up, err
 }
 
+// McastMACs returns the netdev's multicast list: its link-layer multicast
+// addresses (`ip maddr show dev`), in the kernel's order, read from
+// /proc/net/dev_mcast of its namespace (mcast.go).
+func (t *TAP) McastMACs() ([][6]byte, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.h == nil {
+		return nil, fmt.Errorf("vnicd: TAP %s: multicast list: %w", t.Name(), os.ErrClosed)
+	}
+	var text []byte
+	err := nlutil.Do(t.ns, func() error {
+		var err error
+		text, err = os.ReadFile(devMcastPath)
+		return err
+	})
+	var macs [][6]byte
+	if err == nil {
+		macs, err = parseDevMcast(text, t.index)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("vnicd: TAP %s: multicast list: %w", t.Name(), err)
+	}
+	return macs, nil
+}
+
 // withLink runs f with the netlink handle and a link naming the netdev by
 // index, unless the TAP is closed: a closed netlink.Handle would silently
 // act on the caller's namespace instead.

@@ -901,3 +901,75 @@ func BenchmarkTAPEcho(b *testing.B) {
 		})
 	}
 }
+
+// TestTAPMcastMACs reads the netdev's multicast list as `ip maddr` shows
+// it, follows `ip maddr add/del`, and refuses after Close.
+func TestTAPMcastMACs(t *testing.T) {
+	nstest.RequireTools(t, "ip")
+	ns := lab(t, "mcast")
+	tap := openTAP(t, ns, 1500, tapIP6)
+	ctx := context.Background()
+	// ipMaddr is the list `ip maddr show dev` prints (its "link" lines,
+	// from the same /proc/net/dev_mcast, in the same order).
+	ipMaddr := func() [][6]byte {
+		t.Helper()
+		out, err := ns.Exec(ctx, "ip", "maddr", "show", "dev", tap.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var l [][6]byte
+		for _, line := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "link" {
+				hw, err := net.ParseMAC(f[1])
+				if err != nil {
+					t.Fatal(err)
+				}
+				l = append(l, [6]byte(hw))
+			}
+		}
+		return l
+	}
+	group := [6]byte{0x01, 0x00, 0x5e, 0x01, 0x02, 0x03}
+	// check compares the two readings; the kernel joins IPv6 groups in the
+	// background (solicited-node after DAD), so a difference is read again,
+	// for at most 3 s, until the list holds still.
+	check := func(step string, wantGroup bool) {
+		t.Helper()
+		var got, want [][6]byte
+		for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			var err error
+			if got, err = tap.McastMACs(); err != nil {
+				t.Fatalf("%s: %v", step, err)
+			}
+			if want = ipMaddr(); slices.Equal(got, want) || time.Now().After(deadline) {
+				break
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: McastMACs %x, ip maddr %x", step, got, want)
+		}
+		if slices.Contains(got, group) != wantGroup {
+			t.Fatalf("%s: %x: group %x present %v, want %v", step, got, group, !wantGroup, wantGroup)
+		}
+	}
+	check("up with an IPv6 address", false)
+	if l, _ := tap.McastMACs(); !slices.Contains(l, [6]byte{0x33, 0x33, 0, 0, 0, 1}) {
+		t.Fatalf("%x: no all-nodes group 33:33:00:00:00:01 on an up IPv6 netdev", l)
+	}
+	maddr := func(op string) {
+		t.Helper()
+		if _, err := ns.Exec(ctx, "ip", "maddr", op, net.HardwareAddr(group[:]).String(), "dev", tap.Name()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	maddr("add")
+	check("ip maddr add", true)
+	maddr("del")
+	check("ip maddr del", false)
+	if err := tap.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tap.McastMACs(); !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("after Close: %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package vnicd
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -47,11 +48,49 @@ func (e *Engine) watchLink(p *Port, w linkWatcher) {
 	}
 	done := make(chan struct{})
 	p.watchDone = done
+	ml, _ := w.(mcastLister)
 	go func() {
 		defer close(done)
-		var lastMAC [6]byte
-		first := true
-		for ev := range ch {
+		var tick <-chan time.Time
+		if ml != nil {
+			t := time.NewTicker(McastPollInterval)
+			defer t.Stop()
+			tick = t.C
+		}
+		var (
+			lastMAC  [6]byte
+			first    = true
+			mcDigest uint32
+			mcRead   bool
+		)
+		// pollMcast reads the multicast list; the first reading, and each
+		// change, is an event. A failed reading (the device closing or
+		// moving, which also ends the watch) is tried again at the next tick.
+		pollMcast := func() {
+			macs, err := ml.McastMACs()
+			if err != nil {
+				return
+			}
+			if d := ifaceMACsDigest(macs); !mcRead || d != mcDigest {
+				if mcRead {
+					e.log.Info("netdev multicast list changed", zap.Uint8("vnic", p.vport), zap.Int("addresses", len(macs)))
+				}
+				e.event(PortEvent{VPort: p.vport, Kind: EventMcast, Digest: d, Initial: !mcRead})
+				mcDigest, mcRead = d, true
+			}
+		}
+		for {
+			var ev LinkEvent
+			select {
+			case <-tick:
+				pollMcast()
+				continue
+			case got, ok := <-ch:
+				if !ok {
+					return
+				}
+				ev = got
+			}
 			if ev.Err != nil {
 				e.log.Warn("netdev watch ended", zap.Uint8("vnic", p.vport), zap.Error(ev.Err))
 			}
@@ -78,18 +117,26 @@ func (e *Engine) watchLink(p *Port, w linkWatcher) {
 				}
 				e.event(PortEvent{VPort: p.vport, Kind: EventMAC, MAC: ev.MAC, Initial: first})
 			}
+			if ml != nil && (first || changed) {
+				pollMcast() // going up joins groups: seen at once, not a tick later
+			}
 			first, lastMAC = false, ev.MAC
 		}
 	}()
 }
+
+// McastPollInterval is how often a port's netdev multicast list is read
+// again (mcast.go): a change is trapped (opcode 2) up to this late.
+const McastPollInterval = time.Second
 
 // EventKind is what changed on a port's netdev.
 type EventKind uint8
 
 // Port events.
 const (
-	EventLink EventKind = iota + 1 // administrative up/down
-	EventMAC                       // the netdev's MAC
+	EventLink  EventKind = iota + 1 // administrative up/down
+	EventMAC                        // the netdev's MAC
+	EventMcast                      // the netdev's multicast list
 )
 
 // PortEvent is a change on a port's netdev that the management plane hears
@@ -99,7 +146,8 @@ type PortEvent struct {
 	Kind    EventKind
 	Up      bool    // EventLink
 	MAC     [6]byte // EventMAC: the netdev's MAC now
-	Initial bool    // EventMAC: the first reading, not a change
+	Initial bool    // EventMAC, EventMcast: the first reading, not a change
+	Digest  uint32  // EventMcast: the list's digest (ifaceMACsDigest)
 }
 
 // SetEventHook sets the function told about port events (nil: none). It is

@@ -49,6 +49,11 @@ type vportState struct {
 	table vema.MACTable
 	mac   [6]byte // the netdev's MAC as last seen
 	ucGen uint16
+	// mcDigest is the digest of the netdev's multicast list as last
+	// recorded (mcRead once recorded); mcGen counts its changes.
+	mcDigest uint32
+	mcRead   bool
+	mcGen    uint16
 }
 
 var _ vema.PortController = (*EnginePorts)(nil)
@@ -123,7 +128,7 @@ func (c *EnginePorts) VESWPortInfo(vport uint8) (vema.VESWPortInfo, bool) {
 	}
 	info.VPort.MaxMACTblEnt, info.VPort.MaxSMACEnt = vema.MACTableMaxEntries, vema.MaxSMACEntries
 	info.VPort.MACTblDigest = s.table.Digest
-	info.VPort.UCMACsGenCount = s.ucGen
+	info.VPort.UCMACsGenCount, info.VPort.MCMACsGenCount = s.ucGen, s.mcGen
 	return info, true
 }
 
@@ -174,9 +179,25 @@ func (c *EnginePorts) SetMACTable(vport uint8, t vema.MACTable) error {
 	return c.setErr(c.e.SetPort(vport, PortConfigFrom(&info), c.netdev(vport), macEntries(t)))
 }
 
-// IfaceMACs reports the netdev's MAC as its dev_addrs; vnicd does not follow
-// secondary unicast or multicast lists (they read as empty).
+// IfaceMACs reports the netdev's MAC as its dev_addrs (vnicd does not follow
+// a secondary unicast list, which reads as empty), and as the multicast list
+// the netdev's own, read now (mcast.go). The generation counts are those of
+// the changes vnicd saw: the kernel's counted every ndo_set_rx_mode call,
+// which a TAP's owner does not see.
 func (c *EnginePorts) IfaceMACs(vport uint8, mcast bool) (vema.IfaceMACList, bool) {
+	var macs [][6]byte
+	if mcast {
+		p := c.e.Port(vport)
+		if p == nil {
+			return vema.IfaceMACList{}, false
+		}
+		if ml, ok := p.Device().(mcastLister); ok {
+			var err error
+			if macs, err = ml.McastMACs(); err != nil {
+				return vema.IfaceMACList{}, false
+			}
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.st[vport]
@@ -184,7 +205,7 @@ func (c *EnginePorts) IfaceMACs(vport uint8, mcast bool) (vema.IfaceMACList, boo
 		return vema.IfaceMACList{}, false
 	}
 	if mcast {
-		return vema.IfaceMACList{}, true
+		return vema.IfaceMACList{UC: macs, GenCount: s.mcGen}, true
 	}
 	return vema.IfaceMACList{DevAddrs: [][6]byte{s.mac}, GenCount: s.ucGen}, true
 }
@@ -213,6 +234,28 @@ func (c *EnginePorts) Counters(vport uint8) (vema.SummaryCounters, vema.ErrorCou
 		RxBadVESWID: k.RxBadVESWID.Load(), RxRunt: k.RxRunt.Load(), RxOversize: k.RxOversize.Load(),
 		RxDropState: k.RxDropState.Load(), RxLogic: k.RxFifoErrors.Load()}
 	return s, e, true
+}
+
+// netdevMcast records the digest of the netdev's multicast list; it reports
+// whether a trap with opcode 2 is due: the watcher saw the list change (not
+// its first reading), which bumps mc_macs_gen_count, as the driver decided
+// after ndo_set_rx_mode (kernel-reference.md §4.9). The watcher, not this
+// state, tells a change: its first reading may come before the vport's
+// state exists (SetVESWPortInfo stores it after SetPort).
+func (c *EnginePorts) netdevMcast(vport uint8, digest uint32, initial bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.st[vport]
+	if s == nil {
+		return false
+	}
+	same := s.mcRead && s.mcDigest == digest
+	s.mcDigest, s.mcRead = digest, true
+	if initial || same {
+		return false
+	}
+	s.mcGen++
+	return true
 }
 
 // netdevMAC records the netdev's MAC; it reports whether the change is the

@@ -239,6 +239,43 @@ func TestE2EManagedFabric(t *testing.T) {
 	took := a.PingWithin(t, "192.168.101.2", 2*time.Second)
 	t.Logf("ping to the new globally administered MAC answered %v after the change", took.Round(time.Millisecond))
 
+	// A multicast group joined on host-b's red VNIC: the FM hears one more
+	// trap with opcode 2 (multicast list change) within 3 s (vnicd reads the
+	// list every second). The MAC change above changed the list too (a new
+	// IPv6 solicited-node group), so its traps are let settle first.
+	fmOut := fmCmd.Stdout.(fmt.Stringer)
+	mcastTraps := func() int {
+		n := 0
+		for _, line := range strings.Split(fmOut.String(), "\n") {
+			if strings.Contains(line, "VEMA trap") && strings.Contains(line, `"node": "host-b"`) &&
+				strings.Contains(line, `"vesw": 1,`) && strings.Contains(line, `"opcode": 2`) {
+				n++
+			}
+		}
+		return n
+	}
+	settled := mcastTraps()
+	for since, deadline := time.Now(), time.Now().Add(5*time.Second); time.Since(since) < 1500*time.Millisecond; time.Sleep(100 * time.Millisecond) {
+		if n := mcastTraps(); n != settled {
+			settled, since = n, time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("multicast-list traps from host-b still coming 5 s after the MAC change (%d)", settled)
+		}
+	}
+	if _, err := b.Exec(context.Background(), "ip", "maddr", "add", "01:00:5e:01:02:03", "dev", "vnic0"); err != nil {
+		t.Fatal(err)
+	}
+	joined := time.Now()
+	for mcastTraps() == settled {
+		if time.Since(joined) > 3*time.Second {
+			t.Fatalf("no multicast-list trap (opcode 2) from host-b at the FM 3 s after ip maddr add (%d before)", settled)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("multicast-list trap from host-b at the FM %v after ip maddr add (%d before it, from the MAC change)",
+		time.Since(joined).Round(time.Millisecond), settled)
+
 	// Remove the blue vesw and SIGHUP: both blue ports leave FORWARDING within 2 s, red keeps going.
 	if err := os.WriteFile(fabric, []byte(fmt.Sprintf(fabricYAML, fmSocket, "")), 0o644); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,147 @@
+package vnicd_test
+
+import (
+	"context"
+	"encoding/binary"
+	"net/netip"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/hfi"
+	"github.com/opavnic/opavnic/hfi/hfitest"
+	"github.com/opavnic/opavnic/vema"
+	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/taptest"
+)
+
+// mcastDevice is an in-memory device that reports link state and a
+// multicast list the test sets, as the TAP does from the kernel.
+type mcastDevice struct {
+	*taptest.Device
+	events    chan vnicd.LinkEvent
+	closeOnce sync.Once
+	mu        sync.Mutex
+	macs      [][6]byte
+}
+
+func (d *mcastDevice) Watch(context.Context) (<-chan vnicd.LinkEvent, error) { return d.events, nil }
+
+func (d *mcastDevice) McastMACs() ([][6]byte, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.macs), nil
+}
+
+func (d *mcastDevice) setMcast(macs ...[6]byte) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.macs = macs
+}
+
+func (d *mcastDevice) Close() error {
+	d.closeOnce.Do(func() { close(d.events) })
+	return d.Device.Close()
+}
+
+// TestMcastListTrap: the netdev's multicast list is the IfaceMcastMACs
+// reply; a change to it, and not its first reading, sends the trap with
+// opcode 2 to trap_lid and counts in mc_macs_gen_count.
+func TestMcastListTrap(t *testing.T) {
+	const nodeLID, vesw = 0x10, 3
+	n := hfitest.NewNetwork()
+	fm := newFakeFM(t, n)
+	h := hfi.New(n.Listen(tEPNode), hfi.Config{LID: nodeLID})
+	dir, _ := hfi.NewDirectory(map[uint32]netip.AddrPort{fmLID: tEPFM, nodeLID: tEPNode}, nil)
+	h.SetDirectory(dir)
+	devs := make(chan *mcastDevice, 1)
+	e := vnicd.NewEngine(h, func(s vnicd.DeviceSpec) (vnicd.Device, error) {
+		port, _ := taptest.Pair(taptest.Options{})
+		d := &mcastDevice{Device: port, events: make(chan vnicd.LinkEvent, 4),
+			macs: [][6]byte{{0x33, 0x33, 0, 0, 0, 1}}}
+		// The first state is there at once: the watcher reads the list
+		// before SetVESWPortInfo has stored the vport's state.
+		d.events <- vnicd.LinkEvent{Up: true, MAC: s.MAC, MTU: 1500}
+		devs <- d
+		return d, nil
+	}, nil)
+	t.Cleanup(func() { e.Close() })
+	m := vnicd.NewMgmt(e, vnicd.MgmtConfig{}, nil)
+	go h.Run(t.Context())
+
+	cb, _ := (&vema.ClassPortInfo{TrapLID: fmLID}).MarshalBinary()
+	if st := handle(t, m.Agent, vemaMAD(vema.MethodSet, vema.AttrClassPortInfo, 0, cb)); st != vema.StatusSuccess {
+		t.Fatalf("Set ClassPortInfo: %v", st)
+	}
+	if st := handle(t, m.Agent, vemaMAD(vema.MethodSet, vema.AttrVESWPortInfo, 0, portInfo(vesw))); st != vema.StatusSuccess {
+		t.Fatalf("Set VESWPortInfo: %v", st)
+	}
+	dev := <-devs
+
+	// traps collects the opcodes of the traps that reach the FM within d.
+	traps := func(d time.Duration, stopAt uint8) []uint8 {
+		t.Helper()
+		var ops []uint8
+		deadline := time.After(d)
+		for {
+			select {
+			case pkt := <-fm.in:
+				mp, err := encap.ParseMgmt(pkt)
+				if err != nil || vema.Method(mp.MAD[3]) != vema.MethodTrap {
+					continue
+				}
+				var tr vema.TrapMAD
+				if err := tr.UnmarshalBinary(mp.MAD); err != nil {
+					t.Fatal(err)
+				}
+				if len(mp.MAD) != 272 || mp.Header.DLID() != fmLID || tr.Notice.Trap.VESWID != vesw {
+					t.Fatalf("trap: %d bytes to %#x, vesw %d", len(mp.MAD), mp.Header.DLID(), tr.Notice.Trap.VESWID)
+				}
+				ops = append(ops, tr.Notice.Trap.Opcode)
+				if tr.Notice.Trap.Opcode == stopAt {
+					return ops
+				}
+			case <-deadline:
+				return ops
+			}
+		}
+	}
+	// The first reading and the next ticks with the list unchanged: no trap 2.
+	if ops := traps(vnicd.McastPollInterval+500*time.Millisecond, vema.TrapIfaceMcastMACChange); slices.Contains(ops, vema.TrapIfaceMcastMACChange) {
+		t.Fatalf("traps %v before the list changed", ops)
+	}
+	mcastGet := func() (vema.IfaceMACs, uint16) {
+		t.Helper()
+		resp, ok := m.Agent.Handle(vemaMAD(vema.MethodGet, vema.AttrIfaceMcastMACs, 0, nil))
+		if !ok || binary.BigEndian.Uint16(resp[4:]) != 0 {
+			t.Fatal("Get IfaceMcastMACs failed")
+		}
+		var l vema.IfaceMACs
+		if err := l.UnmarshalBinary(resp[vema.VendorHeaderLen:]); err != nil {
+			t.Fatal(err)
+		}
+		resp, _ = m.Agent.Handle(vemaMAD(vema.MethodGet, vema.AttrVESWPortInfo, 0, nil))
+		var info vema.VESWPortInfo
+		if err := info.UnmarshalBinary(resp[vema.VendorHeaderLen:]); err != nil {
+			t.Fatal(err)
+		}
+		return l, info.VPort.MCMACsGenCount
+	}
+	if l, gen := mcastGet(); !slices.Equal(l.MACs, [][6]byte{{0x33, 0x33, 0, 0, 0, 1}}) || l.TotMACsInLst != 1 || l.GenCount != 0 || gen != 0 {
+		t.Fatalf("before the change: %x (total %d, gen %d), VESWPortInfo mc gen %d", l.MACs, l.TotMACsInLst, l.GenCount, gen)
+	}
+
+	group := [6]byte{0x01, 0x00, 0x5e, 0x01, 0x02, 0x03}
+	dev.setMcast([6]byte{0x33, 0x33, 0, 0, 0, 1}, group)
+	start := time.Now()
+	if ops := traps(3*vnicd.McastPollInterval, vema.TrapIfaceMcastMACChange); !slices.Contains(ops, vema.TrapIfaceMcastMACChange) {
+		t.Fatalf("no trap with opcode 2 within %v of the change (traps %v)", 3*vnicd.McastPollInterval, ops)
+	}
+	t.Logf("trap 2 came %v after the change", time.Since(start).Round(time.Millisecond))
+	want := [][6]byte{{0x33, 0x33, 0, 0, 0, 1}, group}
+	if l, gen := mcastGet(); !slices.Equal(l.MACs, want) || l.TotMACsInLst != 2 || l.GenCount != 1 || gen != 1 {
+		t.Fatalf("after the change: %x (total %d, gen %d), VESWPortInfo mc gen %d; want %x, gen 1", l.MACs, l.TotMACsInLst, l.GenCount, gen, want)
+	}
+}
