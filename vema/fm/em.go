@@ -174,6 +174,9 @@ func (f *FM) pushMember(n *node, k memberKey, force bool) {
 				return
 			}
 			st.info = data
+			// The vesw's table may have changed while the port was being
+			// made (pushVESWTables skips a member until then).
+			f.pushTable(n, k, false)
 		}, func() {
 			f.log.Warn("VESWPortInfo Set unanswered", zap.String("node", n.name), zap.Uint16("vesw", uint16(k.vesw)))
 		})
@@ -243,19 +246,25 @@ func (f *FM) pushTable(n *node, k memberKey, force bool) {
 			func(_ *inbound, s vema.Status) {
 				if s != vema.StatusSuccess {
 					f.log.Warn("MAC table Set refused", zap.String("node", n.name), zap.Stringer("status", s))
+					st.digest = 0 // not there: the next push must not look unchanged
 				}
 			}, nil)
 	}
 	st.tableLen, st.digest = len(ents), digest
 }
 
-// pushVESWTables pushes v's MAC table to every active member.
+// pushVESWTables pushes v's MAC table to every active member whose port
+// exists: a member whose VESWPortInfo Set has not been answered yet would
+// refuse it (0x001C); it gets the table after that Set (pushMember).
 func (f *FM) pushVESWTables(v *VESWConfig) {
 	for _, m := range v.Members {
 		if n := f.activeNode(m.Node); n != nil {
 			k := memberKey{v.ID, m.Node, m.VPort}
 			if f.members[k] == nil {
 				f.members[k] = &memberState{}
+			}
+			if f.members[k].info == nil {
+				continue
 			}
 			f.pushTable(n, k, false)
 		}
@@ -284,7 +293,9 @@ func (f *FM) repushDefaultPortsReferencing(n *node) {
 			if refers {
 				f.pushMember(o, k, false)
 			}
-			f.pushTable(o, k, false)
+			if f.members[k].info != nil { // else after its VESWPortInfo Set
+				f.pushTable(o, k, false)
+			}
 		}
 	}
 }

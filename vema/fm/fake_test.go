@@ -37,6 +37,9 @@ type fakeNode struct {
 	groups   []dirGroup
 	saResp   chan []byte
 	announce int
+	// refusedTables counts MAC table Sets for a vport that does not exist,
+	// which the agent refuses (0x001C) as the kernel's did.
+	refusedTables int
 }
 
 func newFakeNode(t *testing.T, ctx context.Context, n *hfitest.Network, name string, ep, fmEP netip.AddrPort, lid uint32) *fakeNode {
@@ -169,6 +172,7 @@ func (f *fakeNode) vema(mad []byte, fmLID uint32) {
 		return
 	}
 	vp := m.VPortIndex()
+	_, exists := f.vports[vp]
 	switch {
 	case m.AttrID == vema.AttrClassPortInfo && m.Method == vema.MethodSet:
 		var c vema.ClassPortInfo
@@ -189,6 +193,9 @@ func (f *fakeNode) vema(mad []byte, fmLID uint32) {
 			pi = vema.PowerOnVESWPortInfo()
 		}
 		pi.AppendBinary(m.Data[:0])
+	case m.AttrID == vema.AttrVESWPortMACEntries && m.Method == vema.MethodSet && !exists:
+		m.Status = vema.StatusInvalidAttrValue
+		f.refusedTables++
 	case m.AttrID == vema.AttrVESWPortMACEntries && m.Method == vema.MethodSet:
 		var t vema.VESWPortMACEntries
 		t.UnmarshalBinary(m.Data[:])
@@ -294,6 +301,13 @@ func (f *fakeNode) snapshot() (lid uint32, vports map[uint8]vema.VESWPortInfo, t
 		tables[k] = append([]vema.MACTableEntry(nil), v...)
 	}
 	return f.lid, vports, tables, append([]dirEntry(nil), f.dir...), append([]dirGroup(nil), f.groups...), append([]uint8(nil), f.deleted...)
+}
+
+// refused returns how many MAC table Sets the node refused.
+func (f *fakeNode) refused() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.refusedTables
 }
 
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {

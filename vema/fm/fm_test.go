@@ -181,6 +181,13 @@ func TestEMPushesVESWPortInfo(t *testing.T) {
 	if got := len(tables[0]); got != 0 {
 		t.Errorf("red table has %d entries, want none (all MACs derived)", got)
 	}
+	// No table went to a port before the port was made: a node that joins
+	// while the other's VESWPortInfo Set is in flight gets its table after.
+	for _, f := range []*fakeNode{fb.a, fb.b} {
+		if n := f.refused(); n != 0 {
+			t.Errorf("%s refused %d MAC table Sets (sent before its VESWPortInfo Set)", f.name, n)
+		}
+	}
 }
 
 func TestTrapUpdatesMACTables(t *testing.T) {
