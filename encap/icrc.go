@@ -50,12 +50,12 @@ func ICRC(pkt []byte) uint32 {
 	// escape, and a byte loop costs a table lookup chain per byte.
 	crc := update8(^uint32(0), le.Uint64(pkt[0:])|icrcMask[0])
 	crc = update8(crc, le.Uint64(pkt[8:])|icrcMask[1])
-	// hash/crc32 takes whole 16-byte blocks (carry-less multiply when the
-	// CPU has it) but finishes a remainder below 16 bytes a byte at a time;
-	// so hand it the blocks and finish here, 8 bytes at a time when possible.
+	// The body goes through updateIEEE (carry-less multiply folding, crc_*.go)
+	// in whole 16-byte blocks, the remainder below 16 bytes here, 8 bytes at
+	// a time when possible: hash/crc32 would take it a byte at a time.
 	body := pkt[HeaderLen : len(pkt)-TrailerLen]
 	n := len(body) &^ 15
-	crc = ^crc32.Update(^crc, crc32.IEEETable, body[:n])
+	crc = ^updateIEEE(^crc, body[:n])
 	rest := body[n:]
 	if len(rest) >= 8 {
 		crc = update8(crc, le.Uint64(rest))
