@@ -7,20 +7,64 @@ import (
 	"testing"
 )
 
-// refCsum is the RFC 1071 sum, 16 bits at a time.
+// refCsum is the RFC 1071 sum, 16 bits at a time (in 64 bits: 2^48 words
+// before it could overflow).
 func refCsum(b []byte) uint16 {
-	var s uint32
+	var s uint64
 	for len(b) >= 2 {
-		s += uint32(binary.BigEndian.Uint16(b))
+		s += uint64(binary.BigEndian.Uint16(b))
 		b = b[2:]
 	}
 	if len(b) == 1 {
-		s += uint32(b[0]) << 8
+		s += uint64(b[0]) << 8
 	}
 	for s > 0xffff {
 		s = s>>16 + s&0xffff
 	}
 	return uint16(s)
+}
+
+// canon maps the one's-complement zero 0xFFFF to 0.
+func canon(v uint16) uint16 {
+	if v == 0xFFFF {
+		return 0
+	}
+	return v
+}
+
+// TestCsumAddLengths checks csumAdd (AVX2 word sums for long inputs where
+// the CPU has them, the scalar loop for short ones and tails) against
+// refCsum for every length to 4 KiB at every alignment within 32 bytes, for
+// frame sizes and past csumChunk, from random starting sums (the start is
+// one more big-endian word in front for the reference), and for all-ones
+// input, where every lane is at its largest for a whole chunk.
+func TestCsumAddLengths(t *testing.T) {
+	t.Logf("AVX2 word sums: %v", hasSumWords)
+	rng := rand.New(rand.NewPCG(5, 6))
+	buf := make([]byte, 3*csumChunk+64)
+	for i := range buf {
+		buf[i] = byte(rng.Uint32())
+	}
+	check := func(b []byte) {
+		t.Helper()
+		s := uint16(rng.Uint32())
+		ref := append([]byte{byte(s >> 8), byte(s)}, b...)
+		if got, want := canon(fold(csumAdd(uint64(s), b))), canon(refCsum(ref)); got != want {
+			t.Fatalf("length %d from %#04x: %#04x, want %#04x", len(b), s, got, want)
+		}
+	}
+	for n := 0; n <= 4096; n++ {
+		check(buf[n%32 : n%32+n])
+	}
+	for off := range 32 {
+		for _, n := range []int{csumMinAVX2, 1428, 8924, 65535, csumChunk, csumChunk + 33, 3 * csumChunk} {
+			check(buf[off : off+n])
+		}
+	}
+	for i := range buf {
+		buf[i] = 0xFF
+	}
+	check(buf[:2*csumChunk+1])
 }
 
 func TestCsumAddMatchesReference(t *testing.T) {

@@ -1,0 +1,41 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// func sumWords(p []byte) uint64
+// The plain sum of p's little-endian 16-bit words; len(p) is a multiple of
+// 32, at least 32 and at most csumChunk. Each 32-byte load is split into its
+// low and high words, zero-extended into 32-bit lanes of two accumulators;
+// at most csumChunk/32 words of 0xFFFF reach one lane, and the lanes are
+// widened to 64 bits before the last additions.
+TEXT ·sumWords(SB), NOSPLIT, $0-32
+	MOVQ p_base+0(FP), SI
+	MOVQ p_len+8(FP), CX
+	VPXOR    Y0, Y0, Y0
+	VPXOR    Y1, Y1, Y1
+	VPCMPEQD Y7, Y7, Y7
+	VPSRLD   $16, Y7, Y7 // 0x0000FFFF in each dword
+
+loop:
+	VMOVDQU (SI), Y2
+	VPAND   Y7, Y2, Y3
+	VPSRLD  $16, Y2, Y2
+	VPADDD  Y3, Y0, Y0
+	VPADDD  Y2, Y1, Y1
+	ADDQ    $32, SI
+	SUBQ    $32, CX
+	JNZ     loop
+
+	VPADDD       Y1, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPMOVZXDQ    X0, Y0
+	VPMOVZXDQ    X1, Y1
+	VPADDQ       Y1, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDQ       X1, X0, X0
+	VPSHUFD      $0x4E, X0, X1
+	VPADDQ       X1, X0, X0
+	VMOVQ        X0, AX
+	VZEROUPPER
+	MOVQ         AX, ret+24(FP)
+	RET

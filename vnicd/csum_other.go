@@ -1,0 +1,9 @@
+//go:build !amd64 || purego
+
+package vnicd
+
+const hasSumWords = false
+
+const csumChunk = 64 << 10
+
+func sumWords([]byte) uint64 { panic("vnicd: sumWords without AVX2") }
