@@ -287,13 +287,22 @@ for mtu in $mtus; do
 	teardown
 done
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
+# Which of vnicd's SIMD paths this CPU runs (README, Performance): the ICRC
+# fold needs VPCLMULQDQ and AVX2, the checksum word sums AVX2.
+flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
+has() { [[ " $flags " == *" $1 "* ]]; }
+simd="ICRC: hash/crc32; checksums: scalar"
+if has avx2; then
+	simd="ICRC: hash/crc32; checksums: AVX2"
+	if has vpclmulqdq; then simd="ICRC: VPCLMULQDQ fold; checksums: AVX2"; fi
+fi
 
 result=$(
 	echo "# opavnic benchmark results"
 	echo
 	echo "Written by \`scripts/bench.sh\` (started $started; $runs round(s) of ${seconds}-second iperf3 tests"
 	echo "and $pings pings, paths interleaved, medians). $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//');"
-	echo "kernel $(uname -r); load average before $load0, after $load1. Both hosts, both iperf3 ends"
+	echo "kernel $(uname -r); vnicd's SIMD paths here: $simd. Load average before $load0, after $load1. Both hosts, both iperf3 ends"
 	echo "and both daemons share the machine, so every figure is CPU-bound; ratios hold better than absolute"
 	echo "figures. Ratios in parentheses are to kernel VXLAN (for ping and CPU, lower is better)."
 	echo "$tables"
