@@ -168,11 +168,7 @@ func (dp *dataPlane) add(p *Port) error {
 	}
 	p.tx = newTxState(p.dev.BatchSize(), p.st.Load().maxFrame)
 	p.txReady = true // frames may be queued already
-	var err error
-	cerr := p.pd.Control(func(fd uintptr) {
-		err = unix.EpollCtl(dp.ep, unix.EPOLL_CTL_ADD, int(fd), &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(p.vport)})
-	})
-	if err = errors.Join(err, cerr); err != nil {
+	if err := dp.ctl(p, unix.EPOLL_CTL_ADD, unix.EPOLLIN); err != nil {
 		return fmt.Errorf("vnicd: vport %d: epoll_ctl: %w", p.vport, err)
 	}
 	old := dp.ports.Load()
@@ -201,10 +197,18 @@ func (dp *dataPlane) remove(p *Port) {
 	}
 	dp.ports.Store(n)
 	if !dp.closed {
-		_ = p.pd.Control(func(fd uintptr) {
-			_ = unix.EpollCtl(dp.ep, unix.EPOLL_CTL_DEL, int(fd), nil)
-		})
+		_ = dp.ctl(p, unix.EPOLL_CTL_DEL, 0)
 	}
+}
+
+// ctl adds, changes (events) or deletes p's device in the loop's epoll set,
+// tagged with its vport; dp.mu is held.
+func (dp *dataPlane) ctl(p *Port, op int, events uint32) error {
+	var err error
+	cerr := p.pd.Control(func(fd uintptr) {
+		err = unix.EpollCtl(dp.ep, op, int(fd), &unix.EpollEvent{Events: events, Fd: int32(p.vport)})
+	})
+	return errors.Join(err, cerr)
 }
 
 // isClosed reports whether the loop has stopped for good.
@@ -367,18 +371,14 @@ func (dp *dataPlane) pause(p *Port) {
 	if dp.closed {
 		return
 	}
-	_ = p.pd.Control(func(fd uintptr) {
-		_ = unix.EpollCtl(dp.ep, unix.EPOLL_CTL_MOD, int(fd), &unix.EpollEvent{Fd: int32(p.vport)})
-	})
+	_ = dp.ctl(p, unix.EPOLL_CTL_MOD, 0)
 	time.AfterFunc(readErrorBackoff, func() {
 		dp.mu.Lock()
 		defer dp.mu.Unlock()
 		if dp.closed || p.closing.Load() {
 			return
 		}
-		_ = p.pd.Control(func(fd uintptr) {
-			_ = unix.EpollCtl(dp.ep, unix.EPOLL_CTL_MOD, int(fd), &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(p.vport)})
-		})
+		_ = dp.ctl(p, unix.EPOLL_CTL_MOD, unix.EPOLLIN)
 	})
 }
 

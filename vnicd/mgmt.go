@@ -293,7 +293,7 @@ func (m *Mgmt) portEvent(ev PortEvent) {
 			m.Trap(ev.VPort, vema.TrapIfaceUcastMACChange)
 		}
 	case EventMcast:
-		if m.Ports.netdevMcast(ev.VPort, ev.Digest, ev.Initial) {
+		if m.Ports.netdevMcast(ev.VPort) {
 			m.Trap(ev.VPort, vema.TrapIfaceMcastMACChange)
 		}
 	case EventLink:

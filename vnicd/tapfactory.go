@@ -63,21 +63,21 @@ func (e *Engine) watchLink(p *Port, w linkWatcher) {
 			mcDigest uint32
 			mcRead   bool
 		)
-		// pollMcast reads the multicast list; the first reading, and each
-		// change, is an event. A failed reading (the device closing or
-		// moving, which also ends the watch) is tried again at the next tick.
+		// pollMcast reads the multicast list; a change since the last
+		// reading (not the first reading) is an event. A failed reading (the
+		// device closing or moving, which also ends the watch) is tried
+		// again at the next tick.
 		pollMcast := func() {
 			macs, err := ml.McastMACs()
 			if err != nil {
 				return
 			}
-			if d := ifaceMACsDigest(macs); !mcRead || d != mcDigest {
-				if mcRead {
-					e.log.Info("netdev multicast list changed", zap.Uint8("vnic", p.vport), zap.Int("addresses", len(macs)))
-				}
-				e.event(PortEvent{VPort: p.vport, Kind: EventMcast, Digest: d, Initial: !mcRead})
-				mcDigest, mcRead = d, true
+			d := ifaceMACsDigest(macs)
+			if mcRead && d != mcDigest {
+				e.log.Info("netdev multicast list changed", zap.Uint8("vnic", p.vport), zap.Int("addresses", len(macs)))
+				e.event(PortEvent{VPort: p.vport, Kind: EventMcast})
 			}
+			mcDigest, mcRead = d, true
 		}
 		for {
 			var ev LinkEvent
@@ -136,7 +136,7 @@ type EventKind uint8
 const (
 	EventLink  EventKind = iota + 1 // administrative up/down
 	EventMAC                        // the netdev's MAC
-	EventMcast                      // the netdev's multicast list
+	EventMcast                      // the netdev's multicast list changed
 )
 
 // PortEvent is a change on a port's netdev that the management plane hears
@@ -146,8 +146,7 @@ type PortEvent struct {
 	Kind    EventKind
 	Up      bool    // EventLink
 	MAC     [6]byte // EventMAC: the netdev's MAC now
-	Initial bool    // EventMAC, EventMcast: the first reading, not a change
-	Digest  uint32  // EventMcast: the list's digest (ifaceMACsDigest)
+	Initial bool    // EventMAC: the first reading, not a change
 }
 
 // SetEventHook sets the function told about port events (nil: none). It is

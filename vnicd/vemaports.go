@@ -49,11 +49,7 @@ type vportState struct {
 	table vema.MACTable
 	mac   [6]byte // the netdev's MAC as last seen
 	ucGen uint16
-	// mcDigest is the digest of the netdev's multicast list as last
-	// recorded (mcRead once recorded); mcGen counts its changes.
-	mcDigest uint32
-	mcRead   bool
-	mcGen    uint16
+	mcGen uint16 // changes of the netdev's multicast list
 }
 
 var _ vema.PortController = (*EnginePorts)(nil)
@@ -236,22 +232,16 @@ func (c *EnginePorts) Counters(vport uint8) (vema.SummaryCounters, vema.ErrorCou
 	return s, e, true
 }
 
-// netdevMcast records the digest of the netdev's multicast list; it reports
-// whether a trap with opcode 2 is due: the watcher saw the list change (not
-// its first reading), which bumps mc_macs_gen_count, as the driver decided
-// after ndo_set_rx_mode (kernel-reference.md §4.9). The watcher, not this
-// state, tells a change: its first reading may come before the vport's
-// state exists (SetVESWPortInfo stores it after SetPort).
-func (c *EnginePorts) netdevMcast(vport uint8, digest uint32, initial bool) bool {
+// netdevMcast counts a change of the netdev's multicast list (its link
+// watcher's readings differ; the first reading is none) in
+// mc_macs_gen_count and reports whether the trap with opcode 2 is due: as
+// the driver after ndo_set_rx_mode (kernel-reference.md §4.9), whenever the
+// vport exists.
+func (c *EnginePorts) netdevMcast(vport uint8) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.st[vport]
 	if s == nil {
-		return false
-	}
-	same := s.mcRead && s.mcDigest == digest
-	s.mcDigest, s.mcRead = digest, true
-	if initial || same {
 		return false
 	}
 	s.mcGen++
