@@ -29,6 +29,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"gopkg.in/yaml.v3"
@@ -102,6 +103,9 @@ type NodeConfig struct {
 	// SubnetPrefix is the high 64 bits of the port GID (fe80:: by default).
 	SubnetPrefix uint64
 	VerifyICRC   bool
+	// BusyPoll is the data plane's busy-poll window (Engine.SetBusyPoll);
+	// 0, the default, is off.
+	BusyPoll time.Duration
 	// UnderlayInterface names the interface whose MTU the daemon checks; ""
 	// means the one that routes to the first peer.
 	UnderlayInterface string
@@ -274,6 +278,7 @@ type rawNode struct {
 	Listen            leaf `yaml:"listen"`
 	SubnetPrefix      leaf `yaml:"subnet_prefix"`
 	VerifyICRC        leaf `yaml:"verify_icrc"`
+	BusyPoll          leaf `yaml:"busy_poll"`
 	UnderlayInterface leaf `yaml:"underlay_interface"`
 	FabricManager     leaf `yaml:"fabric_manager"`
 	FMLID             leaf `yaml:"fm_lid"`
@@ -764,6 +769,17 @@ func (c *checker) buildNode(r *rawNode) NodeConfig {
 			n.VerifyICRC = false
 		default:
 			c.failf("node.verify_icrc", r.VerifyICRC, "%q: must be true or false", s)
+		}
+	}
+	if s, _ := c.text(r.BusyPoll, "node.busy_poll"); s != "" {
+		d, err := time.ParseDuration(s)
+		switch {
+		case err != nil:
+			c.failf("node.busy_poll", r.BusyPoll, "%q: not a duration (0, 500us, 1ms, ...)", s)
+		case d < 0 || d > MaxBusyPoll:
+			c.failf("node.busy_poll", r.BusyPoll, "%q: must be 0 (off) to %v", s, MaxBusyPoll)
+		default:
+			n.BusyPoll = d
 		}
 	}
 	if s, _ := c.text(r.UnderlayInterface, "node.underlay_interface"); s != "" {
@@ -1329,6 +1345,7 @@ func (c *Config) Marshal() ([]byte, error) {
 			"listen", str(c.Node.Listen.String()),
 			"subnet_prefix", str(formatSubnetPrefix(c.Node.SubnetPrefix)),
 			"verify_icrc", scalar("!!bool", strconv.FormatBool(c.Node.VerifyICRC)),
+			"busy_poll", str(c.Node.BusyPoll.String()),
 			"underlay_interface", str(c.Node.UnderlayInterface),
 		),
 		"peers", c.marshalPeers(),

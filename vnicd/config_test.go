@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/opavnic/opavnic/encap"
 )
@@ -83,6 +84,11 @@ func TestParseConfigErrors(t *testing.T) {
 		{"subnet prefix IPv4", `node: {name: a, lid: 1, subnet_prefix: "10.0.0.0"}`, "node.subnet_prefix", "IPv6"},
 		{"subnet prefix length", `node: {name: a, lid: 1, subnet_prefix: "fe80::/48"}`, "node.subnet_prefix", "64"},
 		{"verify_icrc yes", "node: {name: a, lid: 1, verify_icrc: yes}", "node.verify_icrc", "true or false"},
+		{"busy_poll no unit", "node: {name: a, lid: 1, busy_poll: 50}", "node.busy_poll", "not a duration"},
+		{"busy_poll text", "node: {name: a, lid: 1, busy_poll: on}", "node.busy_poll", "not a duration"},
+		{"busy_poll negative", "node: {name: a, lid: 1, busy_poll: -1ms}", "node.busy_poll", "0 (off) to 1s"},
+		{"busy_poll too long", "node: {name: a, lid: 1, busy_poll: 2s}", "node.busy_poll", "0 (off) to 1s"},
+		{"busy_poll a list", "node: {name: a, lid: 1, busy_poll: [1ms]}", "node.busy_poll", "single value"},
 		{"underlay bad", `node: {name: a, lid: 1, underlay_interface: "a/b"}`, "node.underlay_interface", "'/'"},
 
 		// peers
@@ -301,7 +307,7 @@ vnics:
 	if want := netip.MustParseAddrPort("[::]:4793"); n.Listen != want {
 		t.Errorf("Listen = %v, want %v", n.Listen, want)
 	}
-	if n.SubnetPrefix != encap.DefaultSubnetPrefix || !n.VerifyICRC || n.UnderlayInterface != "" {
+	if n.SubnetPrefix != encap.DefaultSubnetPrefix || !n.VerifyICRC || n.UnderlayInterface != "" || n.BusyPoll != 0 {
 		t.Errorf("node defaults: %+v", n)
 	}
 	if c.Peers != nil || c.Multicast != nil {
@@ -754,6 +760,16 @@ netdevs:
   "0": {}
 `)
 		roundTrip(t, c, noEnv)
+	})
+	t.Run("busy poll", func(t *testing.T) {
+		for _, in := range []string{"0", "0s", "500us", "500µs", "1ms", "1s", "1.5ms"} {
+			c := mustParse(t, "node: {name: a, lid: 1, busy_poll: "+in+"}")
+			want, _ := time.ParseDuration(in)
+			if c.Node.BusyPoll != want {
+				t.Errorf("busy_poll %s = %v, want %v", in, c.Node.BusyPoll, want)
+			}
+			roundTrip(t, c, noEnv)
+		}
 	})
 	t.Run("static with trusted managers", func(t *testing.T) {
 		c := mustParse(t, cfgBase+"trusted_managers: [\"10.0.0.9:4793\", \"[fd00::9]:4000\"]\n")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"runtime"
 	"sync"
 
 	"github.com/vishvananda/netlink"
@@ -77,6 +78,13 @@ func NewDaemon(cfg *Config, newDevice DeviceFactory, log *zap.Logger) (_ *Daemon
 	}()
 	if err := d.engine.EnablePolling(); err != nil {
 		log.Warn("the data plane runs a goroutine per port and direction", zap.Error(err))
+	}
+	if bp := cfg.Node.BusyPoll; bp > 0 {
+		if err := d.engine.SetBusyPoll(bp); err != nil {
+			log.Warn("node.busy_poll is not in effect", zap.Error(err))
+		} else if runtime.GOMAXPROCS(0) < 2 {
+			log.Warn("node.busy_poll is not in effect: it needs GOMAXPROCS >= 2", zap.Int("gomaxprocs", runtime.GOMAXPROCS(0)))
+		}
 	}
 	mc := cfg.MgmtConfig()
 	mc.Netdev = d.netdevFor
@@ -293,6 +301,7 @@ type HFIStatus struct {
 	State      string             `json:"state"`
 	Listen     string             `json:"listen"`
 	VerifyICRC bool               `json:"verify_icrc"`
+	BusyPoll   string             `json:"busy_poll"`
 	Counters   []hfi.CounterValue `json:"counters"`
 }
 
@@ -349,11 +358,12 @@ func (d *Daemon) registerControl() {
 			hfi.CounterValue{Name: "vnic_rx_bad_tail", Value: d.engine.RxBadTail.Load()},
 			hfi.CounterValue{Name: "vnic_rx_no_port", Value: d.engine.RxNoPort.Load()},
 			hfi.CounterValue{Name: "mgmt_untrusted", Value: d.mgmt.Untrusted.Load()},
-			hfi.CounterValue{Name: "mgmt_bad", Value: d.mgmt.Bad.Load()})
+			hfi.CounterValue{Name: "mgmt_bad", Value: d.mgmt.Bad.Load()},
+			hfi.CounterValue{Name: "busy_polls_idle", Value: d.engine.BusyPolls()})
 		lid := encap.LIDFrom16B(d.hfi.LID())
 		return HFIStatus{
 			Node: d.cfg.Node.Name, LID: lid.String(), Extended: lid.IsExtended(), State: d.hfi.State().String(),
-			Listen: d.hfi.Transport().LocalAddr().String(), VerifyICRC: d.cfg.Node.VerifyICRC, Counters: cs,
+			Listen: d.hfi.Transport().LocalAddr().String(), VerifyICRC: d.cfg.Node.VerifyICRC, BusyPoll: d.cfg.Node.BusyPoll.String(), Counters: cs,
 		}, nil
 	})
 	d.ctl.Handle("fabric", func(json.RawMessage) (any, error) { return FabricEntries(d.hfi.Directory()), nil })

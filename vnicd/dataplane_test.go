@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -158,6 +160,90 @@ func TestEnablePollingRefusals(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("RunDataPlane without polling: %v", err)
+	}
+}
+
+// TestSetBusyPollRefusals: a window out of range, or one for an engine
+// without the poll loop, is an error; 0 is always accepted.
+func TestSetBusyPollRefusals(t *testing.T) {
+	n := hfitest.NewNetwork()
+	nd := newNode(t, n, tLIDA, tEPA)
+	if err := nd.engine.SetBusyPoll(time.Millisecond); err == nil {
+		t.Error("SetBusyPoll(1ms) without the poll loop succeeded")
+	}
+	if err := nd.engine.SetBusyPoll(0); err != nil {
+		t.Errorf("SetBusyPoll(0) without the poll loop: %v", err)
+	}
+	for _, d := range []time.Duration{-time.Microsecond, vnicd.MaxBusyPoll + 1} {
+		if err := nd.engine.SetBusyPoll(d); err == nil || !strings.Contains(err.Error(), "must be 0 (off) to 1s") {
+			t.Errorf("SetBusyPoll(%v): %v", d, err)
+		}
+	}
+	if nd.engine.BusyPolls() != 0 {
+		t.Errorf("BusyPolls without the poll loop = %d", nd.engine.BusyPolls())
+	}
+}
+
+// TestDataPlaneBusyPoll: with a busy-poll window both loops poll instead of
+// sleeping while pings come and go (and every ping is answered); with the
+// window back at 0 they sleep again and poll no more.
+func TestDataPlaneBusyPoll(t *testing.T) {
+	nstest.RequireRoot(t)
+	nstest.RequireTools(t, "ping")
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("busy polling needs GOMAXPROCS >= 2")
+	}
+	const lidA, lidB = 0x10, 0xC001
+	a, b := newPollHost(t, "bpa"), newPollHost(t, "bpb")
+	dir, err := hfi.NewDirectory(map[uint32]netip.AddrPort{lidA: a.tr.LocalAddr(), lidB: b.tr.LocalAddr()},
+		map[uint32][]uint32{tMcast: {lidA, lidB}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []struct {
+		h   *pollHost
+		lid uint32
+	}{{a, lidA}, {b, lidB}} {
+		x.h.engine.HFI().SetLID(x.lid)
+		x.h.engine.HFI().SetDirectory(dir)
+	}
+	a.addPort(t, 0, lidA, 1, "192.168.73.1/24")
+	b.addPort(t, 0, lidB, 1, "192.168.73.2/24")
+	a.ns.PingWithin(t, "192.168.73.2", 5*time.Second)
+	if a.engine.BusyPolls() != 0 || b.engine.BusyPolls() != 0 {
+		t.Fatalf("busy polls with the window off: a %d, b %d", a.engine.BusyPolls(), b.engine.BusyPolls())
+	}
+
+	for _, h := range []*pollHost{a, b} {
+		if err := h.engine.SetBusyPoll(50 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// 100 pings 5 ms apart: each loop is never quiet for the window.
+	if out, err := a.ns.Exec(ctx, "ping", "-c", "100", "-i", "0.005", "-q", "-W", "2", "192.168.73.2"); err != nil {
+		t.Fatalf("100 pings with busy polling: %v\n%s", err, out)
+	}
+	pa, pb := a.engine.BusyPolls(), b.engine.BusyPolls()
+	if pa == 0 || pb == 0 {
+		t.Fatalf("busy polls with a 50 ms window and pings 5 ms apart: a %d, b %d", pa, pb)
+	}
+
+	for _, h := range []*pollHost{a, b} {
+		if err := h.engine.SetBusyPoll(0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The loops may still be in a round; a ping later, they sleep.
+	time.Sleep(100 * time.Millisecond)
+	a.ns.PingWithin(t, "192.168.73.2", 5*time.Second)
+	pa, pb = a.engine.BusyPolls(), b.engine.BusyPolls()
+	if out, err := a.ns.Exec(ctx, "ping", "-c", "20", "-i", "0.005", "-q", "-W", "2", "192.168.73.2"); err != nil {
+		t.Fatalf("20 pings after busy polling: %v\n%s", err, out)
+	}
+	if da, db := a.engine.BusyPolls()-pa, b.engine.BusyPolls()-pb; da != 0 || db != 0 {
+		t.Errorf("busy polls with the window back at 0: a +%d, b +%d", da, db)
 	}
 }
 

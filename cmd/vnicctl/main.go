@@ -147,7 +147,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 				if v.Extended {
 					ext = " (extended)"
 				}
-				fmt.Fprintf(tw, "node\t%s\nlid\t%s%s\nstate\t%s\nlisten\t%s\nverify_icrc\t%v\n", v.Node, v.LID, ext, v.State, v.Listen, v.VerifyICRC)
+				fmt.Fprintf(tw, "node\t%s\nlid\t%s%s\nstate\t%s\nlisten\t%s\nverify_icrc\t%v\nbusy_poll\t%s\n", v.Node, v.LID, ext, v.State, v.Listen, v.VerifyICRC, v.BusyPoll)
 				for _, c := range v.Counters {
 					fmt.Fprintf(tw, "%s\t%d\n", c.Name, c.Value)
 				}
