@@ -245,6 +245,17 @@ func TestDataPlaneBusyPoll(t *testing.T) {
 	if da, db := a.engine.BusyPolls()-pa, b.engine.BusyPolls()-pb; da != 0 || db != 0 {
 		t.Errorf("busy polls with the window back at 0: a +%d, b +%d", da, db)
 	}
+
+	// A loop in the middle of its longest window still stops at once.
+	if err := a.engine.SetBusyPoll(vnicd.MaxBusyPoll); err != nil {
+		t.Fatal(err)
+	}
+	a.ns.PingWithin(t, "192.168.73.2", 5*time.Second)
+	start := time.Now()
+	a.halt(t)
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("a busy-polling loop took %v to stop", d)
+	}
 }
 
 // failingDevice is a pollable device whose fd (an eventfd) is always
