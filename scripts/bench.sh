@@ -42,7 +42,8 @@
 #   --quick         1 round of 2-second tests, 200 + 50 pings: a smoke test for CI
 #   --mtu M         underlay MTU variants to run (default both)
 #   --out FILE      the markdown results (default bench/RESULTS.md)
-#   --cpuprofile D  run both vnicds with --cpuprofile, profiles kept in D
+#   --cpuprofile D  run the vnicds with --cpuprofile, profiles kept in D
+#                   (vnicd-mtuM-hostH-K.pprof: host 1 or 2, K 0 default, 1 busy_poll)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,7 +56,7 @@ while (($#)); do
 	--mtu) mtus=${2/both/1500 9000}; shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	--cpuprofile) profdir=$2; shift 2 ;;
-	-h | --help) sed -n '2,47p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,46p' "$0"; exit 0 ;;
 	*) echo "bench: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
