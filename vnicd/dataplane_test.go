@@ -83,15 +83,14 @@ func (ph *pollHost) addPort(t *testing.T, vport uint8, lid uint32, vesw encap.VE
 	}
 }
 
-// TestDataPlanePollLoop runs two engines in their poll loops (real UDP on
-// loopback, real TAPs in two namespaces): traffic flows both ways, a port
-// added while the loop runs is polled at once, a deleted one leaves the
-// loop (and the others) working, and the loop stops cleanly.
-func TestDataPlanePollLoop(t *testing.T) {
-	nstest.RequireRoot(t)
-	nstest.RequireTools(t, "ping")
-	const lidA, lidB = 0x10, 0xC001
-	a, b := newPollHost(t, "pla"), newPollHost(t, "plb")
+// The LIDs of newPollPair's hosts.
+const lidA, lidB = 0x10, 0xC001
+
+// newPollPair makes two poll hosts, lidA and lidB, each with the other in
+// its directory.
+func newPollPair(t *testing.T, suffixA, suffixB string) (a, b *pollHost) {
+	t.Helper()
+	a, b = newPollHost(t, suffixA), newPollHost(t, suffixB)
 	dir, err := hfi.NewDirectory(map[uint32]netip.AddrPort{lidA: a.tr.LocalAddr(), lidB: b.tr.LocalAddr()},
 		map[uint32][]uint32{tMcast: {lidA, lidB}})
 	if err != nil {
@@ -104,6 +103,17 @@ func TestDataPlanePollLoop(t *testing.T) {
 		x.h.engine.HFI().SetLID(x.lid)
 		x.h.engine.HFI().SetDirectory(dir)
 	}
+	return a, b
+}
+
+// TestDataPlanePollLoop runs two engines in their poll loops (real UDP on
+// loopback, real TAPs in two namespaces): traffic flows both ways, a port
+// added while the loop runs is polled at once, a deleted one leaves the
+// loop (and the others) working, and the loop stops cleanly.
+func TestDataPlanePollLoop(t *testing.T) {
+	nstest.RequireRoot(t)
+	nstest.RequireTools(t, "ping")
+	a, b := newPollPair(t, "pla", "plb")
 	a.addPort(t, 0, lidA, 1, "192.168.71.1/24")
 	b.addPort(t, 0, lidB, 1, "192.168.71.2/24")
 	a.ns.PingWithin(t, "192.168.71.2", 5*time.Second)
@@ -193,20 +203,7 @@ func TestDataPlaneBusyPoll(t *testing.T) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		t.Skip("busy polling needs GOMAXPROCS >= 2")
 	}
-	const lidA, lidB = 0x10, 0xC001
-	a, b := newPollHost(t, "bpa"), newPollHost(t, "bpb")
-	dir, err := hfi.NewDirectory(map[uint32]netip.AddrPort{lidA: a.tr.LocalAddr(), lidB: b.tr.LocalAddr()},
-		map[uint32][]uint32{tMcast: {lidA, lidB}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, x := range []struct {
-		h   *pollHost
-		lid uint32
-	}{{a, lidA}, {b, lidB}} {
-		x.h.engine.HFI().SetLID(x.lid)
-		x.h.engine.HFI().SetDirectory(dir)
-	}
+	a, b := newPollPair(t, "bpa", "bpb")
 	a.addPort(t, 0, lidA, 1, "192.168.73.1/24")
 	b.addPort(t, 0, lidB, 1, "192.168.73.2/24")
 	a.ns.PingWithin(t, "192.168.73.2", 5*time.Second)
