@@ -301,7 +301,7 @@ type HFIStatus struct {
 	State      string             `json:"state"`
 	Listen     string             `json:"listen"`
 	VerifyICRC bool               `json:"verify_icrc"`
-	BusyPoll   string             `json:"busy_poll"`
+	BusyPoll   string             `json:"busy_poll"` // the window in effect (Engine.BusyPoll)
 	Counters   []hfi.CounterValue `json:"counters"`
 }
 
@@ -363,7 +363,7 @@ func (d *Daemon) registerControl() {
 		lid := encap.LIDFrom16B(d.hfi.LID())
 		return HFIStatus{
 			Node: d.cfg.Node.Name, LID: lid.String(), Extended: lid.IsExtended(), State: d.hfi.State().String(),
-			Listen: d.hfi.Transport().LocalAddr().String(), VerifyICRC: d.cfg.Node.VerifyICRC, BusyPoll: d.cfg.Node.BusyPoll.String(), Counters: cs,
+			Listen: d.hfi.Transport().LocalAddr().String(), VerifyICRC: d.cfg.Node.VerifyICRC, BusyPoll: d.engine.BusyPoll().String(), Counters: cs,
 		}, nil
 	})
 	d.ctl.Handle("fabric", func(json.RawMessage) (any, error) { return FabricEntries(d.hfi.Directory()), nil })

@@ -184,6 +184,18 @@ func (e *Engine) SetBusyPoll(d time.Duration) error {
 	return nil
 }
 
+// BusyPoll returns the busy-poll window in effect: SetBusyPoll's, or 0
+// when the engine has no poll loop or GOMAXPROCS < 2.
+func (e *Engine) BusyPoll() time.Duration {
+	e.mu.Lock()
+	dp := e.dp
+	e.mu.Unlock()
+	if dp == nil || runtime.GOMAXPROCS(0) < 2 {
+		return 0
+	}
+	return time.Duration(dp.busyPoll.Load())
+}
+
 // BusyPolls returns how many times the loop polled in its busy-poll window
 // and found nothing (each such poll also yields the CPU once).
 func (e *Engine) BusyPolls() uint64 {

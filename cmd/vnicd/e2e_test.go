@@ -59,11 +59,16 @@ type hostSpec struct {
 	vnics   []vnicSpec
 	socket  string
 	verbose bool
+	// busyPoll is node.busy_poll ("" leaves it out).
+	busyPoll string
 }
 
 func (h hostSpec) yaml() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "node:\n  name: %s\n  lid: %#x\n  listen: %q\n", h.name, h.lid, h.listen)
+	if h.busyPoll != "" {
+		fmt.Fprintf(&b, "  busy_poll: %s\n", h.busyPoll)
+	}
 	if len(h.peers) > 0 {
 		b.WriteString("peers:\n")
 		for lid, addr := range h.peers {
