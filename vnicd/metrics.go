@@ -212,7 +212,37 @@ func (d *Daemon) Collectors() []prometheus.Collector {
 			"mgmt_bad":       d.mgmt.Bad.Load(),
 		}
 	}
-	return []prometheus.Collector{NewVNICCollector(d.engine), hc}
+	return []prometheus.Collector{NewVNICCollector(d.engine), hc, newDataPlaneCollector(d.engine, d.cfg.Node.Name)}
+}
+
+// dataPlaneCollector exports the poll loop's busy polling: the window in
+// effect and the polls in it that found nothing, what busy polling costs.
+type dataPlaneCollector struct {
+	e             *Engine
+	window, polls *prometheus.Desc
+}
+
+func newDataPlaneCollector(e *Engine, node string) *dataPlaneCollector {
+	cl := prometheus.Labels{"node": node}
+	return &dataPlaneCollector{
+		e: e,
+		window: prometheus.NewDesc("opavnic_dataplane_busy_poll_seconds",
+			"The poll loop's busy-poll window in effect (node.busy_poll; 0 when off or when it cannot run).", nil, cl),
+		polls: prometheus.NewDesc("opavnic_dataplane_busy_polls_idle_total",
+			"Polls of the busy-poll window that found nothing (each also yields the CPU once).", nil, cl),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *dataPlaneCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.window
+	ch <- c.polls
+}
+
+// Collect implements prometheus.Collector.
+func (c *dataPlaneCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(c.window, prometheus.GaugeValue, c.e.BusyPoll().Seconds())
+	ch <- prometheus.MustNewConstMetric(c.polls, prometheus.CounterValue, float64(c.e.BusyPolls()))
 }
 
 func b2f(b bool) float64 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +78,7 @@ func TestE2EMetrics(t *testing.T) {
 	// Host a with metrics on the namespace's loopback (a fixed port is free
 	// there: the namespace is the test's own).
 	ha := host("host-a", lidA, lidC, "10.203.0.1", "10.203.0.2", 1)
+	ha.busyPoll = "10ms"
 	dir := t.TempDir()
 	ha.socket = filepath.Join(dir, "a.sock")
 	cfgPath := filepath.Join(dir, "a.yaml")
@@ -134,6 +136,16 @@ func TestE2EMetrics(t *testing.T) {
 	}
 	if v := metricValue(after, "opavnic_hfi_rcv_drops_total", map[string]string{"node": "host-a", "reason": "bad_icrc"}); v != 0 {
 		t.Errorf("bad_icrc drops = %v, want 0", v)
+	}
+	// Host a busy-polls for 10 ms after each frame (with two CPUs or more).
+	window, polls := 0.01, metricValue(after, "opavnic_dataplane_busy_polls_idle_total", node)
+	if runtime.NumCPU() < 2 {
+		window = 0
+	} else if polls <= 0 {
+		t.Errorf("opavnic_dataplane_busy_polls_idle_total = %v after pings with a 10 ms window, want > 0", polls)
+	}
+	if v := metricValue(after, "opavnic_dataplane_busy_poll_seconds", node); v != window {
+		t.Errorf("opavnic_dataplane_busy_poll_seconds = %v, want %v", v, window)
 	}
 }
 
