@@ -82,7 +82,7 @@ func NewDaemon(cfg *Config, newDevice DeviceFactory, log *zap.Logger) (_ *Daemon
 	if bp := cfg.Node.BusyPoll; bp > 0 {
 		if err := d.engine.SetBusyPoll(bp); err != nil {
 			log.Warn("node.busy_poll is not in effect", zap.Error(err))
-		} else if runtime.GOMAXPROCS(0) < 2 {
+		} else if d.engine.BusyPoll() != bp {
 			log.Warn("node.busy_poll is not in effect: it needs GOMAXPROCS >= 2", zap.Int("gomaxprocs", runtime.GOMAXPROCS(0)))
 		}
 	}

@@ -147,10 +147,13 @@ func (e *Engine) EnablePolling() error {
 }
 
 // Polling reports whether the engine's data plane is the poll loop.
-func (e *Engine) Polling() bool {
+func (e *Engine) Polling() bool { return e.dataPlane() != nil }
+
+// dataPlane returns the engine's poll loop, or nil.
+func (e *Engine) dataPlane() *dataPlane {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.dp != nil
+	return e.dp
 }
 
 // MaxBusyPoll bounds SetBusyPoll's window.
@@ -172,9 +175,7 @@ func (e *Engine) SetBusyPoll(d time.Duration) error {
 	if d < 0 || d > MaxBusyPoll {
 		return fmt.Errorf("vnicd: busy-poll window %v: must be 0 (off) to %v", d, MaxBusyPoll)
 	}
-	e.mu.Lock()
-	dp := e.dp
-	e.mu.Unlock()
+	dp := e.dataPlane()
 	if dp == nil {
 		if d == 0 {
 			return nil
@@ -188,9 +189,7 @@ func (e *Engine) SetBusyPoll(d time.Duration) error {
 // BusyPoll returns the busy-poll window in effect: SetBusyPoll's, or 0
 // when the engine has no poll loop or GOMAXPROCS < 2.
 func (e *Engine) BusyPoll() time.Duration {
-	e.mu.Lock()
-	dp := e.dp
-	e.mu.Unlock()
+	dp := e.dataPlane()
 	if dp == nil || runtime.GOMAXPROCS(0) < 2 {
 		return 0
 	}
@@ -200,9 +199,7 @@ func (e *Engine) BusyPoll() time.Duration {
 // BusyPolls returns how many times the loop polled in its busy-poll window
 // and found nothing (each such poll also yields the CPU once).
 func (e *Engine) BusyPolls() uint64 {
-	e.mu.Lock()
-	dp := e.dp
-	e.mu.Unlock()
+	dp := e.dataPlane()
 	if dp == nil {
 		return 0
 	}
@@ -213,9 +210,7 @@ func (e *Engine) BusyPolls() uint64 {
 // EnablePolling succeeded, the HFI's own receive loop otherwise. As
 // hfi.HFI.Run, it returns nil on a clean stop and closes the transport.
 func (e *Engine) RunDataPlane(ctx context.Context) error {
-	e.mu.Lock()
-	dp := e.dp
-	e.mu.Unlock()
+	dp := e.dataPlane()
 	if dp == nil {
 		return e.hfi.Run(ctx)
 	}
@@ -458,16 +453,12 @@ func (dp *dataPlane) pause(p *Port) {
 // sched_yield: it keeps the loop's P) so that a thread the loop's last
 // frame woke (an iperf3, a ping) runs at once on this CPU.
 func (dp *dataPlane) poll(events []unix.EpollEvent) (int, error) {
-	r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(dp.ep), uintptr(unsafe.Pointer(&events[0])),
-		uintptr(len(events)), 0, 0, 0)
-	if e != 0 {
-		return 0, e
-	}
-	if r == 0 {
+	n, err := dp.rawEpollWait(events, 0)
+	if n == 0 && err == nil {
 		dp.busyPolls.Add(1)
 		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 	}
-	return int(r), nil
+	return n, err
 }
 
 // wait waits for the loop's fds. While traffic flows, with a P to spare
@@ -487,8 +478,14 @@ func (dp *dataPlane) wait(events []unix.EpollEvent, idle bool) (int, error) {
 	if idle || !dp.rawWait {
 		return unix.EpollWait(dp.ep, events, -1)
 	}
+	return dp.rawEpollWait(events, pollWaitMs)
+}
+
+// rawEpollWait is epoll_wait for at most ms milliseconds as a raw system call,
+// which keeps the loop's P (wait).
+func (dp *dataPlane) rawEpollWait(events []unix.EpollEvent, ms int) (int, error) {
 	r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(dp.ep), uintptr(unsafe.Pointer(&events[0])),
-		uintptr(len(events)), pollWaitMs, 0, 0)
+		uintptr(len(events)), uintptr(ms), 0, 0)
 	if e != 0 {
 		return 0, e
 	}

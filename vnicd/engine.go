@@ -292,10 +292,7 @@ func (e *Engine) Close() error {
 	for _, p := range ports {
 		errs = append(errs, e.closePort(p))
 	}
-	e.mu.Lock()
-	dp := e.dp
-	e.mu.Unlock()
-	if dp != nil {
+	if dp := e.dataPlane(); dp != nil {
 		dp.stop()
 	}
 	return errors.Join(errs...)

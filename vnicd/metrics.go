@@ -1,6 +1,7 @@
 package vnicd
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -146,7 +147,7 @@ var _ prometheus.Collector = (*VNICCollector)(nil)
 func NewVNICCollector(e *Engine) *VNICCollector {
 	c := &VNICCollector{e: e, counters: map[string]*prometheus.Desc{}}
 	var zero PortCounters
-	names := offloadCounterNames
+	names := slices.Clone(offloadCounterNames)
 	for _, v := range zero.Snapshot() {
 		names = append(names, v.Name)
 	}
