@@ -293,14 +293,22 @@ report() {
 	done
 }
 
+# stolen_share: the share of the machine's CPU time, between two readings of
+# /proc/stat's cpu line, that the hypervisor gave to other guests (steal). On
+# a shared VM it is a large part of the run-to-run spread, so the results say it.
+stat_cpu() { awk '$1 == "cpu" { t = 0; for (i = 2; i <= 9; i++) t += $i; print t, $9; exit }' /proc/stat; }
+stolen_share() { awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); t = y[1] - x[1]; printf "%.1f%%", (t > 0 ? (y[2] - x[2]) * 100 / t : 0) }'; }
+
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
+stat0=$(stat_cpu)
 tables=""
 for mtu in $mtus; do
 	case $mtu in 1500) desc="vnicd eth_mtu 1428, VXLAN MTU 1450" ;; 9000) desc="vnicd eth_mtu 8924, VXLAN MTU 8950" ;; esac
 	say "bench: underlay MTU $mtu: setting up ($desc)"
 	: >"$work/samples"
 	setup "$mtu"
+	cc=$(inns "$A" cat /proc/sys/net/ipv4/tcp_congestion_control)
 	paths=(1:veth 2:vxlan 3:vnicd 4:vnicd-bp)
 	for ((r = 0; r < runs; r++)); do
 		for ((k = 0; k < 4; k++)); do
@@ -314,6 +322,7 @@ for mtu in $mtus; do
 	teardown
 done
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
+stolen=$(stolen_share "$stat0" "$(stat_cpu)")
 # Which of vnicd's SIMD paths this CPU runs (README, Performance): the ICRC
 # fold needs VPCLMULQDQ and AVX2, the checksum word sums AVX2.
 flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
@@ -329,7 +338,8 @@ result=$(
 	echo
 	echo "Written by \`scripts/bench.sh\` (started $started; $runs round(s) of ${seconds}-second iperf3 tests"
 	echo "and $bpings back-to-back + $pings spaced pings, paths interleaved, medians). $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//');"
-	echo "kernel $(uname -r); vnicd's SIMD paths here: $simd. Load average before $load0, after $load1. Both hosts, both iperf3 ends"
+	echo "kernel $(uname -r); vnicd's SIMD paths here: $simd. Load average before $load0, after $load1;"
+	echo "CPU time stolen by the hypervisor during the run: $stolen. TCP congestion control: $cc. Both hosts, both iperf3 ends"
 	echo "and both daemons share the machine, so every figure is CPU-bound; ratios hold better than absolute"
 	echo "figures. Ratios in parentheses are to kernel VXLAN (for ping and CPU, lower is better)."
 	echo "$tables"
