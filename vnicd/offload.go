@@ -112,7 +112,7 @@ func (s *tsoSegmenter) start(frame []byte, h vnetHdr, maxFrame int) error {
 	l4 := int(h.csumStart)
 	switch {
 	case h.gsoType == vnetGSOTCPv4 && et == etherTypeIPv4:
-		if l3+20 > len(frame) || frame[l3]>>4 != 4 || int(frame[l3]&0xf)*4 != l4-l3 || frame[l3+9] != ipProtoTCP {
+		if l3+20 > len(frame) || frame[l3]>>4 != 4 || int(frame[l3]&0xf)*4 != l4-l3 || l4-l3 < 20 || frame[l3+9] != ipProtoTCP {
 			return errOffload
 		}
 		s.v6 = false
@@ -130,9 +130,12 @@ func (s *tsoSegmenter) start(frame []byte, h vnetHdr, maxFrame int) error {
 	if l4+20 > len(frame) {
 		return errOffload
 	}
+	// A header shorter than its fixed part (IHL or data offset under 5)
+	// would have next write the header fields over the payload, and a
+	// super-frame without payload would make one empty segment.
 	hdrLen := l4 + int(frame[l4+12]>>4)*4
 	mss := int(h.gsoSize)
-	if hdrLen > len(frame) || mss == 0 || hdrLen+mss > maxFrame || h.csumOffset != 16 {
+	if hdrLen < l4+20 || hdrLen >= len(frame) || mss == 0 || hdrLen+mss > maxFrame || h.csumOffset != 16 {
 		return errOffload
 	}
 	*s = tsoSegmenter{

@@ -222,6 +222,10 @@ func TestTSORejects(t *testing.T) {
 		{"zero mss", vnetHdr{gsoType: vnetGSOTCPv4, csumStart: 34, csumOffset: 16}, f, 9000},
 		{"short", ok, f[:40], 9000},
 		{"csum start off", vnetHdr{gsoType: vnetGSOTCPv4, gsoSize: 1388, csumStart: 38, csumOffset: 16}, f, 9000},
+		{"TCP data offset 4", ok, withByte(f, 34+12, 4<<4), 9000},
+		{"TCP data offset 0", ok, withByte(f, 34+12, 0), 9000},
+		{"IPv4 IHL 4", vnetHdr{gsoType: vnetGSOTCPv4, gsoSize: 1388, csumStart: 30, csumOffset: 16}, withByte(f, 14, 0x44), 9000},
+		{"no payload", ok, f[:34+32], 9000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var s tsoSegmenter
@@ -233,6 +237,13 @@ func TestTSORejects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withByte returns a copy of b with b[i] = v.
+func withByte(b []byte, i int, v byte) []byte {
+	c := append([]byte(nil), b...)
+	c[i] = v
+	return c
 }
 
 func TestFinishCsum(t *testing.T) {
@@ -297,4 +308,51 @@ func BenchmarkTSO(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzTSOSegment feeds the segmenter and finishCsum any frame with any
+// virtio_net_hdr, as a TAP's reader could get them (the kernel fills the
+// header, but a packet socket on the TAP can make odd super-frames). It must
+// refuse or cut, never panic; every frame it cuts must fit maxFrame and its
+// buffer of hdrLen+mss bytes, and the cut frames must carry the super-frame's
+// payload exactly once, in order.
+func FuzzTSOSegment(f *testing.F) {
+	for _, v6 := range []bool{false, true} {
+		l4 := uint16(34)
+		gso := uint8(vnetGSOTCPv4)
+		if v6 {
+			l4, gso = 54, vnetGSOTCPv6
+		}
+		f.Add(superFrame(v6, 3000, 0x19), uint8(vnetFNeedsCsum), gso, uint16(1388), l4, uint16(16), uint16(1500))
+		f.Add(superFrame(v6, 7, 0x10), uint8(vnetFNeedsCsum), gso, uint16(3), l4, uint16(16), uint16(9000))
+	}
+	f.Add(make([]byte, 60), uint8(0), uint8(1), uint16(1), uint16(34), uint16(16), uint16(100))
+	f.Fuzz(func(t *testing.T, frame []byte, flags, gsoType uint8, gsoSize, csumStart, csumOffset, maxFrame uint16) {
+		h := vnetHdr{flags: flags, gsoType: gsoType, gsoSize: gsoSize, csumStart: csumStart, csumOffset: csumOffset}
+		_ = finishCsum(append([]byte(nil), frame...), h)
+		var s tsoSegmenter
+		if s.start(frame, h, int(maxFrame)) != nil {
+			if !s.done() {
+				t.Fatal("segmenter not idle after a refusal")
+			}
+			return
+		}
+		want := s.count()
+		hdrLen, mss := s.hdrLen, s.mss
+		var payload []byte
+		for i := 0; !s.done(); i++ {
+			if i >= want {
+				t.Fatalf("more than the %d segments count promised", want)
+			}
+			dst := make([]byte, hdrLen+mss)
+			n := s.next(dst)
+			if n > int(maxFrame) || n > len(dst) || n <= hdrLen {
+				t.Fatalf("segment %d is %d bytes: headers %d, mss %d, max frame %d", i, n, hdrLen, mss, maxFrame)
+			}
+			payload = append(payload, dst[hdrLen:n]...)
+		}
+		if string(payload) != string(frame[hdrLen:]) {
+			t.Fatal("the segments' payload differs from the super-frame's")
+		}
+	})
 }
