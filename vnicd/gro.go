@@ -33,7 +33,30 @@ import (
 //     would hide a corrupt segment). A segment that fails any rule is written
 //     on its own, untouched, for the kernel to judge.
 //
-// Everything else (ARP, UDP, ICMP, a lone segment) is written as it came.
+// A run of consecutive UDP datagrams of one flow is written the same way,
+// as one super-frame saying GSO_UDP_L4 (USO, kernels from 6.2), which the
+// kernel cuts again for a socket without UDP_GRO, or passes whole to one with
+// it. The rules are those of the kernel's udp_gro_receive_segment, and such
+// that the kernel's cutting gives back the very datagrams that came:
+//
+//   - Ethernet (with up to two VLAN tags) then IPv4 without options and not a
+//     fragment, or IPv6 whose next header is UDP; the frame ends where the IP
+//     length says, and the UDP length agrees;
+//   - the Ethernet header and tags, the IP header but for the length, ID and
+//     checksum, and the UDP ports byte-equal to the run's first datagram's;
+//     IPv4 IDs incrementing by one (the kernel numbers the datagrams it cuts
+//     that way);
+//   - every payload the first datagram's length but the last, which may be
+//     shorter and ends the run; no empty datagram; at most 64 datagrams (the
+//     kernel's UDP_MAX_SEGMENTS was 64 before 6.x) and 64 KB of IP packet;
+//   - every datagram has a UDP checksum (an IPv4 zero, "none", ends the run:
+//     cutting would compute one) and it and the IPv4 header checksum verify.
+//
+// A kernel that refuses a UDP super-frame (before 6.2) turns UDP coalescing
+// off for the TAP; TCP coalescing goes on.
+//
+// Everything else (ARP, ICMP, a lone segment or datagram) is written as it
+// came.
 
 // groMaxHdr is the longest header run a coalesced frame can have: the
 // virtio_net_hdr, Ethernet with two tags, a plain IPv6 header, TCP with 40
@@ -43,6 +66,9 @@ const groMaxHdr = vnetHdrLen + 22 + 40 + 60
 // groMaxIP is the longest IP packet (IPv4 total length, IPv6 payload length
 // plus 40) a coalesced frame may carry.
 const groMaxIP = 65535
+
+// groMaxUDP is the most datagrams one UDP super-frame may carry.
+const groMaxUDP = 64
 
 const (
 	tcpFlagACK = 0x10
@@ -137,10 +163,20 @@ func (s *tcpSeg) follows(f []byte, h *tcpSeg, head []byte, k int) bool {
 // coalesced frame's virtio_net_hdr and headers into hdr and returns their
 // length. The frames' own bytes are never changed: a coalesced frame is hdr
 // followed by each frame's payload (frames[i][offset+hdrLen-vnetHdrLen:]).
-func groRun(frames [][]byte, offset int, hdr *[groMaxHdr]byte) (n, hlen int) {
+// udp allows runs of UDP datagrams.
+func groRun(frames [][]byte, offset int, hdr *[groMaxHdr]byte, udp bool) (n, hlen int) {
 	head := frames[0][offset:]
 	var h tcpSeg
-	if len(frames) < 2 || !h.parse(head) || h.flags&tcpFlagPSH != 0 {
+	if len(frames) < 2 {
+		return 1, 0
+	}
+	if !h.parse(head) {
+		if udp {
+			return udpRun(frames, offset, hdr)
+		}
+		return 1, 0
+	}
+	if h.flags&tcpFlagPSH != 0 {
 		return 1, 0
 	}
 	mss := len(head) - h.hdrLen
@@ -209,5 +245,138 @@ func groRun(frames [][]byte, offset int, hdr *[groMaxHdr]byte) (n, hlen int) {
 	binary.LittleEndian.PutUint16(v[4:], uint16(mss))
 	binary.LittleEndian.PutUint16(v[6:], uint16(l4))
 	binary.LittleEndian.PutUint16(v[8:], 16)
+	return n, hl
+}
+
+// udpDgram is a parsed UDP datagram that may be coalesced.
+type udpDgram struct {
+	l3, l4 int
+	v6     bool
+}
+
+// parse reports whether frame is a UDP datagram that qualifies for
+// coalescing on its own (see the rules above), without its checksums.
+func (d *udpDgram) parse(frame []byte) bool {
+	l3, et := l3Offset(frame)
+	var l4 int
+	switch et {
+	case etherTypeIPv4:
+		l4 = l3 + 20
+		if l4 > len(frame) || frame[l3] != 0x45 || frame[l3+9] != ipProtoUDP ||
+			binary.BigEndian.Uint16(frame[l3+6:])&0x3fff != 0 ||
+			l3+int(binary.BigEndian.Uint16(frame[l3+2:])) != len(frame) {
+			return false
+		}
+		d.v6 = false
+	case etherTypeIPv6:
+		l4 = l3 + 40
+		if l4 > len(frame) || frame[l3]>>4 != 6 || frame[l3+6] != ipProtoUDP ||
+			l4+int(binary.BigEndian.Uint16(frame[l3+4:])) != len(frame) {
+			return false
+		}
+		d.v6 = true
+	default:
+		return false
+	}
+	if l4+8 >= len(frame) || int(binary.BigEndian.Uint16(frame[l4+4:])) != len(frame)-l4 ||
+		binary.BigEndian.Uint16(frame[l4+6:]) == 0 {
+		return false
+	}
+	d.l3, d.l4 = l3, l4
+	return true
+}
+
+// csumValid checks the datagram's IPv4 header checksum and UDP checksum.
+func (d *udpDgram) csumValid(frame []byte) bool {
+	if !d.v6 && fold(csumAdd(0, frame[d.l3:d.l4])) != 0xffff {
+		return false
+	}
+	return fold(csumAdd(pseudoSum(frame, d.l3, d.l4, d.v6, ipProtoUDP), frame[d.l4:])) == 0xffff
+}
+
+// follows reports whether f (parsed as d) may follow the run whose first
+// datagram is head (parsed as h) as its k-th.
+func (d *udpDgram) follows(f []byte, h *udpDgram, head []byte, k int) bool {
+	if d.v6 != h.v6 || d.l4 != h.l4 || !bytes.Equal(f[:d.l3], head[:h.l3]) {
+		return false
+	}
+	l3, l4 := d.l3, d.l4
+	if d.v6 {
+		// Version, traffic class, flow label; next header, hop limit, addresses.
+		if !bytes.Equal(f[l3:l3+4], head[l3:l3+4]) || !bytes.Equal(f[l3+6:l4], head[l3+6:l4]) {
+			return false
+		}
+	} else if !bytes.Equal(f[l3:l3+2], head[l3:l3+2]) || !bytes.Equal(f[l3+6:l3+10], head[l3+6:l3+10]) ||
+		!bytes.Equal(f[l3+12:l4], head[l3+12:l4]) ||
+		binary.BigEndian.Uint16(f[l3+4:]) != binary.BigEndian.Uint16(head[l3+4:])+uint16(k) {
+		return false
+	}
+	return bytes.Equal(f[l4:l4+4], head[l4:l4+4]) // ports
+}
+
+// udpRun is groRun for a run of UDP datagrams.
+func udpRun(frames [][]byte, offset int, hdr *[groMaxHdr]byte) (n, hlen int) {
+	head := frames[0][offset:]
+	var h udpDgram
+	if !h.parse(head) {
+		return 1, 0
+	}
+	size := len(head) - h.l4 - 8
+	ipLen := len(head) - h.l3
+	n = 1
+	for n < len(frames) && n < groMaxUDP {
+		f := frames[n][offset:]
+		var d udpDgram
+		if !d.parse(f) {
+			break
+		}
+		pl := len(f) - d.l4 - 8
+		if pl > size || ipLen+pl > groMaxIP || !d.follows(f, &h, head, n) {
+			break
+		}
+		if n == 1 && !h.csumValid(head) {
+			return 1, 0
+		}
+		if !d.csumValid(f) {
+			break
+		}
+		n++
+		ipLen += pl
+		if pl < size {
+			break
+		}
+	}
+	if n == 1 {
+		return 1, 0
+	}
+
+	// The super-frame's headers: the first datagram's, with the run's IP and
+	// UDP lengths, a new IPv4 header checksum and, as the kernel's UDP GSO
+	// leaves it for CHECKSUM_PARTIAL, the pseudo-header sum (with the whole
+	// UDP length) in the UDP checksum field.
+	l3, l4 := h.l3, h.l4
+	hl := vnetHdrLen + l4 + 8
+	b := hdr[vnetHdrLen:hl]
+	copy(b, head[:l4+8])
+	if h.v6 {
+		binary.BigEndian.PutUint16(b[l3+4:], uint16(ipLen-40))
+	} else {
+		binary.BigEndian.PutUint16(b[l3+2:], uint16(ipLen))
+		b[l3+10], b[l3+11] = 0, 0
+		binary.BigEndian.PutUint16(b[l3+10:], ^fold(csumAdd(0, b[l3:l4])))
+	}
+	udpLen := l3 + ipLen - l4
+	binary.BigEndian.PutUint16(b[l4+4:], uint16(udpLen))
+	addrs := b[l3+12 : l3+20]
+	if h.v6 {
+		addrs = b[l3+8 : l3+40]
+	}
+	binary.BigEndian.PutUint16(b[l4+6:], fold(uint64(fold(csumAdd(0, addrs)))+ipProtoUDP+uint64(udpLen)))
+	v := hdr[:vnetHdrLen]
+	v[0], v[1] = vnetFNeedsCsum, vnetGSOUDPL4
+	binary.LittleEndian.PutUint16(v[2:], uint16(l4+8))
+	binary.LittleEndian.PutUint16(v[4:], uint16(size))
+	binary.LittleEndian.PutUint16(v[6:], uint16(l4))
+	binary.LittleEndian.PutUint16(v[8:], 6)
 	return n, hl
 }

@@ -26,12 +26,14 @@ var vnicCounterHelp = map[string]string{
 	// The TAP's offloads (TAP.OffloadCounters), after the kernel's counters.
 	"tx_tso_superframes": "TCP super-frames (TSO) read from the netdev and cut into eth_mtu frames.",
 	"tx_tso_segments":    "Frames cut from TCP super-frames.",
+	"tx_uso_superframes": "UDP super-frames (USO, from UDP_SEGMENT senders) read from the netdev and cut into eth_mtu frames.",
+	"tx_uso_segments":    "Frames cut from UDP super-frames.",
 	"rx_coalesced":       "Received frames written to the netdev as part of a coalesced TCP super-frame.",
 	"offload_drops":      "Frames from the netdev that could not be finished (segmented or checksummed) and were dropped.",
 }
 
 // offloadCounterNames are the counters of TAP.OffloadCounters.
-var offloadCounterNames = []string{"tx_tso_superframes", "tx_tso_segments", "rx_coalesced", "offload_drops"}
+var offloadCounterNames = []string{"tx_tso_superframes", "tx_tso_segments", "tx_uso_superframes", "tx_uso_segments", "rx_coalesced", "offload_drops"}
 
 // hfiDropReasons maps hfi.Counters names of receive checks (WIRE.md §7) to
 // the reason label of opavnic_hfi_rcv_drops_total.

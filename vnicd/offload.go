@@ -6,19 +6,22 @@ import (
 	"math/bits"
 )
 
-// TAP offloads (IFF_VNET_HDR with TUNSETOFFLOAD CSUM, TSO4, TSO6): the
-// kernel hands the TAP TCP super-frames of up to 64 KB with a partial
-// checksum, and vnicd cuts each into frames the size the kernel asked for
-// (gso_size, which TCP derived from the TAP's MTU), each with full IP and TCP
-// checksums, before any of them is wrapped into a 16B packet. Nothing longer
-// than a frame the MTU allows and nothing with a partial checksum ever
-// reaches the fabric: a super-frame that cannot be cut that way is dropped.
+// TAP offloads (IFF_VNET_HDR with TUNSETOFFLOAD CSUM, TSO4, TSO6, and USO4
+// and USO6 where the kernel has them, 6.2 on): the kernel hands the TAP TCP
+// super-frames of up to 64 KB with a partial checksum, and UDP super-frames
+// from sockets that send with UDP_SEGMENT (GSO). vnicd cuts each into frames
+// the size the kernel asked for (gso_size: TCP derives it from the TAP's MTU,
+// and the kernel refuses a UDP_SEGMENT size the MTU cannot carry), each with
+// full IP and TCP or UDP checksums, before any of them is wrapped into a 16B
+// packet. Nothing longer than a frame the MTU allows and nothing with a
+// partial checksum ever reaches the fabric: a super-frame that cannot be cut
+// that way is dropped.
 
 // virtio_net_hdr (include/uapi/linux/virtio_net.h), in the host's byte order
 // (little-endian here: legacy virtio on x86-64 and arm64):
 //
 //	byte 0     flags (VIRTIO_NET_HDR_F_NEEDS_CSUM = 1)
-//	byte 1     gso_type (NONE 0, TCPV4 1, UDP 3, TCPV6 4, ECN 0x80)
+//	byte 1     gso_type (NONE 0, TCPV4 1, UDP 3 (UFO), TCPV6 4, UDP_L4 5, ECN 0x80)
 //	bytes 2-3  hdr_len
 //	bytes 4-5  gso_size
 //	bytes 6-7  csum_start
@@ -29,9 +32,11 @@ const (
 	vnetGSONone      = 0
 	vnetGSOTCPv4     = 1
 	vnetGSOTCPv6     = 4
+	vnetGSOUDPL4     = 5
 	etherTypeIPv4    = 0x0800
 	etherTypeIPv6    = 0x86dd
 	ipProtoTCP       = 6
+	ipProtoUDP       = 17
 	tcpFlagFIN       = 0x01
 	tcpFlagPSH       = 0x08
 	tcpFlagCWR       = 0x80
@@ -62,13 +67,19 @@ func parseVnetHdr(b []byte) vnetHdr {
 
 // finishCsum completes a CHECKSUM_PARTIAL frame in place: the 16-bit field
 // at csumStart+csumOffset holds the pseudo-header sum; the checksum is the
-// complement of the sum from csumStart to the end.
+// complement of the sum from csumStart to the end. As the kernel's
+// skb_checksum_help, it writes a zero result as all ones: for UDP, zero
+// would mean no checksum (IPv4) or a bad datagram (IPv6); for TCP the two
+// are the same sum.
 func finishCsum(frame []byte, h vnetHdr) error {
 	start, field := int(h.csumStart), int(h.csumStart)+int(h.csumOffset)
 	if start > len(frame) || field+2 > len(frame) {
 		return errOffload
 	}
 	s := ^fold(csumAdd(0, frame[start:]))
+	if s == 0 {
+		s = 0xffff
+	}
 	binary.BigEndian.PutUint16(frame[field:], s)
 	return nil
 }
@@ -89,14 +100,16 @@ func l3Offset(frame []byte) (int, uint16) {
 	return 0, 0
 }
 
-// tsoSegmenter cuts one TCP super-frame into frames; next writes them one at a
-// time, so that the frames of one super-frame may spread over several Reads.
-type tsoSegmenter struct {
+// gsoSegmenter cuts one TCP (TSO) or UDP (USO) super-frame into frames; next
+// writes them one at a time, so that the frames of one super-frame may spread
+// over several Reads.
+type gsoSegmenter struct {
 	frame   []byte // the super-frame; nil when done
-	l3, l4  int    // IP and TCP header offsets
-	hdrLen  int    // Ethernet + IP + TCP headers
-	mss     int
+	l3, l4  int    // IP and TCP or UDP header offsets
+	hdrLen  int    // Ethernet + IP + TCP or UDP headers
+	mss     int    // payload bytes per frame (gso_size)
 	v6      bool
+	udp     bool
 	seq     uint32
 	id      uint16
 	flags   byte
@@ -104,60 +117,71 @@ type tsoSegmenter struct {
 	segment int // index of the next segment
 }
 
-// start checks a TCP super-frame and prepares to cut it; maxFrame bounds
-// the length of every frame it will write.
-func (s *tsoSegmenter) start(frame []byte, h vnetHdr, maxFrame int) error {
+// start checks a TCP or UDP super-frame and prepares to cut it; maxFrame
+// bounds the length of every frame it will write.
+func (s *gsoSegmenter) start(frame []byte, h vnetHdr, maxFrame int) error {
 	s.frame = nil
 	l3, et := l3Offset(frame)
 	l4 := int(h.csumStart)
+	udp := h.gsoType == vnetGSOUDPL4
+	proto := byte(ipProtoTCP)
+	if udp {
+		proto = ipProtoUDP
+	}
+	var id uint16
 	switch {
-	case h.gsoType == vnetGSOTCPv4 && et == etherTypeIPv4:
-		if l3+20 > len(frame) || frame[l3]>>4 != 4 || int(frame[l3]&0xf)*4 != l4-l3 || l4-l3 < 20 || frame[l3+9] != ipProtoTCP {
+	case (h.gsoType == vnetGSOTCPv4 || udp) && et == etherTypeIPv4:
+		if l3+20 > len(frame) || frame[l3]>>4 != 4 || int(frame[l3]&0xf)*4 != l4-l3 || l4-l3 < 20 || frame[l3+9] != proto {
 			return errOffload
 		}
-		s.v6 = false
-		s.id = binary.BigEndian.Uint16(frame[l3+4:])
-	case h.gsoType == vnetGSOTCPv6 && et == etherTypeIPv6:
-		// Only a plain IPv6 header: the kernel's TCP never adds extension
-		// headers to a super-frame it hands a device with TSO6.
-		if l3+40 != l4 || l4 > len(frame) || frame[l3]>>4 != 6 || frame[l3+6] != ipProtoTCP {
+		id = binary.BigEndian.Uint16(frame[l3+4:])
+	case (h.gsoType == vnetGSOTCPv6 || udp) && et == etherTypeIPv6:
+		// Only a plain IPv6 header: the kernel never adds extension headers
+		// to a super-frame it hands a device with TSO6 or USO6.
+		if l3+40 != l4 || l4 > len(frame) || frame[l3]>>4 != 6 || frame[l3+6] != proto {
 			return errOffload
 		}
-		s.v6 = true
 	default:
 		return errOffload
 	}
-	if l4+20 > len(frame) {
-		return errOffload
-	}
-	// A header shorter than its fixed part (IHL or data offset under 5)
+	// A header shorter than its fixed part (IHL or TCP data offset under 5)
 	// would have next write the header fields over the payload, and a
 	// super-frame without payload would make one empty segment.
-	hdrLen := l4 + int(frame[l4+12]>>4)*4
+	hdrLen, csumOff := l4+8, 6
+	if !udp {
+		if l4+20 > len(frame) {
+			return errOffload
+		}
+		hdrLen, csumOff = l4+int(frame[l4+12]>>4)*4, 16
+		if hdrLen < l4+20 {
+			return errOffload
+		}
+	}
 	mss := int(h.gsoSize)
-	if hdrLen < l4+20 || hdrLen >= len(frame) || mss == 0 || hdrLen+mss > maxFrame || h.csumOffset != 16 {
+	if hdrLen >= len(frame) || mss == 0 || hdrLen+mss > maxFrame || int(h.csumOffset) != csumOff {
 		return errOffload
 	}
-	*s = tsoSegmenter{
-		frame: frame, l3: l3, l4: l4, hdrLen: hdrLen, mss: mss, v6: s.v6, id: s.id,
-		seq:   binary.BigEndian.Uint32(frame[l4+4:]),
-		flags: frame[l4+13],
-		off:   hdrLen,
+	*s = gsoSegmenter{
+		frame: frame, l3: l3, l4: l4, hdrLen: hdrLen, mss: mss, v6: et == etherTypeIPv6, udp: udp, id: id,
+		off: hdrLen,
+	}
+	if !udp {
+		s.seq, s.flags = binary.BigEndian.Uint32(frame[l4+4:]), frame[l4+13]
 	}
 	return nil
 }
 
 // count is the number of segments the super-frame makes.
-func (s *tsoSegmenter) count() int {
+func (s *gsoSegmenter) count() int {
 	return (len(s.frame) - s.hdrLen + s.mss - 1) / s.mss
 }
 
 // done reports whether every segment has been written.
-func (s *tsoSegmenter) done() bool { return s.frame == nil }
+func (s *gsoSegmenter) done() bool { return s.frame == nil }
 
 // next writes the next segment, headers and checksums complete, into dst and
 // returns its length; dst must hold hdrLen+mss bytes.
-func (s *tsoSegmenter) next(dst []byte) int {
+func (s *gsoSegmenter) next(dst []byte) int {
 	f := s.frame
 	end := min(s.off+s.mss, len(f))
 	last := end == len(f)
@@ -173,6 +197,19 @@ func (s *tsoSegmenter) next(dst []byte) int {
 		seg[l3+10], seg[l3+11] = 0, 0
 		binary.BigEndian.PutUint16(seg[l3+10:], ^fold(csumAdd(0, seg[l3:l4])))
 	}
+	if s.udp {
+		// RFC 768: a sum that comes out as zero is sent as all ones (zero
+		// means no checksum in IPv4 and is not allowed in IPv6).
+		binary.BigEndian.PutUint16(seg[l4+4:], uint16(n-l4))
+		seg[l4+6], seg[l4+7] = 0, 0
+		c := ^fold(csumAdd(pseudoSum(seg, l3, l4, s.v6, ipProtoUDP), seg[l4:]))
+		if c == 0 {
+			c = 0xffff
+		}
+		binary.BigEndian.PutUint16(seg[l4+6:], c)
+		s.advance(end, last)
+		return n
+	}
 	binary.BigEndian.PutUint32(seg[l4+4:], s.seq+uint32(s.off-s.hdrLen))
 	fl := s.flags
 	if !last {
@@ -184,21 +221,32 @@ func (s *tsoSegmenter) next(dst []byte) int {
 	seg[l4+13] = fl
 	seg[l4+16], seg[l4+17] = 0, 0
 	binary.BigEndian.PutUint16(seg[l4+16:], ^fold(csumAdd(tcpPseudoSum(seg, l3, l4, s.v6), seg[l4:])))
+	s.advance(end, last)
+	return n
+}
+
+// advance moves past the segment that ends at end.
+func (s *gsoSegmenter) advance(end int, last bool) {
 	s.off, s.segment = end, s.segment+1
 	if last {
 		s.frame = nil
 	}
-	return n
 }
 
 // tcpPseudoSum is the sum of the TCP pseudo-header of seg, folded to 16 bits
 // (a wider partial sum would lose its carry when added with +).
 func tcpPseudoSum(seg []byte, l3, l4 int, v6 bool) uint64 {
+	return pseudoSum(seg, l3, l4, v6, ipProtoTCP)
+}
+
+// pseudoSum is the sum of the pseudo-header of seg's transport protocol
+// proto (TCP or UDP), folded to 16 bits.
+func pseudoSum(seg []byte, l3, l4 int, v6 bool, proto byte) uint64 {
 	addrs := seg[l3+12 : l3+20]
 	if v6 {
 		addrs = seg[l3+8 : l3+40]
 	}
-	return uint64(fold(csumAdd(0, addrs))) + ipProtoTCP + uint64(len(seg)-l4)
+	return uint64(fold(csumAdd(0, addrs))) + uint64(proto) + uint64(len(seg)-l4)
 }
 
 // csumMinAVX2 is the shortest input csumAdd hands to sumWords (AVX2):

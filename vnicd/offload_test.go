@@ -173,7 +173,7 @@ func TestTSOSegments(t *testing.T) {
 				l4 = 54
 			}
 			h := vnetHdr{flags: vnetFNeedsCsum, gsoType: gso, gsoSize: uint16(tc.mss), csumStart: uint16(l4), csumOffset: 16}
-			var s tsoSegmenter
+			var s gsoSegmenter
 			if err := s.start(f, h, l4+32+tc.mss); err != nil {
 				t.Fatal(err)
 			}
@@ -228,7 +228,7 @@ func TestTSORejects(t *testing.T) {
 		{"no payload", ok, f[:34+32], 9000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var s tsoSegmenter
+			var s gsoSegmenter
 			if err := s.start(tc.frame, tc.h, tc.maxFrame); err == nil {
 				t.Fatal("start accepted it")
 			}
@@ -297,7 +297,7 @@ func BenchmarkTSO(b *testing.B) {
 		dst := make([]byte, 34+32+mss)
 		b.Run(strconv.Itoa(mss), func(b *testing.B) {
 			b.SetBytes(int64(len(f)))
-			var s tsoSegmenter
+			var s gsoSegmenter
 			for b.Loop() {
 				if err := s.start(f, h, len(dst)); err != nil {
 					b.Fatal(err)
@@ -310,13 +310,13 @@ func BenchmarkTSO(b *testing.B) {
 	}
 }
 
-// FuzzTSOSegment feeds the segmenter and finishCsum any frame with any
-// virtio_net_hdr, as a TAP's reader could get them (the kernel fills the
-// header, but a packet socket on the TAP can make odd super-frames). It must
-// refuse or cut, never panic; every frame it cuts must fit maxFrame and its
+// FuzzGSOSegment feeds the segmenter (TSO and USO) and finishCsum any frame
+// with any virtio_net_hdr. The kernel fills the header, and a packet socket's
+// malformed GSO frames were dropped before the TAP when tried, but the reader
+// trusts neither: it must refuse or cut, never panic; every frame it cuts must fit maxFrame and its
 // buffer of hdrLen+mss bytes, and the cut frames must carry the super-frame's
 // payload exactly once, in order.
-func FuzzTSOSegment(f *testing.F) {
+func FuzzGSOSegment(f *testing.F) {
 	for _, v6 := range []bool{false, true} {
 		l4 := uint16(34)
 		gso := uint8(vnetGSOTCPv4)
@@ -326,11 +326,15 @@ func FuzzTSOSegment(f *testing.F) {
 		f.Add(superFrame(v6, 3000, 0x19), uint8(vnetFNeedsCsum), gso, uint16(1388), l4, uint16(16), uint16(1500))
 		f.Add(superFrame(v6, 7, 0x10), uint8(vnetFNeedsCsum), gso, uint16(3), l4, uint16(16), uint16(9000))
 	}
+	for _, v6 := range []bool{false, true} {
+		u, _, l4 := udpSuperFrame(v6, 1, 2500)
+		f.Add(u, uint8(vnetFNeedsCsum), uint8(vnetGSOUDPL4), uint16(1000), uint16(l4), uint16(6), uint16(1500))
+	}
 	f.Add(make([]byte, 60), uint8(0), uint8(1), uint16(1), uint16(34), uint16(16), uint16(100))
 	f.Fuzz(func(t *testing.T, frame []byte, flags, gsoType uint8, gsoSize, csumStart, csumOffset, maxFrame uint16) {
 		h := vnetHdr{flags: flags, gsoType: gsoType, gsoSize: gsoSize, csumStart: csumStart, csumOffset: csumOffset}
 		_ = finishCsum(append([]byte(nil), frame...), h)
-		var s tsoSegmenter
+		var s gsoSegmenter
 		if s.start(frame, h, int(maxFrame)) != nil {
 			if !s.done() {
 				t.Fatal("segmenter not idle after a refusal")
@@ -355,4 +359,226 @@ func FuzzTSOSegment(f *testing.F) {
 			t.Fatal("the segments' payload differs from the super-frame's")
 		}
 	})
+}
+
+// udpSuperFrame builds a UDP super-frame as the kernel hands a TAP with USO:
+// Ethernet with tags VLAN tags (802.1ad outer, 802.1Q inner), IPv4 or IPv6,
+// a UDP header, payload bytes, and a checksum field holding the
+// pseudo-header sum. It returns the frame and its IP and UDP offsets.
+func udpSuperFrame(v6 bool, tags, payload int) (f []byte, l3, l4 int) {
+	l3 = 14 + 4*tags
+	ipLen := 20
+	if v6 {
+		ipLen = 40
+	}
+	l4 = l3 + ipLen
+	f = make([]byte, l4+8+payload)
+	copy(f, []byte{0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1})
+	et := 12
+	for i := range tags {
+		tpid := uint16(0x8100)
+		if i == 0 && tags > 1 {
+			tpid = 0x88a8
+		}
+		binary.BigEndian.PutUint16(f[et:], tpid)
+		binary.BigEndian.PutUint16(f[et+2:], uint16(100+i))
+		et += 4
+	}
+	if v6 {
+		binary.BigEndian.PutUint16(f[et:], etherTypeIPv6)
+		f[l3] = 0x60
+		binary.BigEndian.PutUint16(f[l3+4:], uint16(len(f)-l4))
+		f[l3+6], f[l3+7] = ipProtoUDP, 64
+		for i := range 32 {
+			f[l3+8+i] = byte(i*5 + 3)
+		}
+	} else {
+		binary.BigEndian.PutUint16(f[et:], etherTypeIPv4)
+		f[l3] = 0x45
+		binary.BigEndian.PutUint16(f[l3+2:], uint16(len(f)-l3))
+		binary.BigEndian.PutUint16(f[l3+4:], 0xfffe) // wraps during the run
+		f[l3+6], f[l3+8], f[l3+9] = 0x40, 64, ipProtoUDP
+		copy(f[l3+12:], []byte{10, 203, 0, 1, 10, 203, 0, 2})
+	}
+	binary.BigEndian.PutUint16(f[l4:], 40001)
+	binary.BigEndian.PutUint16(f[l4+2:], 443)
+	binary.BigEndian.PutUint16(f[l4+4:], uint16(len(f)-l4))
+	for i := l4 + 8; i < len(f); i++ {
+		f[i] = byte(i*11 + i>>8)
+	}
+	binary.BigEndian.PutUint16(f[l4+6:], fold(pseudoSum(f, l3, l4, v6, ipProtoUDP)))
+	return f, l3, l4
+}
+
+// udpValid checks a finished UDP frame from scratch: IP lengths and (IPv4)
+// header checksum, UDP length, and a UDP checksum that verifies and is not
+// the "no checksum" zero.
+func udpValid(t *testing.T, seg []byte, l3, l4 int, v6 bool) {
+	t.Helper()
+	var pseudo []byte
+	if v6 {
+		if int(binary.BigEndian.Uint16(seg[l3+4:])) != len(seg)-l4 {
+			t.Fatalf("IPv6 payload length %d, want %d", binary.BigEndian.Uint16(seg[l3+4:]), len(seg)-l4)
+		}
+		pseudo = append(pseudo, seg[l3+8:l3+40]...)
+	} else {
+		if refCsum(seg[l3:l4]) != 0xffff {
+			t.Fatalf("IPv4 header checksum wrong: % x", seg[l3:l4])
+		}
+		if int(binary.BigEndian.Uint16(seg[l3+2:])) != len(seg)-l3 {
+			t.Fatalf("IPv4 total length %d, want %d", binary.BigEndian.Uint16(seg[l3+2:]), len(seg)-l3)
+		}
+		pseudo = append(pseudo, seg[l3+12:l3+20]...)
+	}
+	if got := int(binary.BigEndian.Uint16(seg[l4+4:])); got != len(seg)-l4 {
+		t.Fatalf("UDP length %d, want %d", got, len(seg)-l4)
+	}
+	if binary.BigEndian.Uint16(seg[l4+6:]) == 0 {
+		t.Fatal("UDP checksum is zero (none)")
+	}
+	pseudo = binary.BigEndian.AppendUint16(pseudo, ipProtoUDP)
+	pseudo = binary.BigEndian.AppendUint16(pseudo, uint16(len(seg)-l4))
+	if got := refCsum(append(pseudo, seg[l4:]...)); got != 0xffff {
+		t.Fatalf("UDP checksum does not verify (sum %#04x)", got)
+	}
+}
+
+// TestUSOSegments cuts UDP super-frames (IPv4 and IPv6, untagged, VLAN and
+// QinQ) into datagrams and checks every one: headers and checksums from
+// scratch, the IPv4 ID counting up, no frame longer than headers+gso_size,
+// and the payload unchanged, in order.
+func TestUSOSegments(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		v6      bool
+		tags    int
+		payload int
+		mss     int
+	}{
+		{"v4 even", false, 0, 1400 * 4, 1400},
+		{"v4 odd tail", false, 0, 1200*7 + 33, 1200},
+		{"v4 one datagram", false, 0, 500, 1400},
+		{"v4 one byte tail", false, 1, 1000*3 + 1, 1000},
+		{"v4 QinQ", false, 2, 1372 * 5, 1372},
+		{"v4 64K", false, 0, 65535 - 20 - 8, 1472},
+		{"v6 tail", true, 0, 1232*3 + 17, 1232},
+		{"v6 VLAN", true, 1, 1000 * 6, 1000},
+		{"v6 jumbo gso_size", true, 0, 8900*2 + 1, 8900},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, l3, l4 := udpSuperFrame(tc.v6, tc.tags, tc.payload)
+			h := vnetHdr{flags: vnetFNeedsCsum, gsoType: vnetGSOUDPL4, gsoSize: uint16(tc.mss), csumStart: uint16(l4), csumOffset: 6}
+			max := l4 + 8 + tc.mss
+			var s gsoSegmenter
+			if err := s.start(f, h, max); err != nil {
+				t.Fatal(err)
+			}
+			if !s.udp {
+				t.Fatal("segmenter took a UDP super-frame for TCP")
+			}
+			want := (tc.payload + tc.mss - 1) / tc.mss
+			if s.count() != want {
+				t.Fatalf("count %d, want %d", s.count(), want)
+			}
+			var payload []byte
+			dst := make([]byte, 70000)
+			for i := 0; !s.done(); i++ {
+				if i >= want {
+					t.Fatalf("more than %d datagrams", want)
+				}
+				seg := dst[:s.next(dst)]
+				if len(seg) > max {
+					t.Fatalf("datagram %d is %d bytes, longer than headers+gso_size", i, len(seg))
+				}
+				if string(seg[:l3]) != string(f[:l3]) {
+					t.Fatalf("datagram %d: Ethernet header changed", i)
+				}
+				udpValid(t, seg, l3, l4, tc.v6)
+				if !tc.v6 {
+					if id := binary.BigEndian.Uint16(seg[l3+4:]); id != 0xfffe+uint16(i) {
+						t.Fatalf("datagram %d: IPv4 ID %#x", i, id)
+					}
+				}
+				payload = append(payload, seg[l4+8:]...)
+			}
+			if string(payload) != string(f[l4+8:]) {
+				t.Fatal("payload of the datagrams differs from the super-frame's")
+			}
+		})
+	}
+}
+
+// TestUSORejects: UDP super-frames the segmenter must refuse.
+func TestUSORejects(t *testing.T) {
+	f, _, l4 := udpSuperFrame(false, 0, 3000)
+	ok := vnetHdr{flags: vnetFNeedsCsum, gsoType: vnetGSOUDPL4, gsoSize: 1000, csumStart: uint16(l4), csumOffset: 6}
+	f6, _, l46 := udpSuperFrame(true, 0, 3000)
+	for _, tc := range []struct {
+		name     string
+		h        vnetHdr
+		frame    []byte
+		maxFrame int
+	}{
+		{"datagram over the MTU", ok, f, l4 + 8 + 999},
+		{"TCP checksum offset", vnetHdr{gsoType: vnetGSOUDPL4, gsoSize: 1000, csumStart: uint16(l4), csumOffset: 16}, f, 9000},
+		{"TCP in the IP header", ok, withByte(f, 14+9, ipProtoTCP), 9000},
+		{"UDP in a TSO frame", vnetHdr{gsoType: vnetGSOTCPv4, gsoSize: 1000, csumStart: uint16(l4), csumOffset: 16}, f, 9000},
+		{"no payload", ok, f[:l4+8], 9000},
+		{"short UDP header", ok, f[:l4+4], 9000},
+		{"zero gso_size", vnetHdr{gsoType: vnetGSOUDPL4, csumStart: uint16(l4), csumOffset: 6}, f, 9000},
+		{"v6 extension header", vnetHdr{gsoType: vnetGSOUDPL4, gsoSize: 1000, csumStart: uint16(l46 + 8), csumOffset: 6}, f6, 9000},
+		{"v6 next header TCP", vnetHdr{gsoType: vnetGSOUDPL4, gsoSize: 1000, csumStart: uint16(l46), csumOffset: 6}, withByte(f6, 14+6, ipProtoTCP), 9000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s gsoSegmenter
+			if err := s.start(tc.frame, tc.h, tc.maxFrame); err == nil {
+				t.Fatal("start accepted it")
+			}
+			if !s.done() {
+				t.Fatal("segmenter not idle after a refusal")
+			}
+		})
+	}
+}
+
+// TestFinishCsumZero: a UDP checksum that comes out as zero is written as
+// all ones, as the kernel does (zero is "no checksum" in IPv4 and invalid in
+// IPv6), for a frame finished whole (no GSO) and for a datagram cut from a
+// super-frame.
+func TestFinishCsumZero(t *testing.T) {
+	for _, v6 := range []bool{false, true} {
+		f, l3, l4 := udpSuperFrame(v6, 0, 100)
+		// Make the sum over pseudo-header, header and payload 0xFFFF, so the
+		// complement is zero: the last two payload bytes take up the rest.
+		partial := binary.BigEndian.Uint16(f[l4+6:])
+		f[len(f)-2], f[len(f)-1] = 0, 0
+		s := refCsum(f[l4:])
+		binary.BigEndian.PutUint16(f[len(f)-2:], 0xffff-s)
+		if refCsum(f[l4:]) != 0xffff {
+			t.Fatal("test frame does not sum to 0xffff")
+		}
+		seg := append([]byte(nil), f...)
+		if !v6 {
+			binary.BigEndian.PutUint16(f[l3+10:], ^refCsum(f[l3:l4]))
+		}
+		if err := finishCsum(f, vnetHdr{flags: vnetFNeedsCsum, csumStart: uint16(l4), csumOffset: 6}); err != nil {
+			t.Fatal(err)
+		}
+		if got := binary.BigEndian.Uint16(f[l4+6:]); got != 0xffff {
+			t.Errorf("v6 %v: finishCsum wrote %#04x, want 0xffff", v6, got)
+		}
+		udpValid(t, f, l3, l4, v6)
+
+		var g gsoSegmenter
+		binary.BigEndian.PutUint16(seg[l4+6:], partial)
+		if err := g.start(seg, vnetHdr{gsoType: vnetGSOUDPL4, gsoSize: 100, csumStart: uint16(l4), csumOffset: 6}, 9000); err != nil {
+			t.Fatal(err)
+		}
+		dst := make([]byte, 9000)
+		out := dst[:g.next(dst)]
+		if got := binary.BigEndian.Uint16(out[l4+6:]); got != 0xffff {
+			t.Errorf("v6 %v: the segmenter wrote %#04x, want 0xffff", v6, got)
+		}
+		udpValid(t, out, l3, l4, v6)
+	}
 }

@@ -102,7 +102,7 @@ type TAP struct {
 	readFn func(fd uintptr) bool
 	vbuf   []byte       // one read(2): virtio_net_hdr and a frame of up to 64 KB
 	try    bool         // this read must not wait: EAGAIN ends the batch, even empty
-	seg    tsoSegmenter // the super-frame being cut, across Reads
+	seg    gsoSegmenter // the super-frame being cut, across Reads
 	maxSeg int          // longest frame a segment may be: MTU + 18
 
 	// OffloadDrops counts frames from the kernel that could not be finished
@@ -112,10 +112,14 @@ type TAP struct {
 	// coalesced super-frame.
 	RxCoalesced atomic.Uint64
 	// TxSuperFrames counts TCP super-frames (TSO) read from the kernel, and
-	// TxSegments the frames they were cut into.
-	TxSuperFrames atomic.Uint64
-	TxSegments    atomic.Uint64
-	noGRO         atomic.Bool // the kernel refused a super-frame
+	// TxSegments the frames they were cut into; TxUSOSuperFrames and
+	// TxUSOSegments the same for UDP super-frames (USO).
+	TxSuperFrames    atomic.Uint64
+	TxSegments       atomic.Uint64
+	TxUSOSuperFrames atomic.Uint64
+	TxUSOSegments    atomic.Uint64
+	noGRO            atomic.Bool // the kernel refused a super-frame
+	noUDPGRO         atomic.Bool // the kernel refused a UDP super-frame
 
 	mu       sync.Mutex
 	h        *netlink.Handle // in the TAP's namespace; nil once closed
@@ -323,9 +327,13 @@ func createTAP(name string, excl bool) (*os.File, string, error) {
 		unix.Close(fd)
 		return nil, "", fmt.Errorf("TUNSETIFF: %w", err)
 	}
-	// No USO: UDP super-frames are cut by the kernel. A kernel that refuses
-	// these offloads hands the TAP finished frames.
-	_ = unix.IoctlSetInt(fd, unix.TUNSETOFFLOAD, unix.TUN_F_CSUM|unix.TUN_F_TSO4|unix.TUN_F_TSO6)
+	// USO (UDP super-frames) came in 6.2 and older kernels refuse the
+	// whole request, so without it they cut UDP super-frames themselves. A
+	// kernel that refuses the rest too hands the TAP finished frames.
+	const tso = unix.TUN_F_CSUM | unix.TUN_F_TSO4 | unix.TUN_F_TSO6
+	if unix.IoctlSetInt(fd, unix.TUNSETOFFLOAD, tso|unix.TUN_F_USO4|unix.TUN_F_USO6) != nil {
+		_ = unix.IoctlSetInt(fd, unix.TUNSETOFFLOAD, tso)
+	}
 	f := os.NewFile(uintptr(fd), "/dev/net/tun")
 	if err := unix.SetNonblock(fd, true); err != nil {
 		f.Close()
@@ -460,8 +468,13 @@ func (t *TAP) frameIn(b []byte) {
 			t.OffloadDrops.Add(1)
 			return
 		}
-		t.TxSuperFrames.Add(1)
-		t.TxSegments.Add(uint64(t.seg.count()))
+		if t.seg.udp {
+			t.TxUSOSuperFrames.Add(1)
+			t.TxUSOSegments.Add(uint64(t.seg.count()))
+		} else {
+			t.TxSuperFrames.Add(1)
+			t.TxSegments.Add(uint64(t.seg.count()))
+		}
 		t.drainSegments()
 		return
 	}
@@ -479,6 +492,8 @@ func (t *TAP) OffloadCounters() []Counter {
 	return []Counter{
 		{"tx_tso_superframes", t.TxSuperFrames.Load()},
 		{"tx_tso_segments", t.TxSegments.Load()},
+		{"tx_uso_superframes", t.TxUSOSuperFrames.Load()},
+		{"tx_uso_segments", t.TxUSOSegments.Load()},
 		{"rx_coalesced", t.RxCoalesced.Load()},
 		{"offload_drops", t.OffloadDrops.Load()},
 	}
@@ -496,11 +511,11 @@ var zeroVnetHdr [vnetHdrLen]byte
 func (t *TAP) Write(bufs [][]byte, offset int) (int, error) {
 	w := tapWrites.Get().(*tapWrite)
 	defer tapWrites.Put(w)
-	gro := !t.noGRO.Load()
+	gro, udp := !t.noGRO.Load(), !t.noUDPGRO.Load()
 	for i := 0; i < len(bufs); {
 		n, hl := 1, 0
 		if gro {
-			n, hl = groRun(bufs[i:], offset, &w.hdr)
+			n, hl = groRun(bufs[i:], offset, &w.hdr, udp)
 		}
 		if n == 1 {
 			if err := w.write(t, bufs[i][offset:]); err != nil {
@@ -521,8 +536,13 @@ func (t *TAP) Write(bufs [][]byte, offset int) (int, error) {
 			if t.closed.Load() {
 				return i, err
 			}
-			t.noGRO.Store(true)
-			gro = false
+			if w.hdr[1] == vnetGSOUDPL4 {
+				t.noUDPGRO.Store(true)
+				udp = false
+			} else {
+				t.noGRO.Store(true)
+				gro = false
+			}
 			continue // write the run's frames one by one
 		}
 		t.RxCoalesced.Add(uint64(n))
