@@ -31,7 +31,7 @@ type pollHost struct {
 	stop   context.CancelFunc
 }
 
-func newPollHost(t *testing.T, suffix string) *pollHost {
+func newPollHost(t testing.TB, suffix string) *pollHost {
 	t.Helper()
 	tr, err := hfi.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), 0)
 	if err != nil {
@@ -55,7 +55,7 @@ func newPollHost(t *testing.T, suffix string) *pollHost {
 }
 
 // halt stops the loop and closes the engine; the loop must return nil.
-func (ph *pollHost) halt(t *testing.T) {
+func (ph *pollHost) halt(t testing.TB) {
 	if ph.stop == nil {
 		return
 	}
@@ -74,7 +74,7 @@ func (ph *pollHost) halt(t *testing.T) {
 	}
 }
 
-func (ph *pollHost) addPort(t *testing.T, vport uint8, lid uint32, vesw encap.VESWID, addr string) {
+func (ph *pollHost) addPort(t testing.TB, vport uint8, lid uint32, vesw encap.VESWID, addr string) {
 	t.Helper()
 	nd := vnicd.NetdevConfig{IfName: "vnic" + string('0'+rune(vport)), NetNS: ph.ns.Path(),
 		Addresses: []netip.Prefix{netip.MustParsePrefix(addr)}}
@@ -88,7 +88,7 @@ const lidA, lidB = 0x10, 0xC001
 
 // newPollPair makes two poll hosts, lidA and lidB, each with the other in
 // its directory.
-func newPollPair(t *testing.T, suffixA, suffixB string) (a, b *pollHost) {
+func newPollPair(t testing.TB, suffixA, suffixB string) (a, b *pollHost) {
 	t.Helper()
 	a, b = newPollHost(t, suffixA), newPollHost(t, suffixB)
 	dir, err := hfi.NewDirectory(map[uint32]netip.AddrPort{lidA: a.tr.LocalAddr(), lidB: b.tr.LocalAddr()},
