@@ -268,6 +268,7 @@ func TestGRONoAllocs(t *testing.T) {
 		t.Skip("allocation counts are not meaningful under the race detector; scripts/test.sh checks them in its non-race pass")
 	}
 	fr := withHeadroom(segments(t, false, 1376*40, 1376, 1, tcpFlagACK), 20)
+	fr = append(fr, withHeadroom(datagrams(t, true, 1, 1000*40, 1000), 20)...)
 	var hdr [groMaxHdr]byte
 	allocs := testing.AllocsPerRun(100, func() {
 		for i := 0; i < len(fr); {
@@ -302,6 +303,8 @@ func FuzzGRORun(f *testing.F) {
 	f.Add(fr[0], fr[1])
 	v6 := segments(f, true, 100*2, 100, 0, tcpFlagACK)
 	f.Add(v6[0], v6[1])
+	u := datagrams(f, false, 1, 700*2, 700)
+	f.Add(u[0], u[1])
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		var hdr [groMaxHdr]byte
 		n, hl := groRun([][]byte{a, b}, 0, &hdr, true)
