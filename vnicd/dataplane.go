@@ -38,8 +38,8 @@ import (
 // yielding the CPU, was no better: both daemons and both ends of the test
 // share two cores. Polling that yields the CPU between polls is the
 // opt-in busy-poll window (SetBusyPoll). In the bench it took back-to-back
-// pings from 155-360 us to 52-76 us. TCP stayed within the noise, and CPU
-// per gigabit rose by 8-29%. So it is off by default, as the kernel's
+// pings from 146-360 us to 52-76 us. TCP stayed within the noise, and CPU
+// per gigabit rose by 7-29%. So it is off by default, as the kernel's
 // net.core.busy_poll is.
 //
 // Devices that cannot be polled (test doubles) keep their own transmit
