@@ -106,17 +106,25 @@ func newPollPair(t testing.TB, suffixA, suffixB string) (a, b *pollHost) {
 	return a, b
 }
 
+// newLinkedPair is newPollPair with a port on vesw 1 on each host, at
+// net.1/24 and net.2/24 (net is three octets), and a ping answered across.
+func newLinkedPair(t testing.TB, suffixA, suffixB, net string) (a, b *pollHost) {
+	t.Helper()
+	nstest.RequireRoot(t)
+	nstest.RequireTools(t, "ping")
+	a, b = newPollPair(t, suffixA, suffixB)
+	a.addPort(t, 0, lidA, 1, net+".1/24")
+	b.addPort(t, 0, lidB, 1, net+".2/24")
+	a.ns.PingWithin(t, net+".2", 5*time.Second)
+	return a, b
+}
+
 // TestDataPlanePollLoop runs two engines in their poll loops (real UDP on
 // loopback, real TAPs in two namespaces): traffic flows both ways, a port
 // added while the loop runs is polled at once, a deleted one leaves the
 // loop (and the others) working, and the loop stops cleanly.
 func TestDataPlanePollLoop(t *testing.T) {
-	nstest.RequireRoot(t)
-	nstest.RequireTools(t, "ping")
-	a, b := newPollPair(t, "pla", "plb")
-	a.addPort(t, 0, lidA, 1, "192.168.71.1/24")
-	b.addPort(t, 0, lidB, 1, "192.168.71.2/24")
-	a.ns.PingWithin(t, "192.168.71.2", 5*time.Second)
+	a, b := newLinkedPair(t, "pla", "plb", "192.168.71")
 	if !a.engine.Port(0).Polled() || !b.engine.Port(0).Polled() {
 		t.Error("a TAP port is not in the poll loop")
 	}

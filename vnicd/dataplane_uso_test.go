@@ -26,29 +26,8 @@ import (
 // coalesced, and host b's socket (no UDP_GRO: the kernel cuts them again)
 // gets every datagram intact, once and in order, with no UDP checksum error.
 func TestDataPlaneUSO(t *testing.T) {
-	nstest.RequireRoot(t)
-	nstest.RequireTools(t, "ping")
-	a, b := newPollPair(t, "usa", "usb")
-	a.addPort(t, 0, lidA, 1, "192.168.73.1/24")
-	b.addPort(t, 0, lidB, 1, "192.168.73.2/24")
-	a.ns.PingWithin(t, "192.168.73.2", 5*time.Second)
-
-	var rc *net.UDPConn
-	if err := b.ns.Do(func() (err error) {
-		rc, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(192, 168, 73, 2)})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	var sc *net.UDPConn
-	if err := a.ns.Do(func() (err error) {
-		sc, err = net.DialUDP("udp4", nil, rc.LocalAddr().(*net.UDPAddr))
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
+	a, b := newLinkedPair(t, "usa", "usb", "192.168.73")
+	rc, sc := udpPair(t, a, b, "192.168.73.2")
 
 	// Each write is one GSO send: per datagrams of gsoSize bytes, the last
 	// one shorter. Every datagram starts with its number and is filled
@@ -135,6 +114,27 @@ func TestDataPlaneUSO(t *testing.T) {
 	}
 }
 
+// udpPair opens a UDP socket on host b at addr (a free port) and one on host
+// a connected to it; both close when t ends.
+func udpPair(t testing.TB, a, b *pollHost, addr string) (rc, sc *net.UDPConn) {
+	t.Helper()
+	if err := b.ns.Do(func() (err error) {
+		rc, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(addr)})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rc.Close() })
+	if err := a.ns.Do(func() (err error) {
+		sc, err = net.DialUDP("udp4", nil, rc.LocalAddr().(*net.UDPAddr))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sc.Close() })
+	return rc, sc
+}
+
 // counters returns port vport's counters on host h by name.
 func counters(h *pollHost, vport uint8) map[string]uint64 {
 	m := map[string]uint64{}
@@ -191,26 +191,8 @@ func kernelAtLeast(t *testing.T, major, minor int) bool {
 // sent (the rest was dropped on the way, mostly at host a's TAP queue).
 // With USO and UDP coalescing each write crosses vnicd as one super-frame.
 func BenchmarkDataPlaneUDPGSO(b *testing.B) {
-	nstest.RequireRoot(b)
-	ha, hb := newPollPair(b, "uba", "ubb")
-	ha.addPort(b, 0, lidA, 1, "192.168.74.1/24")
-	hb.addPort(b, 0, lidB, 1, "192.168.74.2/24")
-	ha.ns.PingWithin(b, "192.168.74.2", 5*time.Second)
-	var rc, sc *net.UDPConn
-	if err := hb.ns.Do(func() (err error) {
-		rc, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(192, 168, 74, 2)})
-		return err
-	}); err != nil {
-		b.Fatal(err)
-	}
-	defer rc.Close()
-	if err := ha.ns.Do(func() (err error) {
-		sc, err = net.DialUDP("udp4", nil, rc.LocalAddr().(*net.UDPAddr))
-		return err
-	}); err != nil {
-		b.Fatal(err)
-	}
-	defer sc.Close()
+	ha, hb := newLinkedPair(b, "uba", "ubb", "192.168.74")
+	rc, sc := udpPair(b, ha, hb, "192.168.74.2")
 	const size, per = 1400, 44
 	for _, x := range []struct {
 		c   *net.UDPConn

@@ -83,33 +83,34 @@ type tcpSeg struct {
 	flags          byte
 }
 
-// parse reports whether frame is a TCP segment that qualifies for
-// coalescing on its own (see the rules above), without its checksum.
-func (s *tcpSeg) parse(frame []byte) bool {
+// groIP finds the IP header of a frame that may be coalesced: after
+// Ethernet and up to two VLAN tags, IPv4 without options and not a fragment,
+// or IPv6, carrying proto, the frame ending where the IP length says. It
+// returns the IP and transport header offsets.
+func groIP(frame []byte, proto byte) (l3, l4 int, v6, ok bool) {
 	l3, et := l3Offset(frame)
-	var l4 int
 	switch et {
 	case etherTypeIPv4:
 		l4 = l3 + 20
-		if l4 > len(frame) || frame[l3] != 0x45 || frame[l3+9] != ipProtoTCP ||
-			binary.BigEndian.Uint16(frame[l3+6:])&0x3fff != 0 ||
-			l3+int(binary.BigEndian.Uint16(frame[l3+2:])) != len(frame) {
-			return false
-		}
-		s.v6 = false
+		ok = l4 <= len(frame) && frame[l3] == 0x45 && frame[l3+9] == proto &&
+			binary.BigEndian.Uint16(frame[l3+6:])&0x3fff == 0 &&
+			l3+int(binary.BigEndian.Uint16(frame[l3+2:])) == len(frame)
 	case etherTypeIPv6:
-		l4 = l3 + 40
-		if l4 > len(frame) || frame[l3]>>4 != 6 || frame[l3+6] != ipProtoTCP ||
-			l4+int(binary.BigEndian.Uint16(frame[l3+4:])) != len(frame) {
-			return false
-		}
-		s.v6 = true
-	default:
+		l4, v6 = l3+40, true
+		ok = l4 <= len(frame) && frame[l3]>>4 == 6 && frame[l3+6] == proto &&
+			l4+int(binary.BigEndian.Uint16(frame[l3+4:])) == len(frame)
+	}
+	return l3, l4, v6, ok
+}
+
+// parse reports whether frame is a TCP segment that qualifies for
+// coalescing on its own (see the rules above), without its checksum.
+func (s *tcpSeg) parse(frame []byte) bool {
+	l3, l4, v6, ok := groIP(frame, ipProtoTCP)
+	if !ok || l4+20 > len(frame) {
 		return false
 	}
-	if l4+20 > len(frame) {
-		return false
-	}
+	s.v6 = v6
 	hdrLen := l4 + int(frame[l4+12]>>4)*4
 	fl := frame[l4+13]
 	if hdrLen < l4+20 || hdrLen > len(frame) || hdrLen+vnetHdrLen > groMaxHdr ||
@@ -123,35 +124,46 @@ func (s *tcpSeg) parse(frame []byte) bool {
 
 // csumValid checks the segment's IPv4 header checksum and TCP checksum.
 func (s *tcpSeg) csumValid(frame []byte) bool {
-	if !s.v6 && fold(csumAdd(0, frame[s.l3:s.l4])) != 0xffff {
+	return groCsumValid(frame, s.l3, s.l4, s.v6, ipProtoTCP)
+}
+
+// groCsumValid checks a frame's IPv4 header checksum and its TCP or UDP
+// (proto) checksum.
+func groCsumValid(frame []byte, l3, l4 int, v6 bool, proto byte) bool {
+	if !v6 && fold(csumAdd(0, frame[l3:l4])) != 0xffff {
 		return false
 	}
-	return fold(csumAdd(tcpPseudoSum(frame, s.l3, s.l4, s.v6), frame[s.l4:])) == 0xffff
+	return fold(csumAdd(pseudoSum(frame, l3, l4, v6, proto), frame[l4:])) == 0xffff
+}
+
+// sameIP reports whether frame f and a run's first frame head have the same
+// Ethernet header and tags (l3 bytes) and the same IP header (l3 to l4) but
+// for the lengths, the IPv4 ID and header checksum.
+func sameIP(f, head []byte, l3, l4 int, v6 bool) bool {
+	if !bytes.Equal(f[:l3], head[:l3]) {
+		return false
+	}
+	if v6 {
+		// Version, traffic class, flow label; next header, hop limit, addresses.
+		return bytes.Equal(f[l3:l3+4], head[l3:l3+4]) && bytes.Equal(f[l3+6:l4], head[l3+6:l4])
+	}
+	// Version/IHL, TOS; flags/fragment, TTL, protocol; addresses.
+	return bytes.Equal(f[l3:l3+2], head[l3:l3+2]) && bytes.Equal(f[l3+6:l3+10], head[l3+6:l3+10]) &&
+		bytes.Equal(f[l3+12:l4], head[l3+12:l4])
+}
+
+// nextID reports whether IPv4 frame f's ID is head's plus k.
+func nextID(f, head []byte, l3, k int) bool {
+	return binary.BigEndian.Uint16(f[l3+4:]) == binary.BigEndian.Uint16(head[l3+4:])+uint16(k)
 }
 
 // follows reports whether f (parsed as s) may follow the run whose first frame
 // is head (parsed as h) as its k-th segment.
 func (s *tcpSeg) follows(f []byte, h *tcpSeg, head []byte, k int) bool {
-	if s.v6 != h.v6 || s.hdrLen != h.hdrLen || s.l4 != h.l4 ||
-		!bytes.Equal(f[:s.l3], head[:h.l3]) {
-		return false
-	}
 	l3, l4 := s.l3, s.l4
-	if s.v6 {
-		// Version, traffic class, flow label; next header, hop limit, addresses.
-		if !bytes.Equal(f[l3:l3+4], head[l3:l3+4]) || !bytes.Equal(f[l3+6:l4], head[l3+6:l4]) {
-			return false
-		}
-	} else {
-		// Version/IHL, TOS; flags/fragment, TTL, protocol; addresses.
-		if !bytes.Equal(f[l3:l3+2], head[l3:l3+2]) || !bytes.Equal(f[l3+6:l3+10], head[l3+6:l3+10]) ||
-			!bytes.Equal(f[l3+12:l4], head[l3+12:l4]) {
-			return false
-		}
-		if f[l3+6]&ipv4DF == 0 &&
-			binary.BigEndian.Uint16(f[l3+4:]) != binary.BigEndian.Uint16(head[l3+4:])+uint16(k) {
-			return false
-		}
+	if s.v6 != h.v6 || s.hdrLen != h.hdrLen || s.l3 != h.l3 || s.l4 != h.l4 || !sameIP(f, head, l3, l4, s.v6) ||
+		!s.v6 && f[l3+6]&ipv4DF == 0 && !nextID(f, head, l3, k) {
+		return false
 	}
 	// Ports; ACK number, data offset; window; urgent pointer and options.
 	return bytes.Equal(f[l4:l4+4], head[l4:l4+4]) && bytes.Equal(f[l4+8:l4+13], head[l4+8:l4+13]) &&
@@ -257,61 +269,27 @@ type udpDgram struct {
 // parse reports whether frame is a UDP datagram that qualifies for
 // coalescing on its own (see the rules above), without its checksums.
 func (d *udpDgram) parse(frame []byte) bool {
-	l3, et := l3Offset(frame)
-	var l4 int
-	switch et {
-	case etherTypeIPv4:
-		l4 = l3 + 20
-		if l4 > len(frame) || frame[l3] != 0x45 || frame[l3+9] != ipProtoUDP ||
-			binary.BigEndian.Uint16(frame[l3+6:])&0x3fff != 0 ||
-			l3+int(binary.BigEndian.Uint16(frame[l3+2:])) != len(frame) {
-			return false
-		}
-		d.v6 = false
-	case etherTypeIPv6:
-		l4 = l3 + 40
-		if l4 > len(frame) || frame[l3]>>4 != 6 || frame[l3+6] != ipProtoUDP ||
-			l4+int(binary.BigEndian.Uint16(frame[l3+4:])) != len(frame) {
-			return false
-		}
-		d.v6 = true
-	default:
-		return false
-	}
-	if l4+8 >= len(frame) || int(binary.BigEndian.Uint16(frame[l4+4:])) != len(frame)-l4 ||
+	l3, l4, v6, ok := groIP(frame, ipProtoUDP)
+	if !ok || l4+8 >= len(frame) || int(binary.BigEndian.Uint16(frame[l4+4:])) != len(frame)-l4 ||
 		binary.BigEndian.Uint16(frame[l4+6:]) == 0 {
 		return false
 	}
-	d.l3, d.l4 = l3, l4
+	d.l3, d.l4, d.v6 = l3, l4, v6
 	return true
 }
 
 // csumValid checks the datagram's IPv4 header checksum and UDP checksum.
 func (d *udpDgram) csumValid(frame []byte) bool {
-	if !d.v6 && fold(csumAdd(0, frame[d.l3:d.l4])) != 0xffff {
-		return false
-	}
-	return fold(csumAdd(pseudoSum(frame, d.l3, d.l4, d.v6, ipProtoUDP), frame[d.l4:])) == 0xffff
+	return groCsumValid(frame, d.l3, d.l4, d.v6, ipProtoUDP)
 }
 
 // follows reports whether f (parsed as d) may follow the run whose first
 // datagram is head (parsed as h) as its k-th.
 func (d *udpDgram) follows(f []byte, h *udpDgram, head []byte, k int) bool {
-	if d.v6 != h.v6 || d.l4 != h.l4 || !bytes.Equal(f[:d.l3], head[:h.l3]) {
-		return false
-	}
 	l3, l4 := d.l3, d.l4
-	if d.v6 {
-		// Version, traffic class, flow label; next header, hop limit, addresses.
-		if !bytes.Equal(f[l3:l3+4], head[l3:l3+4]) || !bytes.Equal(f[l3+6:l4], head[l3+6:l4]) {
-			return false
-		}
-	} else if !bytes.Equal(f[l3:l3+2], head[l3:l3+2]) || !bytes.Equal(f[l3+6:l3+10], head[l3+6:l3+10]) ||
-		!bytes.Equal(f[l3+12:l4], head[l3+12:l4]) ||
-		binary.BigEndian.Uint16(f[l3+4:]) != binary.BigEndian.Uint16(head[l3+4:])+uint16(k) {
-		return false
-	}
-	return bytes.Equal(f[l4:l4+4], head[l4:l4+4]) // ports
+	return d.v6 == h.v6 && d.l3 == h.l3 && d.l4 == h.l4 && sameIP(f, head, l3, l4, d.v6) &&
+		(d.v6 || nextID(f, head, l3, k)) &&
+		bytes.Equal(f[l4:l4+4], head[l4:l4+4]) // ports
 }
 
 // udpRun is groRun for a run of UDP datagrams.

@@ -62,9 +62,10 @@ func runs(frames [][]byte, off int) []int {
 }
 
 // resegment checks one coalesced run of frames (at offset off) byte for byte:
-// the super-frame is built as the TAP writes it, its checksum finished as
-// the kernel would, then cut again with the transmit path's segmenter; the
-// result must be the original frames.
+// the super-frame is built as the TAP writes it, checked with its checksum
+// finished as the kernel would finish it whole, then cut again with the
+// transmit path's segmenter (which cuts as the kernel does); the result must
+// be the original frames. The run is of TCP segments or of UDP datagrams.
 func resegment(t *testing.T, frames [][]byte, off int) {
 	t.Helper()
 	var hdr [groMaxHdr]byte
@@ -72,31 +73,38 @@ func resegment(t *testing.T, frames [][]byte, off int) {
 	if n != len(frames) {
 		t.Fatalf("run of %d frames, want %d", n, len(frames))
 	}
+	var ts tcpSeg
+	var ud udpDgram
+	l3, l4, v6, hdrLen, wantGSO, csumOff := 0, 0, false, 0, uint8(vnetGSOUDPL4), uint16(6)
+	switch {
+	case ts.parse(frames[0][off:]):
+		l3, l4, v6, hdrLen, wantGSO, csumOff = ts.l3, ts.l4, ts.v6, ts.hdrLen, vnetGSOTCPv4, 16
+		if v6 {
+			wantGSO = vnetGSOTCPv6
+		}
+	case ud.parse(frames[0][off:]):
+		l3, l4, v6, hdrLen = ud.l3, ud.l4, ud.v6, ud.l4+8
+	default:
+		t.Fatal("first frame parses as neither TCP nor UDP")
+	}
+	size := len(frames[0]) - off - hdrLen
+	h := parseVnetHdr(hdr[:])
+	if h.flags != vnetFNeedsCsum || h.gsoType != wantGSO || int(h.gsoSize) != size ||
+		int(h.csumStart) != l4 || h.csumOffset != csumOff || int(binary.LittleEndian.Uint16(hdr[2:])) != hdrLen {
+		t.Fatalf("virtio_net_hdr % x (size %d, l4 %d, headers %d)", hdr[:vnetHdrLen], size, l4, hdrLen)
+	}
 	super := append([]byte{}, hdr[vnetHdrLen:hl]...)
 	for _, f := range frames {
 		super = append(super, f[off+hl-vnetHdrLen:]...)
-	}
-	h := parseVnetHdr(hdr[:])
-	var s0 tcpSeg
-	if !s0.parse(frames[0][off:]) {
-		t.Fatal("first frame does not parse")
-	}
-	mss := len(frames[0]) - off - s0.hdrLen
-	wantGSO := uint8(vnetGSOTCPv4)
-	if s0.v6 {
-		wantGSO = vnetGSOTCPv6
-	}
-	if h.flags != vnetFNeedsCsum || h.gsoType != wantGSO || int(h.gsoSize) != mss ||
-		int(h.csumStart) != s0.l4 || h.csumOffset != 16 || int(binary.LittleEndian.Uint16(hdr[2:])) != s0.hdrLen {
-		t.Fatalf("virtio_net_hdr % x (mss %d, l4 %d, hdrLen %d)", hdr[:vnetHdrLen], mss, s0.l4, s0.hdrLen)
 	}
 	fin := append([]byte{}, super...)
 	if err := finishCsum(fin, h); err != nil {
 		t.Fatal(err)
 	}
-	var sp tcpSeg
-	if !sp.parse(fin) || !sp.csumValid(fin) {
-		t.Fatal("super-frame's checksums do not verify once finished")
+	if wantGSO == vnetGSOUDPL4 {
+		udpValid(t, fin, l3, l4, v6)
+	} else {
+		l4Valid(t, fin, l3, l4, v6, ipProtoTCP)
 	}
 	var s gsoSegmenter
 	if err := s.start(super, h, 1<<16); err != nil {
@@ -108,8 +116,8 @@ func resegment(t *testing.T, frames [][]byte, off int) {
 		if i >= len(frames) {
 			t.Fatal("more segments than frames")
 		}
-		if !bytes.Equal(seg, frames[i][off:]) {
-			t.Fatalf("segment %d differs:\n got % x\nwant % x", i, seg[:80], frames[i][off:off+80])
+		if want := frames[i][off:]; !bytes.Equal(seg, want) {
+			t.Fatalf("segment %d differs:\n got % x\nwant % x", i, seg[:min(len(seg), 80)], want[:min(len(want), 80)])
 		}
 	}
 }
@@ -331,51 +339,6 @@ func datagrams(t testing.TB, v6 bool, tags, payload, size int) [][]byte {
 	return out
 }
 
-// resegmentUDP is resegment for a run of UDP datagrams: the super-frame the
-// TAP would get, finished as the kernel would finish it whole, and cut again
-// as the kernel cuts it for a socket, must give back the datagrams exactly.
-func resegmentUDP(t *testing.T, frames [][]byte, off int) {
-	t.Helper()
-	var hdr [groMaxHdr]byte
-	n, hl := groRun(frames, off, &hdr, true)
-	if n != len(frames) {
-		t.Fatalf("run of %d datagrams, want %d", n, len(frames))
-	}
-	var d0 udpDgram
-	if !d0.parse(frames[0][off:]) {
-		t.Fatal("first datagram does not parse")
-	}
-	size := len(frames[0]) - off - d0.l4 - 8
-	h := parseVnetHdr(hdr[:])
-	if h.flags != vnetFNeedsCsum || h.gsoType != vnetGSOUDPL4 || int(h.gsoSize) != size ||
-		int(h.csumStart) != d0.l4 || h.csumOffset != 6 || int(binary.LittleEndian.Uint16(hdr[2:])) != d0.l4+8 {
-		t.Fatalf("virtio_net_hdr % x (size %d, l4 %d)", hdr[:vnetHdrLen], size, d0.l4)
-	}
-	super := append([]byte{}, hdr[vnetHdrLen:hl]...)
-	for _, f := range frames {
-		super = append(super, f[off+hl-vnetHdrLen:]...)
-	}
-	fin := append([]byte{}, super...)
-	if err := finishCsum(fin, h); err != nil {
-		t.Fatal(err)
-	}
-	udpValid(t, fin, d0.l3, d0.l4, d0.v6)
-	var s gsoSegmenter
-	if err := s.start(super, h, 1<<16); err != nil {
-		t.Fatal(err)
-	}
-	dst := make([]byte, 70000)
-	for i := 0; !s.done(); i++ {
-		seg := dst[:s.next(dst)]
-		if i >= len(frames) {
-			t.Fatal("more datagrams than came")
-		}
-		if !bytes.Equal(seg, frames[i][off:]) {
-			t.Fatalf("datagram %d differs:\n got % x\nwant % x", i, seg[:min(len(seg), 80)], frames[i][off:off+min(len(frames[i])-off, 80)])
-		}
-	}
-}
-
 // TestGROCoalescesUDP: runs of UDP datagrams of one flow become one
 // GSO_UDP_L4 super-frame that cuts back into the same datagrams, byte for
 // byte, over IPv4 and IPv6, with and without VLAN tags, and a run ends at a
@@ -406,7 +369,7 @@ func TestGROCoalescesUDP(t *testing.T) {
 				t.Fatalf("runs %v, want %s", got, tc.want)
 			}
 			for i, k := 0, 0; k < len(got); i, k = i+got[k], k+1 {
-				resegmentUDP(t, fr[i:i+got[k]], 20)
+				resegment(t, fr[i:i+got[k]], 20)
 			}
 		})
 	}

@@ -125,10 +125,22 @@ func superFrame(v6 bool, payload int, flags byte) []byte {
 // tcpValid checks a finished segment's IP and TCP checksums from scratch.
 func tcpValid(t *testing.T, seg []byte, v6 bool) {
 	t.Helper()
-	l3, l4 := 14, 34
-	var pseudo []byte
+	l4 := 34
 	if v6 {
 		l4 = 54
+	}
+	l4Valid(t, seg, 14, l4, v6, ipProtoTCP)
+}
+
+// l4Valid checks a finished frame from scratch: its IP length and (IPv4)
+// header checksum, and its TCP or UDP (proto) checksum.
+func l4Valid(t *testing.T, seg []byte, l3, l4 int, v6 bool, proto byte) {
+	t.Helper()
+	var pseudo []byte
+	if v6 {
+		if int(binary.BigEndian.Uint16(seg[l3+4:])) != len(seg)-l4 {
+			t.Fatalf("IPv6 payload length %d, want %d", binary.BigEndian.Uint16(seg[l3+4:]), len(seg)-l4)
+		}
 		pseudo = append(pseudo, seg[l3+8:l3+40]...)
 	} else {
 		if refCsum(seg[l3:l4]) != 0xffff {
@@ -139,10 +151,10 @@ func tcpValid(t *testing.T, seg []byte, v6 bool) {
 		}
 		pseudo = append(pseudo, seg[l3+12:l3+20]...)
 	}
-	pseudo = binary.BigEndian.AppendUint16(pseudo, ipProtoTCP)
+	pseudo = binary.BigEndian.AppendUint16(pseudo, uint16(proto))
 	pseudo = binary.BigEndian.AppendUint16(pseudo, uint16(len(seg)-l4))
 	if got := refCsum(append(pseudo, seg[l4:]...)); got != 0xffff {
-		t.Fatalf("TCP checksum does not verify (sum %#04x)", got)
+		t.Fatalf("protocol %d checksum does not verify (sum %#04x)", proto, got)
 	}
 }
 
@@ -206,9 +218,13 @@ func TestTSOSegments(t *testing.T) {
 	}
 }
 
-func TestTSORejects(t *testing.T) {
+// TestGSORejects: TCP and UDP super-frames the segmenter must refuse.
+func TestGSORejects(t *testing.T) {
 	f := superFrame(false, 4000, 0x10)
 	ok := vnetHdr{flags: vnetFNeedsCsum, gsoType: vnetGSOTCPv4, gsoSize: 1388, csumStart: 34, csumOffset: 16}
+	u, _, l4 := udpSuperFrame(false, 0, 3000)
+	uok := vnetHdr{flags: vnetFNeedsCsum, gsoType: vnetGSOUDPL4, gsoSize: 1000, csumStart: uint16(l4), csumOffset: 6}
+	u6, _, l46 := udpSuperFrame(true, 0, 3000)
 	for _, tc := range []struct {
 		name     string
 		h        vnetHdr
@@ -226,6 +242,15 @@ func TestTSORejects(t *testing.T) {
 		{"TCP data offset 0", ok, withByte(f, 34+12, 0), 9000},
 		{"IPv4 IHL 4", vnetHdr{gsoType: vnetGSOTCPv4, gsoSize: 1388, csumStart: 30, csumOffset: 16}, withByte(f, 14, 0x44), 9000},
 		{"no payload", ok, f[:34+32], 9000},
+		{"UDP: datagram over the MTU", uok, u, l4 + 8 + 999},
+		{"UDP: TCP checksum offset", vnetHdr{gsoType: vnetGSOUDPL4, gsoSize: 1000, csumStart: uint16(l4), csumOffset: 16}, u, 9000},
+		{"UDP: TCP in the IP header", uok, withByte(u, 14+9, ipProtoTCP), 9000},
+		{"UDP: UDP in a TSO frame", vnetHdr{gsoType: vnetGSOTCPv4, gsoSize: 1000, csumStart: uint16(l4), csumOffset: 16}, u, 9000},
+		{"UDP: no payload", uok, u[:l4+8], 9000},
+		{"UDP: short UDP header", uok, u[:l4+4], 9000},
+		{"UDP: zero gso_size", vnetHdr{gsoType: vnetGSOUDPL4, csumStart: uint16(l4), csumOffset: 6}, u, 9000},
+		{"UDP: v6 extension header", vnetHdr{gsoType: vnetGSOUDPL4, gsoSize: 1000, csumStart: uint16(l46 + 8), csumOffset: 6}, u6, 9000},
+		{"UDP: v6 next header TCP", vnetHdr{gsoType: vnetGSOUDPL4, gsoSize: 1000, csumStart: uint16(l46), csumOffset: 6}, withByte(u6, 14+6, ipProtoTCP), 9000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var s gsoSegmenter
@@ -415,32 +440,13 @@ func udpSuperFrame(v6 bool, tags, payload int) (f []byte, l3, l4 int) {
 // the "no checksum" zero.
 func udpValid(t *testing.T, seg []byte, l3, l4 int, v6 bool) {
 	t.Helper()
-	var pseudo []byte
-	if v6 {
-		if int(binary.BigEndian.Uint16(seg[l3+4:])) != len(seg)-l4 {
-			t.Fatalf("IPv6 payload length %d, want %d", binary.BigEndian.Uint16(seg[l3+4:]), len(seg)-l4)
-		}
-		pseudo = append(pseudo, seg[l3+8:l3+40]...)
-	} else {
-		if refCsum(seg[l3:l4]) != 0xffff {
-			t.Fatalf("IPv4 header checksum wrong: % x", seg[l3:l4])
-		}
-		if int(binary.BigEndian.Uint16(seg[l3+2:])) != len(seg)-l3 {
-			t.Fatalf("IPv4 total length %d, want %d", binary.BigEndian.Uint16(seg[l3+2:]), len(seg)-l3)
-		}
-		pseudo = append(pseudo, seg[l3+12:l3+20]...)
-	}
 	if got := int(binary.BigEndian.Uint16(seg[l4+4:])); got != len(seg)-l4 {
 		t.Fatalf("UDP length %d, want %d", got, len(seg)-l4)
 	}
 	if binary.BigEndian.Uint16(seg[l4+6:]) == 0 {
 		t.Fatal("UDP checksum is zero (none)")
 	}
-	pseudo = binary.BigEndian.AppendUint16(pseudo, ipProtoUDP)
-	pseudo = binary.BigEndian.AppendUint16(pseudo, uint16(len(seg)-l4))
-	if got := refCsum(append(pseudo, seg[l4:]...)); got != 0xffff {
-		t.Fatalf("UDP checksum does not verify (sum %#04x)", got)
-	}
+	l4Valid(t, seg, l3, l4, v6, ipProtoUDP)
 }
 
 // TestUSOSegments cuts UDP super-frames (IPv4 and IPv6, untagged, VLAN and
@@ -503,39 +509,6 @@ func TestUSOSegments(t *testing.T) {
 			}
 			if string(payload) != string(f[l4+8:]) {
 				t.Fatal("payload of the datagrams differs from the super-frame's")
-			}
-		})
-	}
-}
-
-// TestUSORejects: UDP super-frames the segmenter must refuse.
-func TestUSORejects(t *testing.T) {
-	f, _, l4 := udpSuperFrame(false, 0, 3000)
-	ok := vnetHdr{flags: vnetFNeedsCsum, gsoType: vnetGSOUDPL4, gsoSize: 1000, csumStart: uint16(l4), csumOffset: 6}
-	f6, _, l46 := udpSuperFrame(true, 0, 3000)
-	for _, tc := range []struct {
-		name     string
-		h        vnetHdr
-		frame    []byte
-		maxFrame int
-	}{
-		{"datagram over the MTU", ok, f, l4 + 8 + 999},
-		{"TCP checksum offset", vnetHdr{gsoType: vnetGSOUDPL4, gsoSize: 1000, csumStart: uint16(l4), csumOffset: 16}, f, 9000},
-		{"TCP in the IP header", ok, withByte(f, 14+9, ipProtoTCP), 9000},
-		{"UDP in a TSO frame", vnetHdr{gsoType: vnetGSOTCPv4, gsoSize: 1000, csumStart: uint16(l4), csumOffset: 16}, f, 9000},
-		{"no payload", ok, f[:l4+8], 9000},
-		{"short UDP header", ok, f[:l4+4], 9000},
-		{"zero gso_size", vnetHdr{gsoType: vnetGSOUDPL4, csumStart: uint16(l4), csumOffset: 6}, f, 9000},
-		{"v6 extension header", vnetHdr{gsoType: vnetGSOUDPL4, gsoSize: 1000, csumStart: uint16(l46 + 8), csumOffset: 6}, f6, 9000},
-		{"v6 next header TCP", vnetHdr{gsoType: vnetGSOUDPL4, gsoSize: 1000, csumStart: uint16(l46), csumOffset: 6}, withByte(f6, 14+6, ipProtoTCP), 9000},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var s gsoSegmenter
-			if err := s.start(tc.frame, tc.h, tc.maxFrame); err == nil {
-				t.Fatal("start accepted it")
-			}
-			if !s.done() {
-				t.Fatal("segmenter not idle after a refusal")
 			}
 		})
 	}
