@@ -1,6 +1,7 @@
 package vnicd
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
 	"strconv"
@@ -553,5 +554,57 @@ func TestFinishCsumZero(t *testing.T) {
 			t.Errorf("v6 %v: the segmenter wrote %#04x, want 0xffff", v6, got)
 		}
 		udpValid(t, out, l3, l4, v6)
+	}
+}
+
+// withIPv4Options returns a copy of an untagged IPv4 frame with opts (a
+// multiple of 4 bytes) inserted after the fixed IP header, the IHL and total
+// length updated.
+func withIPv4Options(f, opts []byte) []byte {
+	const l3 = 14
+	out := append(append(append([]byte{}, f[:l3+20]...), opts...), f[l3+20:]...)
+	out[l3] = 0x40 | byte((20+len(opts))/4)
+	binary.BigEndian.PutUint16(out[l3+2:], uint16(len(out)-l3))
+	return out
+}
+
+// TestGSOSegmentsIPv4Options cuts TCP and UDP super-frames whose IPv4 header
+// carries options (a router alert and padding): every frame keeps the
+// options, and its lengths and checksums verify from scratch.
+func TestGSOSegmentsIPv4Options(t *testing.T) {
+	opts := []byte{0x94, 0x04, 0x00, 0x00, 0x01, 0x01, 0x01, 0x00} // router alert; NOP, NOP, NOP, end
+	const l3, l4 = 14, 14 + 28
+	for _, udp := range []bool{false, true} {
+		var f []byte
+		h := vnetHdr{flags: vnetFNeedsCsum, gsoType: vnetGSOTCPv4, gsoSize: 1000, csumStart: l4, csumOffset: 16}
+		hdrLen := l4 + 32
+		if udp {
+			u, _, _ := udpSuperFrame(false, 0, 3500)
+			f = withIPv4Options(u, opts)
+			h.gsoType, h.csumOffset, hdrLen = vnetGSOUDPL4, 6, l4+8
+		} else {
+			f = withIPv4Options(superFrame(false, 3500, 0x18), opts)
+		}
+		var s gsoSegmenter
+		if err := s.start(f, h, hdrLen+1000); err != nil {
+			t.Fatalf("udp %v: %v", udp, err)
+		}
+		var payload []byte
+		dst := make([]byte, 9000)
+		for i := 0; !s.done(); i++ {
+			seg := dst[:s.next(dst)]
+			if !bytes.Equal(seg[l3+20:l4], opts) {
+				t.Fatalf("udp %v, segment %d: IP options % x", udp, i, seg[l3+20:l4])
+			}
+			if udp {
+				udpValid(t, seg, l3, l4, false)
+			} else {
+				l4Valid(t, seg, l3, l4, false, ipProtoTCP)
+			}
+			payload = append(payload, seg[hdrLen:]...)
+		}
+		if !bytes.Equal(payload, f[hdrLen:]) {
+			t.Fatalf("udp %v: payload of the segments differs from the super-frame's", udp)
+		}
 	}
 }
