@@ -170,6 +170,44 @@ func require(t testing.TB, what string, missing []string) {
 // never touches a namespace whose owner is alive (this run's included) or
 // whose name is not a run id's.
 func Sweep() ([]string, error) {
+	defer lockSweeps()()
+	return sweep()
+}
+
+// sweepLockPath is a lock that makes the sweeps of concurrent test binaries
+// (go test runs packages in parallel) take turns, so that TestSweep can make
+// a dead run's namespace that no other binary sweeps before it has looked.
+const sweepLockPath = "/run/opavnic-nstest-sweep.lock"
+
+// sweepLockWait bounds the wait for the lock. A sweep that cannot get it in
+// time, or cannot open it, goes on without it: sweeping is idempotent, the
+// lock only orders the sweeps.
+const sweepLockWait = 5 * time.Second
+
+// lockSweeps takes the sweep lock and returns what releases it (once).
+func lockSweeps() (unlock func()) {
+	f, err := os.OpenFile(sweepLockPath, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return func() {}
+	}
+	for deadline := time.Now().Add(sweepLockWait); ; {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return sync.OnceFunc(func() {
+				_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+				f.Close()
+			})
+		}
+		if err != unix.EWOULDBLOCK || time.Now().After(deadline) {
+			f.Close()
+			return func() {}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// sweep is Sweep without the lock.
+func sweep() ([]string, error) {
 	entries, err := os.ReadDir(netnsDir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil

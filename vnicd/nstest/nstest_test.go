@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -341,9 +342,13 @@ func TestSweep(t *testing.T) {
 	if deadPID == 0 {
 		t.Skip("could not find a dead pid: pids are being reused at once")
 	}
+	// Until our own sweep, no other test binary's sweep may take the dead
+	// run's namespace (go test runs packages in parallel).
+	unlock := lockSweeps()
+	defer unlock()
 	dead := runIDFor(deadPID, 7) + "-sweep"
 	liveRun := runIDFor(live.Process.Pid, 7) + "-sweep"
-	notARun := runPrefix + "notarun-sweep"
+	notARun := runPrefix + "notarun" + strconv.Itoa(os.Getpid()) + "-sweep" // unique to this run, never a run id
 	for _, name := range []string{dead, liveRun, notARun} {
 		if _, err := ip("netns", "add", name); err != nil {
 			t.Fatal(err)
@@ -378,9 +383,8 @@ func TestSweep(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 
-	// Another test binary's NewNS may sweep the dead run first: what counts
-	// is what is left.
-	removed, err := Sweep()
+	removed, err := sweep()
+	unlock()
 	if err != nil {
 		t.Fatal(err)
 	}
