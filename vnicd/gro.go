@@ -48,7 +48,8 @@ import (
 //     that way);
 //   - every payload the first datagram's length but the last, which may be
 //     shorter and ends the run; no empty datagram; at most 64 datagrams (the
-//     kernel's UDP_MAX_SEGMENTS was 64 before 6.x) and 64 KB of IP packet;
+//     kernel's UDP_MAX_SEGMENTS, which older kernels have at 64) and 64 KB of
+//     IP packet;
 //   - every datagram has a UDP checksum (an IPv4 zero, "none", ends the run:
 //     cutting would compute one) and it and the IPv4 header checksum verify.
 //
