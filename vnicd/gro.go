@@ -228,37 +228,35 @@ func groRun(frames [][]byte, offset int, hdr *[groMaxHdr]byte, udp bool) (n, hle
 		return 1, 0
 	}
 
-	// The coalesced frame's headers: the first frame's, with the run's length,
-	// PSH from the last segment, a new IPv4 header checksum and, as the kernel
-	// leaves it for CHECKSUM_PARTIAL, the pseudo-header sum in the TCP
-	// checksum field.
-	l3, l4 := h.l3, h.l4
-	hl := vnetHdrLen + h.hdrLen
-	b := hdr[vnetHdrLen:hl]
-	copy(b, head[:h.hdrLen])
+	// The coalesced frame's headers (superHeaders), with PSH from the last segment.
 	gso := uint8(vnetGSOTCPv4)
 	if h.v6 {
 		gso = vnetGSOTCPv6
-		binary.BigEndian.PutUint16(b[l3+4:], uint16(ipLen-40))
-	} else {
-		binary.BigEndian.PutUint16(b[l3+2:], uint16(ipLen))
-		b[l3+10], b[l3+11] = 0, 0
-		binary.BigEndian.PutUint16(b[l3+10:], ^fold(csumAdd(0, b[l3:l4])))
 	}
-	b[l4+13] = last
-	addrs := b[l3+12 : l3+20]
-	if h.v6 {
-		addrs = b[l3+8 : l3+40]
-	}
-	ps := uint64(fold(csumAdd(0, addrs))) + ipProtoTCP + uint64(l3+ipLen-l4)
-	binary.BigEndian.PutUint16(b[l4+16:], fold(ps))
+	b := superHeaders(hdr, head, h.l3, h.l4, h.hdrLen, h.v6, ipLen, gso, ipProtoTCP, 16, mss)
+	b[h.l4+13] = last
+	return n, vnetHdrLen + h.hdrLen
+}
+
+// superHeaders writes a coalesced frame's virtio_net_hdr (NEEDS_CSUM, gso
+// type gso, gsoSize) and headers into hdr, and returns the headers: the run's
+// first frame's hdrLen bytes, with the IP length of the whole run, ipLen, a
+// new IPv4 header checksum and, as the kernel leaves it for CHECKSUM_PARTIAL,
+// the pseudo-header sum (proto, the whole transport length) in the checksum
+// field at l4+csumOff.
+func superHeaders(hdr *[groMaxHdr]byte, head []byte, l3, l4, hdrLen int, v6 bool, ipLen int,
+	gso uint8, proto byte, csumOff, gsoSize int) []byte {
+	b := hdr[vnetHdrLen : vnetHdrLen+hdrLen]
+	copy(b, head[:hdrLen])
+	setIPLen(b, l3, l4, v6, ipLen)
+	binary.BigEndian.PutUint16(b[l4+csumOff:], fold(pseudoSumLen(b, l3, v6, proto, l3+ipLen-l4)))
 	v := hdr[:vnetHdrLen]
 	v[0], v[1] = vnetFNeedsCsum, gso
-	binary.LittleEndian.PutUint16(v[2:], uint16(h.hdrLen))
-	binary.LittleEndian.PutUint16(v[4:], uint16(mss))
+	binary.LittleEndian.PutUint16(v[2:], uint16(hdrLen))
+	binary.LittleEndian.PutUint16(v[4:], uint16(gsoSize))
 	binary.LittleEndian.PutUint16(v[6:], uint16(l4))
-	binary.LittleEndian.PutUint16(v[8:], 16)
-	return n, hl
+	binary.LittleEndian.PutUint16(v[8:], uint16(csumOff))
+	return b
 }
 
 // udpDgram is a parsed UDP datagram that may be coalesced.
@@ -329,33 +327,8 @@ func udpRun(frames [][]byte, offset int, hdr *[groMaxHdr]byte) (n, hlen int) {
 		return 1, 0
 	}
 
-	// The super-frame's headers: the first datagram's, with the run's IP and
-	// UDP lengths, a new IPv4 header checksum and, as the kernel's UDP GSO
-	// leaves it for CHECKSUM_PARTIAL, the pseudo-header sum (with the whole
-	// UDP length) in the UDP checksum field.
-	l3, l4 := h.l3, h.l4
-	hl := vnetHdrLen + l4 + 8
-	b := hdr[vnetHdrLen:hl]
-	copy(b, head[:l4+8])
-	if h.v6 {
-		binary.BigEndian.PutUint16(b[l3+4:], uint16(ipLen-40))
-	} else {
-		binary.BigEndian.PutUint16(b[l3+2:], uint16(ipLen))
-		b[l3+10], b[l3+11] = 0, 0
-		binary.BigEndian.PutUint16(b[l3+10:], ^fold(csumAdd(0, b[l3:l4])))
-	}
-	udpLen := l3 + ipLen - l4
-	binary.BigEndian.PutUint16(b[l4+4:], uint16(udpLen))
-	addrs := b[l3+12 : l3+20]
-	if h.v6 {
-		addrs = b[l3+8 : l3+40]
-	}
-	binary.BigEndian.PutUint16(b[l4+6:], fold(uint64(fold(csumAdd(0, addrs)))+ipProtoUDP+uint64(udpLen)))
-	v := hdr[:vnetHdrLen]
-	v[0], v[1] = vnetFNeedsCsum, vnetGSOUDPL4
-	binary.LittleEndian.PutUint16(v[2:], uint16(l4+8))
-	binary.LittleEndian.PutUint16(v[4:], uint16(size))
-	binary.LittleEndian.PutUint16(v[6:], uint16(l4))
-	binary.LittleEndian.PutUint16(v[8:], 6)
-	return n, hl
+	// The super-frame's headers (superHeaders), with the run's UDP length.
+	b := superHeaders(hdr, head, h.l3, h.l4, h.l4+8, h.v6, ipLen, vnetGSOUDPL4, ipProtoUDP, 6, size)
+	binary.BigEndian.PutUint16(b[h.l4+4:], uint16(h.l3+ipLen-h.l4))
+	return n, vnetHdrLen + h.l4 + 8
 }

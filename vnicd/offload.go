@@ -76,12 +76,32 @@ func finishCsum(frame []byte, h vnetHdr) error {
 	if start > len(frame) || field+2 > len(frame) {
 		return errOffload
 	}
-	s := ^fold(csumAdd(0, frame[start:]))
-	if s == 0 {
-		s = 0xffff
-	}
-	binary.BigEndian.PutUint16(frame[field:], s)
+	binary.BigEndian.PutUint16(frame[field:], csumOnes(csumAdd(0, frame[start:])))
 	return nil
+}
+
+// csumOnes is the checksum field for the one's-complement sum s: its
+// complement, with a zero written as all ones, as the kernel's
+// skb_checksum_help writes it (for UDP zero means no checksum, or in IPv6 a
+// bad datagram; for TCP the two are the same sum).
+func csumOnes(s uint64) uint16 {
+	if c := ^fold(s); c != 0 {
+		return c
+	}
+	return 0xffff
+}
+
+// setIPLen gives the IP header at l3 (transport header at l4) the length of
+// an IP packet of ipLen bytes and, for IPv4, a new header checksum (set the
+// ID before).
+func setIPLen(b []byte, l3, l4 int, v6 bool, ipLen int) {
+	if v6 {
+		binary.BigEndian.PutUint16(b[l3+4:], uint16(ipLen-40))
+		return
+	}
+	binary.BigEndian.PutUint16(b[l3+2:], uint16(ipLen))
+	b[l3+10], b[l3+11] = 0, 0
+	binary.BigEndian.PutUint16(b[l3+10:], ^fold(csumAdd(0, b[l3:l4])))
 }
 
 // l3Offset returns where the IP header starts, after up to two VLAN tags.
@@ -189,24 +209,14 @@ func (s *gsoSegmenter) next(dst []byte) int {
 	n += copy(dst[n:], f[s.off:end])
 	seg := dst[:n]
 	l3, l4 := s.l3, s.l4
-	if s.v6 {
-		binary.BigEndian.PutUint16(seg[l3+4:], uint16(n-l3-40))
-	} else {
-		binary.BigEndian.PutUint16(seg[l3+2:], uint16(n-l3))
+	if !s.v6 {
 		binary.BigEndian.PutUint16(seg[l3+4:], s.id+uint16(s.segment))
-		seg[l3+10], seg[l3+11] = 0, 0
-		binary.BigEndian.PutUint16(seg[l3+10:], ^fold(csumAdd(0, seg[l3:l4])))
 	}
+	setIPLen(seg, l3, l4, s.v6, n-l3)
 	if s.udp {
-		// RFC 768: a sum that comes out as zero is sent as all ones (zero
-		// means no checksum in IPv4 and is not allowed in IPv6).
 		binary.BigEndian.PutUint16(seg[l4+4:], uint16(n-l4))
 		seg[l4+6], seg[l4+7] = 0, 0
-		c := ^fold(csumAdd(pseudoSum(seg, l3, l4, s.v6, ipProtoUDP), seg[l4:]))
-		if c == 0 {
-			c = 0xffff
-		}
-		binary.BigEndian.PutUint16(seg[l4+6:], c)
+		binary.BigEndian.PutUint16(seg[l4+6:], csumOnes(csumAdd(pseudoSum(seg, l3, l4, s.v6, ipProtoUDP), seg[l4:])))
 		s.advance(end, last)
 		return n
 	}
@@ -242,11 +252,17 @@ func tcpPseudoSum(seg []byte, l3, l4 int, v6 bool) uint64 {
 // pseudoSum is the sum of the pseudo-header of seg's transport protocol
 // proto (TCP or UDP), folded to 16 bits.
 func pseudoSum(seg []byte, l3, l4 int, v6 bool, proto byte) uint64 {
-	addrs := seg[l3+12 : l3+20]
+	return pseudoSumLen(seg, l3, v6, proto, len(seg)-l4)
+}
+
+// pseudoSumLen is the pseudo-header sum for the addresses of the IP header
+// at b[l3:], proto and a transport length of l4Len bytes, folded to 16 bits.
+func pseudoSumLen(b []byte, l3 int, v6 bool, proto byte, l4Len int) uint64 {
+	addrs := b[l3+12 : l3+20]
 	if v6 {
-		addrs = seg[l3+8 : l3+40]
+		addrs = b[l3+8 : l3+40]
 	}
-	return uint64(fold(csumAdd(0, addrs))) + uint64(proto) + uint64(len(seg)-l4)
+	return uint64(fold(csumAdd(0, addrs))) + uint64(proto) + uint64(l4Len)
 }
 
 // csumMinAVX2 is the shortest input csumAdd hands to sumWords (AVX2):
