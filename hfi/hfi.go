@@ -176,6 +176,7 @@ func (h *HFI) Run(ctx context.Context) error {
 type RxPoller struct {
 	h    *HFI
 	tr   PollTransport
+	recv *[256]Receiver
 	msgs []Message
 }
 
@@ -186,7 +187,20 @@ func (h *HFI) NewRxPoller() *RxPoller {
 	if !ok {
 		return nil
 	}
-	return &RxPoller{h: h, tr: tr, msgs: newReadBatch(h.tr.BatchSize())}
+	return &RxPoller{h: h, tr: tr, recv: &h.recv, msgs: newReadBatch(h.tr.BatchSize())}
+}
+
+// NewQueueRxPoller returns an RxPoller for another queue of the HFI's port
+// (ListenUDPQueues): it reads tr, checks its packets as the HFI's own, and
+// hands those of each L4 type to recv's receiver instead of the registered
+// one, so that each queue's poll loop has receivers of its own. A packet of
+// an L4 type recv has no receiver for is counted in RcvUnknownL4.
+func (h *HFI) NewQueueRxPoller(tr PollTransport, recv map[uint8]Receiver) *RxPoller {
+	table := new([256]Receiver)
+	for l4, r := range recv {
+		table[l4] = r
+	}
+	return &RxPoller{h: h, tr: tr, recv: table, msgs: newReadBatch(tr.BatchSize())}
 }
 
 // Control runs f with the transport's file descriptor (for the caller's
@@ -194,13 +208,14 @@ func (h *HFI) NewRxPoller() *RxPoller {
 func (p *RxPoller) Control(f func(fd uintptr)) error { return p.tr.Control(f) }
 
 // Poll reads one batch of what is queued, without waiting, and hands it to
-// the receivers. full reports a full batch: more may be queued.
-func (p *RxPoller) Poll() (full bool, err error) {
+// the receivers. n is how many datagrams it read; full reports a full
+// batch: more may be queued.
+func (p *RxPoller) Poll() (n int, full bool, err error) {
 	k, err := p.tr.TryReadBatch(p.msgs)
 	if k > 0 {
-		p.h.ReceiveBatch(p.msgs[:k])
+		p.h.receiveBatch(p.msgs[:k], p.recv)
 	}
-	return k == len(p.msgs), err
+	return k, k == len(p.msgs), err
 }
 
 // newReadBatch returns n messages with their own receive buffers.
@@ -217,7 +232,10 @@ func newReadBatch(n int) []Message {
 // good ones to their receivers, then flushes the receivers. Run calls it; it
 // is exported for transports that deliver by other means and for tests. The
 // datagrams must stay untouched until it returns.
-func (h *HFI) ReceiveBatch(msgs []Message) {
+func (h *HFI) ReceiveBatch(msgs []Message) { h.receiveBatch(msgs, &h.recv) }
+
+// receiveBatch is ReceiveBatch with the receivers of recv.
+func (h *HFI) receiveBatch(msgs []Message, recv *[256]Receiver) {
 	r := h.routes.Load()
 	self := h.lid.Load()
 	c := &h.Counters
@@ -247,7 +265,7 @@ func (h *HFI) ReceiveBatch(msgs []Message) {
 				continue
 			}
 		}
-		rcv := h.recv[hdr.L4()]
+		rcv := recv[hdr.L4()]
 		if rcv == nil {
 			c.RcvErrors.Add(1)
 			c.RcvUnknownL4.Add(1)
@@ -277,12 +295,18 @@ func (h *HFI) ReceiveBatch(msgs []Message) {
 // allocations.
 type Sender struct {
 	h    *HFI
+	tr   Transport
 	msgs []Message
 }
 
 // NewSender returns a Sender for one goroutine.
-func (h *HFI) NewSender() *Sender {
-	return &Sender{h: h, msgs: make([]Message, 0, h.tr.BatchSize())}
+func (h *HFI) NewSender() *Sender { return h.NewQueueSender(h.tr) }
+
+// NewQueueSender returns a Sender for one goroutine that sends on tr,
+// another queue of the HFI's port (ListenUDPQueues), with the HFI's
+// directory and counters.
+func (h *HFI) NewQueueSender(tr Transport) *Sender {
+	return &Sender{h: h, tr: tr, msgs: make([]Message, 0, tr.BatchSize())}
 }
 
 // Send hands complete 16B packets (header, payload, ICRC, tail) to the wire,
@@ -338,7 +362,7 @@ func (s *Sender) flush() {
 		return
 	}
 	c := &s.h.Counters
-	n, _ := s.h.tr.WriteBatch(s.msgs)
+	n, _ := s.tr.WriteBatch(s.msgs)
 	var flits uint64
 	for i := range s.msgs {
 		flits += uint64(s.msgs[i].N / 8)

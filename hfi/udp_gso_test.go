@@ -11,28 +11,33 @@ import (
 )
 
 // gsoBatch is a batch as a sender makes it: runs of same-size packets to
-// one endpoint (the last of a run shorter), broken by other sizes.
+// one endpoint (the last of a run shorter), broken by other sizes and by a
+// change of flow (steerKey).
 func gsoBatch(dst netip.AddrPort) []Message {
 	var msgs []Message
-	add := func(n int) {
+	add := func(n int, flow byte) {
 		p := make([]byte, n)
 		for i := range p {
 			p[i] = byte(len(msgs)*7 + i)
 		}
+		p[steerL4Off], p[steerEntropyOff] = 0x78, flow
 		msgs = append(msgs, Message{Buf: p, N: n, Addr: dst})
 	}
 	for range 30 {
-		add(1544)
+		add(1544, 1)
 	}
-	add(1000) // ends the run
-	add(88)
-	add(88)
-	add(1544)
+	add(1000, 1) // ends the run
+	add(88, 2)
+	add(88, 2)
+	add(1544, 2)
 	for range 50 { // more than maxGSOBytes/1544: two sends
-		add(1528)
+		add(1528, 3)
 	}
-	add(9000)
-	add(9000)
+	for range 10 { // another flow: another send
+		add(1528, 4)
+	}
+	add(9000, 5)
+	add(9000, 5)
 	return msgs
 }
 

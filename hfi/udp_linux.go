@@ -1,6 +1,7 @@
 package hfi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -93,24 +94,43 @@ var _ Transport = (*UDP)(nil)
 // ListenUDP opens the transport on addr. A zero addr means all addresses on
 // DefaultPort. batch <= 0 means DefaultBatchSize.
 func ListenUDP(addr netip.AddrPort, batch int) (*UDP, error) {
+	return listenUDP(addr, batch, false)
+}
+
+// listenAddr is the network and address ListenUDP binds for addr.
+func listenAddr(addr netip.AddrPort) (string, *net.UDPAddr) {
+	switch {
+	case !addr.IsValid():
+		return "udp", &net.UDPAddr{Port: DefaultPort}
+	case addr.Addr().Unmap().Is4():
+		return "udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port()))
+	default:
+		return "udp", net.UDPAddrFromAddrPort(addr)
+	}
+}
+
+// listenUDP is ListenUDP, with SO_REUSEPORT set before the bind when reuse
+// is (a socket of a queue group, ListenUDPQueues).
+func listenUDP(addr netip.AddrPort, batch int, reuse bool) (*UDP, error) {
 	if batch <= 0 {
 		batch = DefaultBatchSize
 	}
-	network := "udp"
-	var la *net.UDPAddr
-	switch {
-	case !addr.IsValid():
-		la = &net.UDPAddr{Port: DefaultPort}
-	case addr.Addr().Unmap().Is4():
-		network = "udp4"
-		la = net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port()))
-	default:
-		la = net.UDPAddrFromAddrPort(addr)
+	network, la := listenAddr(addr)
+	var lc net.ListenConfig
+	if reuse {
+		lc.Control = func(_, _ string, c syscall.RawConn) error {
+			var serr error
+			err := c.Control(func(fd uintptr) {
+				serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+			})
+			return errors.Join(err, serr)
+		}
 	}
-	conn, err := net.ListenUDP(network, la)
+	pc, err := lc.ListenPacket(context.Background(), network, la.String())
 	if err != nil {
 		return nil, fmt.Errorf("hfi: listen %s: %w", la, err)
 	}
+	conn := pc.(*net.UDPConn)
 	local := conn.LocalAddr().(*net.UDPAddr).AddrPort()
 	f, err := unpolled(conn)
 	conn.Close()
@@ -425,8 +445,9 @@ var ErrAddrFamily = errors.New("hfi: destination address family does not match t
 // example an unreachable destination) is skipped; the count returned is the
 // number of datagrams the kernel accepted, and the error is the last refusal.
 // Consecutive datagrams of one size to one endpoint (the last may be
-// shorter) go as one message with UDP GSO: the kernel cuts it into the same
-// datagrams before they leave. If the kernel refuses GSO (EIO, EINVAL), the
+// shorter) and of one steering key (steerKey: one flow's, as a receiving
+// queue group sees it) go as one message with UDP GSO: the kernel cuts it
+// into the same datagrams before they leave. If the kernel refuses GSO (EIO, EINVAL), the
 // transport stops using it and sends those datagrams one by one.
 func (u *UDP) WriteBatch(msgs []Message) (int, error) {
 	s := u.wpool.Get().(*udpWriteScratch)
@@ -485,7 +506,9 @@ func (s *udpWriteScratch) build(msgs []Message, gso bool) (k, used int, err erro
 		j := i + 1
 		if gso && size > 0 {
 			limit := i + min(maxGSOSegs, maxGSOBytes/size)
-			for j < n && j < limit && msgs[j].N <= size && msgs[j].N > 0 && msgs[j].Addr == msgs[i].Addr {
+			key := steerKey(msgs[i].Buf[:size])
+			for j < n && j < limit && msgs[j].N <= size && msgs[j].N > 0 && msgs[j].Addr == msgs[i].Addr &&
+				steerKey(msgs[j].Buf[:msgs[j].N]) == key {
 				j++
 				if msgs[j-1].N < size {
 					break

@@ -8,7 +8,7 @@
 #   veth     10.201.0.1 <-> 10.201.0.2   the underlay itself
 #   vxlan    10.202.0.1 <-> 10.202.0.2   kernel VXLAN (VNI 42, UDP 4789), MTU underlay-50
 #   vnicd    10.203.0.1 <-> 10.203.0.2   one VNIC per host, eth_mtu as large as fits,
-#                                        default config
+#                                        default config (but --queues)
 #   vnicd-bp 10.204.0.1 <-> 10.204.0.2   the same on a second pair of daemons
 #                                        with node.busy_poll: 1ms
 # Figures per path: iperf3 TCP 1 stream and 4 streams, 64-byte UDP packets
@@ -35,32 +35,36 @@
 # unique to the run and is removed on exit, Ctrl-C or failure. Run as root:
 #
 #   scripts/bench.sh [--runs N] [--seconds N] [--quick] [--mtu 1500|9000|both]
-#                    [--out FILE] [--cpuprofile DIR]
+#                    [--queues N] [--out FILE] [--cpuprofile DIR]
 #
 #   --runs N        rounds; medians are taken over them (default 3)
 #   --seconds N     duration of each iperf3 test (default 5)
 #   --quick         1 round of 2-second tests, 200 + 50 pings: a smoke test for CI
 #   --mtu M         underlay MTU variants to run (default both)
+#   --queues N      node.queues of both vnicd pairs (default 1, the default
+#                   config): N poll loops, UDP sockets and TAP queues a host
 #   --out FILE      the markdown results (default bench/RESULTS.md)
 #   --cpuprofile D  run the vnicds with --cpuprofile, profiles kept in D
 #                   (vnicd-mtuM-hostH-K.pprof: host 1 or 2, K 0 default, 1 busy_poll)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-runs=3 seconds=5 pings=200 bpings=1000 mtus="1500 9000" out=bench/RESULTS.md profdir=""
+runs=3 seconds=5 pings=200 bpings=1000 mtus="1500 9000" out=bench/RESULTS.md profdir="" queues=1
 while (($#)); do
 	case $1 in
 	--runs) runs=$2; shift 2 ;;
 	--seconds) seconds=$2; shift 2 ;;
 	--quick) runs=1 seconds=2 pings=50 bpings=200; shift ;;
 	--mtu) mtus=${2/both/1500 9000}; shift 2 ;;
+	--queues) queues=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	--cpuprofile) profdir=$2; shift 2 ;;
-	-h | --help) sed -n '2,46p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,48p' "$0"; exit 0 ;;
 	*) echo "bench: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
 [[ $runs =~ ^[1-9][0-9]*$ && $seconds =~ ^[1-9][0-9]*$ ]] || { echo "bench: --runs and --seconds take positive integers" >&2; exit 2; }
+[[ $queues =~ ^([1-9]|1[0-6])$ ]] || { echo "bench: --queues takes 1 to 16" >&2; exit 2; }
 for m in $mtus; do [[ $m == 1500 || $m == 9000 ]] || { echo "bench: --mtu takes 1500, 9000 or both" >&2; exit 2; }; done
 if [[ $(id -u) -ne 0 ]]; then
 	echo "bench: must run as root (it makes network namespaces, TAP and VXLAN devices)" >&2
@@ -151,7 +155,7 @@ setup() {
 			bp=""
 			((k == 1)) && bp="busy_poll: 1ms, "
 			cat >"$work/host$i-$k.yaml" <<-EOF
-				node: {name: bench$i-$k, lid: $((0x10 + 0x10 * k + i)), listen: "10.201.0.$i:$((4793 + k))", ${bp}underlay_interface: $dev}
+				node: {name: bench$i-$k, lid: $((0x10 + 0x10 * k + i)), listen: "10.201.0.$i:$((4793 + k))", ${bp}queues: $queues, underlay_interface: $dev}
 				peers:
 				  - {lid: $((0x10 + 0x10 * k + peer)), address: "10.201.0.$peer:$((4793 + k))", name: bench$peer-$k}
 				multicast:
@@ -339,7 +343,7 @@ result=$(
 	echo "Written by \`scripts/bench.sh\` (started $started; $runs round(s) of ${seconds}-second iperf3 tests"
 	echo "and $bpings back-to-back + $pings spaced pings, paths interleaved, medians). $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//');"
 	echo "kernel $(uname -r); vnicd's SIMD paths here: $simd. Load average before $load0, after $load1;"
-	echo "CPU time stolen by the hypervisor during the run: $stolen. TCP congestion control: $cc. Both hosts, both iperf3 ends"
+	echo "CPU time stolen by the hypervisor during the run: $stolen. TCP congestion control: $cc. vnicd's node.queues: $queues. Both hosts, both iperf3 ends"
 	echo "and both daemons share the machine, so every figure is CPU-bound; ratios hold better than absolute"
 	echo "figures. Ratios in parentheses are to kernel VXLAN (for ping and CPU, lower is better)."
 	echo "$tables"

@@ -35,6 +35,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/internal/envexpand"
 	"github.com/opavnic/opavnic/vema"
 )
@@ -106,6 +107,10 @@ type NodeConfig struct {
 	// BusyPoll is the data plane's busy-poll window (Engine.SetBusyPoll);
 	// 0, the default, is off.
 	BusyPoll time.Duration
+	// Queues is how many queues the data plane has (1..hfi.MaxQueues; 1 by
+	// default): a poll loop each, with its own UDP socket of the HFI's
+	// address and its own fd of every multiqueue TAP (Engine.EnableQueues).
+	Queues int
 	// UnderlayInterface names the interface whose MTU the daemon checks; ""
 	// means the one that routes to the first peer.
 	UnderlayInterface string
@@ -279,6 +284,7 @@ type rawNode struct {
 	SubnetPrefix      leaf `yaml:"subnet_prefix"`
 	VerifyICRC        leaf `yaml:"verify_icrc"`
 	BusyPoll          leaf `yaml:"busy_poll"`
+	Queues            leaf `yaml:"queues"`
 	UnderlayInterface leaf `yaml:"underlay_interface"`
 	FabricManager     leaf `yaml:"fabric_manager"`
 	FMLID             leaf `yaml:"fm_lid"`
@@ -782,6 +788,7 @@ func (c *checker) buildNode(r *rawNode) NodeConfig {
 			n.BusyPoll = d
 		}
 	}
+	n.Queues = int(c.ranged(r.Queues, "node.queues", 1, hfi.MaxQueues, 1, false))
 	if s, _ := c.text(r.UnderlayInterface, "node.underlay_interface"); s != "" {
 		if err := checkIfName(s); err != nil {
 			c.failf("node.underlay_interface", r.UnderlayInterface, "%q: %v", s, err)
@@ -1346,6 +1353,7 @@ func (c *Config) Marshal() ([]byte, error) {
 			"subnet_prefix", str(formatSubnetPrefix(c.Node.SubnetPrefix)),
 			"verify_icrc", scalar("!!bool", strconv.FormatBool(c.Node.VerifyICRC)),
 			"busy_poll", str(c.Node.BusyPoll.String()),
+			"queues", num(uint64(max(c.Node.Queues, 1))),
 			"underlay_interface", str(c.Node.UnderlayInterface),
 		),
 		"peers", c.marshalPeers(),

@@ -89,6 +89,9 @@ func TestParseConfigErrors(t *testing.T) {
 		{"busy_poll negative", "node: {name: a, lid: 1, busy_poll: -1ms}", "node.busy_poll", "0 (off) to 1s"},
 		{"busy_poll too long", "node: {name: a, lid: 1, busy_poll: 2s}", "node.busy_poll", "0 (off) to 1s"},
 		{"busy_poll a list", "node: {name: a, lid: 1, busy_poll: [1ms]}", "node.busy_poll", "single value"},
+		{"queues zero", "node: {name: a, lid: 1, queues: 0}", "node.queues", "out of range 1..16"},
+		{"queues too many", "node: {name: a, lid: 1, queues: 17}", "node.queues", "out of range 1..16"},
+		{"queues text", "node: {name: a, lid: 1, queues: two}", "node.queues", "not an integer"},
 		{"underlay bad", `node: {name: a, lid: 1, underlay_interface: "a/b"}`, "node.underlay_interface", "'/'"},
 
 		// peers
@@ -767,6 +770,15 @@ netdevs:
 			want, _ := time.ParseDuration(in)
 			if c.Node.BusyPoll != want {
 				t.Errorf("busy_poll %s = %v, want %v", in, c.Node.BusyPoll, want)
+			}
+			roundTrip(t, c, noEnv)
+		}
+	})
+	t.Run("queues", func(t *testing.T) {
+		for in, want := range map[string]int{"": 1, "queues: 1,": 1, "queues: 2,": 2, "queues: 16,": 16} {
+			c := mustParse(t, "node: {name: a, "+in+" lid: 1}")
+			if c.Node.Queues != want {
+				t.Errorf("%q: queues = %d, want %d", in, c.Node.Queues, want)
 			}
 			roundTrip(t, c, noEnv)
 		}

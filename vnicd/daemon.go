@@ -46,13 +46,20 @@ func NewDaemon(cfg *Config, newDevice DeviceFactory, log *zap.Logger) (_ *Daemon
 		log = zap.NewNop()
 	}
 	log = log.With(zap.String("node", cfg.Node.Name), zap.Stringer("lid", cfg.Node.LID))
-	tr, err := hfi.ListenUDP(cfg.Node.Listen, 0)
+	qs, err := hfi.ListenUDPQueues(cfg.Node.Listen, 0, cfg.Node.Queues)
 	if err != nil {
 		return nil, err
 	}
+	tr := qs[0]
+	more := make([]hfi.PollTransport, 0, len(qs)-1)
+	for _, q := range qs[1:] {
+		more = append(more, q)
+	}
 	defer func() {
 		if err != nil {
-			tr.Close()
+			for _, q := range qs {
+				q.Close()
+			}
 		}
 	}()
 	h := hfi.New(tr, hfi.Config{LID: cfg.Node.LID.To16B(), VerifyICRC: cfg.Node.VerifyICRC})
@@ -76,14 +83,24 @@ func NewDaemon(cfg *Config, newDevice DeviceFactory, log *zap.Logger) (_ *Daemon
 			d.engine.Close()
 		}
 	}()
-	if err := d.engine.EnablePolling(); err != nil {
+	if n := len(qs); n > 1 && runtime.GOMAXPROCS(0) <= n {
+		// Each loop keeps its P while traffic flows (pollLoop.wait); one
+		// more is for the rest of vnicd.
+		log.Info("GOMAXPROCS raised for the data plane's queues", zap.Int("gomaxprocs", n+1), zap.Int("queues", n))
+		runtime.GOMAXPROCS(n + 1)
+	}
+	if err := d.engine.EnableQueues(more); err != nil {
 		log.Warn("the data plane runs a goroutine per port and direction", zap.Error(err))
+		for _, q := range qs[1:] {
+			q.Close() // so that the queue group steers every datagram to the first
+		}
 	}
 	if bp := cfg.Node.BusyPoll; bp > 0 {
 		if err := d.engine.SetBusyPoll(bp); err != nil {
 			log.Warn("node.busy_poll is not in effect", zap.Error(err))
 		} else if d.engine.BusyPoll() != bp {
-			log.Warn("node.busy_poll is not in effect: it needs GOMAXPROCS >= 2", zap.Int("gomaxprocs", runtime.GOMAXPROCS(0)))
+			log.Warn("node.busy_poll is not in effect: it needs GOMAXPROCS > node.queues",
+				zap.Int("gomaxprocs", runtime.GOMAXPROCS(0)), zap.Int("queues", d.engine.Queues()))
 		}
 	}
 	mc := cfg.MgmtConfig()
@@ -360,6 +377,11 @@ func (d *Daemon) registerControl() {
 			hfi.CounterValue{Name: "mgmt_untrusted", Value: d.mgmt.Untrusted.Load()},
 			hfi.CounterValue{Name: "mgmt_bad", Value: d.mgmt.Bad.Load()},
 			hfi.CounterValue{Name: "busy_polls_idle", Value: d.engine.BusyPolls()})
+		for i, q := range d.engine.QueueCounters() {
+			cs = append(cs,
+				hfi.CounterValue{Name: fmt.Sprintf("queue%d_rx_packets", i), Value: q.RxPackets},
+				hfi.CounterValue{Name: fmt.Sprintf("queue%d_tx_frames", i), Value: q.TxFrames})
+		}
 		lid := encap.LIDFrom16B(d.hfi.LID())
 		return HFIStatus{
 			Node: d.cfg.Node.Name, LID: lid.String(), Extended: lid.IsExtended(), State: d.hfi.State().String(),

@@ -21,6 +21,8 @@ import (
 // The data plane's poll loop: one goroutine does all of a node's per-packet
 // work, both directions, for the UDP transport and every TAP. It waits in
 // epoll_wait on its own epoll set and reads every ready fd without waiting.
+// With node.queues above 1 there is such a loop per queue, each with its own
+// UDP socket and its own fd of every TAP (dataPlane).
 //
 // With a goroutine per direction and port parked in the runtime's poller,
 // every packet that crossed a daemon was two or three hand-offs between
@@ -65,10 +67,18 @@ const (
 // engine's poll loop has stopped.
 var ErrDataPlaneStopped = errors.New("vnicd: the data plane has stopped")
 
-// pollDevice is a Device the poll loop can drive (TAP).
+// pollDevice is a Device, or a queue of one, the poll loop can drive (TAP,
+// TAPQueue).
 type pollDevice interface {
 	TryRead(bufs [][]byte, sizes []int, offset int) (int, error)
+	Write(bufs [][]byte, offset int) (int, error)
 	Control(f func(fd uintptr)) error
+}
+
+// queuedDevice is a pollDevice with more queues (a multiqueue TAP).
+type queuedDevice interface {
+	Queues() int
+	Queue(i int) *TAPQueue
 }
 
 // Tags of the poll loop's epoll events; a port's is its vport index.
@@ -77,12 +87,15 @@ const (
 	pollTagWake = -2
 )
 
-// dataPlane is an engine's poll loop and its epoll set.
+// dataPlane is an engine's poll loops, one per queue: loop i reads the
+// HFI's queue i (hfi.ListenUDPQueues) and every port's TAP queue i, and
+// writes what it receives to TAP queue i. The kernel keeps a flow on one
+// TAP queue and the queue group keeps its packets on one socket, so a flow
+// is carried by one loop on each host, in order. With one queue, there is
+// one loop on the HFI's own transport and the TAPs' single fds.
 type dataPlane struct {
-	e    *Engine
-	rx   *hfi.RxPoller
-	ep   int // epoll fd
-	wake int // eventfd: a control change or stop
+	e     *Engine
+	loops []*pollLoop
 
 	mu      sync.Mutex // fds' lifetime: add, remove, close
 	closed  bool
@@ -90,11 +103,46 @@ type dataPlane struct {
 	done    chan struct{} // closed when run returns
 	stopped atomic.Bool
 
-	ports   atomic.Pointer[polledPorts]
-	rawWait bool // the loop's
+	ports atomic.Pointer[polledPorts]
 
-	busyPoll  atomic.Int64  // SetBusyPoll, in ns; 0 = off
+	busyPoll atomic.Int64 // SetBusyPoll, in ns; 0 = off
+}
+
+// pollLoop is one queue's loop and its epoll set.
+type pollLoop struct {
+	dp      *dataPlane
+	q       int // queue index
+	rx      *hfi.RxPoller
+	tr      hfi.PollTransport // the queue's transport
+	ep      int               // epoll fd
+	wake    int               // eventfd: a control change or stop
+	rawWait bool              // the loop's
+
 	busyPolls atomic.Uint64 // polls of the busy-poll window that found nothing
+	rxPackets atomic.Uint64 // datagrams read from the queue's transport
+	txFrames  atomic.Uint64 // frames read from the ports' device queues
+}
+
+// QueueCounters are one data-plane queue's counts.
+type QueueCounters struct {
+	// RxPackets counts the datagrams the queue's loop read from its UDP
+	// socket, TxFrames the frames it read from its queue of every port's
+	// device (TAP queue), before the checks that may drop them.
+	RxPackets, TxFrames uint64
+}
+
+// QueueCounters returns each data-plane queue's counts, queue 0 first; nil
+// without the poll loop.
+func (e *Engine) QueueCounters() []QueueCounters {
+	dp := e.dataPlane()
+	if dp == nil {
+		return nil
+	}
+	out := make([]QueueCounters, len(dp.loops))
+	for i, l := range dp.loops {
+		out[i] = QueueCounters{RxPackets: l.rxPackets.Load(), TxFrames: l.txFrames.Load()}
+	}
+	return out
 }
 
 // polledPorts is the loop's port set, immutable once built.
@@ -107,19 +155,52 @@ type polledPorts struct {
 // instead of a goroutine per port and direction, when the HFI's transport
 // can be polled. It must be called before the first port is created. An
 // error leaves the engine as it was.
-func (e *Engine) EnablePolling() error {
+func (e *Engine) EnablePolling() error { return e.EnableQueues(nil) }
+
+// EnableQueues is EnablePolling with a loop per queue: the HFI's transport
+// is queue 0, and more are further queues of its port, in the order of the
+// queue group (hfi.ListenUDPQueues), which the engine closes when its data
+// plane stops (on an error they stay the caller's). Each port's device then
+// gets as many queues (a multiqueue TAP) as there are loops.
+func (e *Engine) EnableQueues(more []hfi.PollTransport) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if len(e.ports) > 0 {
 		return errors.New("vnicd: EnablePolling after ports were created")
 	}
 	if e.dp != nil {
+		if len(more) > 0 {
+			return errors.New("vnicd: EnableQueues: the data plane's queues are already set")
+		}
 		return nil
 	}
-	rx := e.hfi.NewRxPoller()
-	if rx == nil {
+	tr, ok := e.hfi.Transport().(hfi.PollTransport)
+	if !ok {
 		return errors.New("vnicd: the HFI's transport cannot be polled")
 	}
+	dp := &dataPlane{e: e, done: make(chan struct{})}
+	dp.ports.Store(&polledPorts{})
+	for i, tr := range append([]hfi.PollTransport{tr}, more...) {
+		l := &pollLoop{dp: dp, q: i, tr: tr}
+		if i == 0 { // the HFI's registered receivers: the engine (rx0), management
+			l.rx = e.hfi.NewRxPoller()
+		} else {
+			rx := &queueRx{e: e, q: i}
+			l.rx = e.hfi.NewQueueRxPoller(tr, map[uint8]hfi.Receiver{encap.L4Ethernet: rx})
+		}
+		if err := l.open(); err != nil {
+			dp.close()
+			return err
+		}
+		dp.loops = append(dp.loops, l)
+	}
+	e.dp = dp
+	return nil
+}
+
+// open makes the loop's epoll set, with its wake-up eventfd and its
+// transport in it.
+func (l *pollLoop) open() error {
 	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return fmt.Errorf("vnicd: epoll_create1: %w", err)
@@ -129,21 +210,30 @@ func (e *Engine) EnablePolling() error {
 		unix.Close(ep)
 		return fmt.Errorf("vnicd: eventfd: %w", err)
 	}
-	dp := &dataPlane{e: e, rx: rx, ep: ep, wake: wake, done: make(chan struct{})}
-	dp.ports.Store(&polledPorts{})
+	l.ep, l.wake = ep, wake
 	err = unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, wake, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: pollTagWake})
 	if err == nil {
-		cerr := rx.Control(func(fd uintptr) {
+		cerr := l.rx.Control(func(fd uintptr) {
 			err = unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, int(fd), &unix.EpollEvent{Events: unix.EPOLLIN, Fd: pollTagUDP})
 		})
 		err = errors.Join(err, cerr)
 	}
 	if err != nil {
-		dp.close()
+		unix.Close(ep)
+		unix.Close(wake)
+		l.ep = -1
 		return fmt.Errorf("vnicd: epoll_ctl: %w", err)
 	}
-	e.dp = dp
 	return nil
+}
+
+// Queues returns how many poll loops (queues) the engine's data plane has:
+// 0 without the poll loop.
+func (e *Engine) Queues() int {
+	if dp := e.dataPlane(); dp != nil {
+		return len(dp.loops)
+	}
+	return 0
 }
 
 // Polling reports whether the engine's data plane is the poll loop.
@@ -168,9 +258,11 @@ const MaxBusyPoll = time.Second
 // the loop's thread, which on this kind of VM costs tens of microseconds a
 // hop (a ping crosses four such hops), at the price of CPU time spent
 // polling: up to d after every burst, all of it while traffic keeps coming
-// more often than every d. It takes effect at the loop's next wait; it
-// needs the poll loop (EnablePolling) and GOMAXPROCS >= 2 (with one P the
-// loop must give the P back to sleep, and is never busy-polled).
+// more often than every d. Each queue's loop busy-polls after its own
+// traffic. It takes effect at the loops' next wait; it needs the poll loop
+// (EnablePolling) and more Ps than loops, GOMAXPROCS >= queues + 1 (without
+// a P to spare a loop must give its P back to sleep, and is never
+// busy-polled).
 func (e *Engine) SetBusyPoll(d time.Duration) error {
 	if d < 0 || d > MaxBusyPoll {
 		return fmt.Errorf("vnicd: busy-poll window %v: must be 0 (off) to %v", d, MaxBusyPoll)
@@ -187,23 +279,27 @@ func (e *Engine) SetBusyPoll(d time.Duration) error {
 }
 
 // BusyPoll returns the busy-poll window in effect: SetBusyPoll's, or 0
-// when the engine has no poll loop or GOMAXPROCS < 2.
+// when the engine has no poll loop or no P to spare (GOMAXPROCS <= queues).
 func (e *Engine) BusyPoll() time.Duration {
 	dp := e.dataPlane()
-	if dp == nil || runtime.GOMAXPROCS(0) < 2 {
+	if dp == nil || !dp.loops[0].canRawWait() {
 		return 0
 	}
 	return time.Duration(dp.busyPoll.Load())
 }
 
-// BusyPolls returns how many times the loop polled in its busy-poll window
-// and found nothing (each such poll also yields the CPU once).
+// BusyPolls returns how many times the loops polled in their busy-poll
+// window and found nothing (each such poll also yields the CPU once).
 func (e *Engine) BusyPolls() uint64 {
 	dp := e.dataPlane()
 	if dp == nil {
 		return 0
 	}
-	return dp.busyPolls.Load()
+	var n uint64
+	for _, l := range dp.loops {
+		n += l.busyPolls.Load()
+	}
+	return n
 }
 
 // RunDataPlane runs the data plane until ctx is done: the poll loop when
@@ -214,21 +310,30 @@ func (e *Engine) RunDataPlane(ctx context.Context) error {
 	if dp == nil {
 		return e.hfi.Run(ctx)
 	}
-	defer e.hfi.Transport().Close()
+	defer func() {
+		for _, l := range dp.loops {
+			l.tr.Close()
+		}
+	}()
 	return dp.run(ctx)
 }
 
-// add puts a port's device (p.pd) in the loop.
+// add puts a port's device queues (p.pq) in the loops.
 func (dp *dataPlane) add(p *Port) error {
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
 	if dp.closed {
 		return ErrDataPlaneStopped
 	}
-	p.tx = newTxState(p.dev.BatchSize(), p.st.Load().maxFrame)
-	p.txReady = true // frames may be queued already
-	if err := dp.ctl(p, unix.EPOLL_CTL_ADD, unix.EPOLLIN); err != nil {
-		return fmt.Errorf("vnicd: vport %d: epoll_ctl: %w", p.vport, err)
+	for i, pq := range p.pq {
+		pq.tx = newTxState(p.dev.BatchSize(), p.st.Load().maxFrame)
+		pq.txReady = true // frames may be queued already
+		if err := dp.loops[i].ctl(p, pq, unix.EPOLL_CTL_ADD, unix.EPOLLIN); err != nil {
+			for _, l := range dp.loops[:i] {
+				_ = l.ctl(p, p.pq[l.q], unix.EPOLL_CTL_DEL, 0)
+			}
+			return fmt.Errorf("vnicd: vport %d: queue %d: epoll_ctl: %w", p.vport, i, err)
+		}
 	}
 	old := dp.ports.Load()
 	n := &polledPorts{list: append(append([]*Port(nil), old.list...), p), byVPort: old.byVPort}
@@ -238,7 +343,7 @@ func (dp *dataPlane) add(p *Port) error {
 	return nil
 }
 
-// remove takes a port out of the loop before its device closes. The loop
+// remove takes a port out of the loops before its device closes. A loop
 // may still be in the middle of a batch of it: a closed device's reads and
 // writes fail and are counted as the port's.
 func (dp *dataPlane) remove(p *Port) {
@@ -256,16 +361,18 @@ func (dp *dataPlane) remove(p *Port) {
 	}
 	dp.ports.Store(n)
 	if !dp.closed {
-		_ = dp.ctl(p, unix.EPOLL_CTL_DEL, 0)
+		for i, pq := range p.pq {
+			_ = dp.loops[i].ctl(p, pq, unix.EPOLL_CTL_DEL, 0)
+		}
 	}
 }
 
-// ctl adds, changes (events) or deletes p's device in the loop's epoll set,
-// tagged with its vport; dp.mu is held.
-func (dp *dataPlane) ctl(p *Port, op int, events uint32) error {
+// ctl adds, changes (events) or deletes p's device queue pq in the loop's
+// epoll set, tagged with its vport; dp.mu is held.
+func (l *pollLoop) ctl(p *Port, pq *portQueue, op int, events uint32) error {
 	var err error
-	cerr := p.pd.Control(func(fd uintptr) {
-		err = unix.EpollCtl(dp.ep, op, int(fd), &unix.EpollEvent{Events: events, Fd: int32(p.vport)})
+	cerr := pq.dev.Control(func(fd uintptr) {
+		err = unix.EpollCtl(l.ep, op, int(fd), &unix.EpollEvent{Events: events, Fd: int32(p.vport)})
 	})
 	return errors.Join(err, cerr)
 }
@@ -277,11 +384,13 @@ func (dp *dataPlane) isClosed() bool {
 	return dp.closed
 }
 
-// kickLocked wakes the loop; dp.mu is held.
+// kickLocked wakes the loops; dp.mu is held.
 func (dp *dataPlane) kickLocked() {
 	if !dp.closed {
 		var one = [8]byte{1}
-		_, _ = unix.Write(dp.wake, one[:])
+		for _, l := range dp.loops {
+			_, _ = unix.Write(l.wake, one[:])
+		}
 	}
 }
 
@@ -307,16 +416,16 @@ func (dp *dataPlane) close() {
 		return
 	}
 	dp.closed = true
-	unix.Close(dp.ep)
-	unix.Close(dp.wake)
+	for _, l := range dp.loops {
+		if l.ep >= 0 {
+			unix.Close(l.ep)
+			unix.Close(l.wake)
+		}
+	}
 }
 
-// run is the loop. Each round reads one batch from every ready source: the
-// transport (its datagrams go to their ports' TAPs, in hfi.ReceiveBatch)
-// and each port's TAP (its frames go out wrapped). A source is ready when
-// epoll said so or its last batch was full; when none is, the loop waits.
-// The epoll set is level-triggered, so a source misjudged empty is seen
-// again at once.
+// run runs the loops, the first in the calling goroutine, until ctx is done
+// or one of them fails; it returns the first error.
 func (dp *dataPlane) run(ctx context.Context) error {
 	dp.mu.Lock()
 	if dp.started {
@@ -340,8 +449,49 @@ func (dp *dataPlane) run(ctx context.Context) error {
 	})
 	defer stopKick()
 
-	dp.rawWait = runtime.GOMAXPROCS(0) >= 2
-	s := dp.e.hfi.NewSender()
+	errs := make(chan error, len(dp.loops))
+	for _, l := range dp.loops[1:] {
+		go func() { errs <- l.runStopAll(ctx) }()
+	}
+	err := dp.loops[0].runStopAll(ctx)
+	for range dp.loops[1:] {
+		if e := <-errs; err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// runStopAll runs the loop and, if it fails, stops the others.
+func (l *pollLoop) runStopAll(ctx context.Context) error {
+	err := l.run(ctx)
+	if err != nil {
+		dp := l.dp
+		dp.stopped.Store(true)
+		dp.mu.Lock()
+		dp.kickLocked()
+		dp.mu.Unlock()
+		if len(dp.loops) > 1 {
+			err = fmt.Errorf("queue %d: %w", l.q, err)
+		}
+	}
+	return err
+}
+
+// canRawWait reports whether the loops may wait holding their P (wait):
+// with a P to spare for the rest of vnicd.
+func (l *pollLoop) canRawWait() bool { return runtime.GOMAXPROCS(0) > len(l.dp.loops) }
+
+// run is the loop. Each round reads one batch from every ready source: the
+// transport (its datagrams go to their ports' TAPs, in hfi.ReceiveBatch)
+// and each port's TAP (its frames go out wrapped). A source is ready when
+// epoll said so or its last batch was full; when none is, the loop waits.
+// The epoll set is level-triggered, so a source misjudged empty is seen
+// again at once.
+func (l *pollLoop) run(ctx context.Context) error {
+	dp := l.dp
+	l.rawWait = l.canRawWait()
+	s := dp.e.hfi.NewQueueSender(l.tr)
 	events := make([]unix.EpollEvent, 64)
 	var drain [8]byte
 	rxReady := true
@@ -354,7 +504,10 @@ func (dp *dataPlane) run(ctx context.Context) error {
 		ports := dp.ports.Load()
 		busy := false
 		if rxReady {
-			full, err := dp.rx.Poll()
+			k, full, err := l.rx.Poll()
+			if k > 0 {
+				l.rxPackets.Add(uint64(k))
+			}
 			if err != nil {
 				if errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrClosed) || ctx.Err() != nil {
 					return nil
@@ -365,7 +518,7 @@ func (dp *dataPlane) run(ctx context.Context) error {
 			busy = full
 		}
 		for _, p := range ports.list {
-			if p.txReady && dp.txPoll(p, s) {
+			if l.q < len(p.pq) && p.pq[l.q].txReady && l.txPoll(p, p.pq[l.q], s) {
 				busy = true
 			}
 		}
@@ -375,10 +528,10 @@ func (dp *dataPlane) run(ctx context.Context) error {
 		quiet := time.Since(lastBusy)
 		var n int
 		var err error
-		if bp := time.Duration(dp.busyPoll.Load()); bp > 0 && quiet < bp && dp.rawWait {
-			n, err = dp.poll(events)
+		if bp := time.Duration(dp.busyPoll.Load()); bp > 0 && quiet < bp && l.rawWait {
+			n, err = l.poll(events)
 		} else {
-			n, err = dp.wait(events, quiet >= idleAfter)
+			n, err = l.wait(events, quiet >= idleAfter)
 		}
 		if n > 0 {
 			lastBusy = time.Now()
@@ -395,10 +548,10 @@ func (dp *dataPlane) run(ctx context.Context) error {
 			case pollTagUDP:
 				rxReady = true
 			case pollTagWake:
-				_, _ = unix.Read(dp.wake, drain[:])
+				_, _ = unix.Read(l.wake, drain[:])
 			default:
-				if p := ports.byVPort[uint8(ev.Fd)]; p != nil && ev.Fd >= 0 && ev.Fd < 256 {
-					p.txReady = true
+				if p := ports.byVPort[uint8(ev.Fd)]; p != nil && ev.Fd >= 0 && ev.Fd < 256 && l.q < len(p.pq) {
+					p.pq[l.q].txReady = true
 				}
 			}
 		}
@@ -406,45 +559,48 @@ func (dp *dataPlane) run(ctx context.Context) error {
 	return nil
 }
 
-// txPoll reads one batch from p's device and sends it; it reports whether
-// the batch was full (more may be queued). A read error that is not the
-// device closing is counted and the device is left alone for a while
+// txPoll reads one batch from p's device queue pq and sends it; it reports
+// whether the batch was full (more may be queued). A read error that is not
+// the device closing is counted and the queue is left alone for a while
 // (epoll would report it again and again).
-func (dp *dataPlane) txPoll(p *Port, s *hfi.Sender) bool {
-	p.tx = p.txBuffers(p.tx)
-	tx := p.tx
-	n, err := p.pd.TryRead(tx.bufs, tx.sizes, encap.Headroom)
+func (l *pollLoop) txPoll(p *Port, pq *portQueue, s *hfi.Sender) bool {
+	pq.tx = p.txBuffers(pq.tx)
+	tx := pq.tx
+	n, err := pq.dev.TryRead(tx.bufs, tx.sizes, encap.Headroom)
 	if n > 0 {
+		l.txFrames.Add(uint64(n))
 		p.transmit(tx, n, s)
 	}
 	if err != nil && n == 0 {
-		p.txReady = false
+		pq.txReady = false
 		if p.closing.Load() || isClosed(err) {
 			return false
 		}
 		p.Counters.TxFifoErrors.Add(1)
-		dp.pause(p)
+		l.pause(p, pq)
 		return false
 	}
-	p.txReady = n == len(tx.bufs)
-	return p.txReady
+	pq.txReady = n == len(tx.bufs)
+	return pq.txReady
 }
 
-// pause takes p's device out of the epoll set for readErrorBackoff.
-func (dp *dataPlane) pause(p *Port) {
+// pause takes p's device queue pq out of the loop's epoll set for
+// readErrorBackoff.
+func (l *pollLoop) pause(p *Port, pq *portQueue) {
+	dp := l.dp
 	dp.mu.Lock()
 	defer dp.mu.Unlock()
 	if dp.closed {
 		return
 	}
-	_ = dp.ctl(p, unix.EPOLL_CTL_MOD, 0)
+	_ = l.ctl(p, pq, unix.EPOLL_CTL_MOD, 0)
 	time.AfterFunc(readErrorBackoff, func() {
 		dp.mu.Lock()
 		defer dp.mu.Unlock()
 		if dp.closed || p.closing.Load() {
 			return
 		}
-		_ = dp.ctl(p, unix.EPOLL_CTL_MOD, unix.EPOLLIN)
+		_ = l.ctl(p, pq, unix.EPOLL_CTL_MOD, unix.EPOLLIN)
 	})
 }
 
@@ -452,17 +608,18 @@ func (dp *dataPlane) pause(p *Port) {
 // now, without waiting; when none is, the thread yields its CPU (a raw
 // sched_yield: it keeps the loop's P) so that a thread the loop's last
 // frame woke (an iperf3, a ping) runs at once on this CPU.
-func (dp *dataPlane) poll(events []unix.EpollEvent) (int, error) {
-	n, err := dp.rawEpollWait(events, 0)
+func (l *pollLoop) poll(events []unix.EpollEvent) (int, error) {
+	n, err := l.rawEpollWait(events, 0)
 	if n == 0 && err == nil {
-		dp.busyPolls.Add(1)
+		l.busyPolls.Add(1)
 		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 	}
 	return n, err
 }
 
 // wait waits for the loop's fds. While traffic flows, with a P to spare
-// (GOMAXPROCS >= 2), it waits in a raw epoll_wait, which keeps the loop's P.
+// (GOMAXPROCS > queues, canRawWait), it waits in a raw epoll_wait, which
+// keeps the loop's P.
 // A wait through the runtime's system-call path gives the P back after a
 // while, and taking it again on waking costs a thread switch and futex and
 // nanosleep calls of the scheduler (measured, one run each: ping average
@@ -474,17 +631,17 @@ func (dp *dataPlane) poll(events []unix.EpollEvent) (int, error) {
 // or one with no P to spare, waits the ordinary way and without a time
 // limit, so that an idle vnicd does not wake up every few milliseconds and
 // the rest of vnicd can run.
-func (dp *dataPlane) wait(events []unix.EpollEvent, idle bool) (int, error) {
-	if idle || !dp.rawWait {
-		return unix.EpollWait(dp.ep, events, -1)
+func (l *pollLoop) wait(events []unix.EpollEvent, idle bool) (int, error) {
+	if idle || !l.rawWait {
+		return unix.EpollWait(l.ep, events, -1)
 	}
-	return dp.rawEpollWait(events, pollWaitMs)
+	return l.rawEpollWait(events, pollWaitMs)
 }
 
 // rawEpollWait is epoll_wait for at most ms milliseconds as a raw system call,
 // which keeps the loop's P (wait).
-func (dp *dataPlane) rawEpollWait(events []unix.EpollEvent, ms int) (int, error) {
-	r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(dp.ep), uintptr(unsafe.Pointer(&events[0])),
+func (l *pollLoop) rawEpollWait(events []unix.EpollEvent, ms int) (int, error) {
+	r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.ep), uintptr(unsafe.Pointer(&events[0])),
 		uintptr(len(events)), uintptr(ms), 0, 0)
 	if e != 0 {
 		return 0, e

@@ -31,16 +31,34 @@ type pollHost struct {
 	stop   context.CancelFunc
 }
 
-func newPollHost(t testing.TB, suffix string) *pollHost {
+func newPollHost(t testing.TB, suffix string) *pollHost { return newQueuedHost(t, suffix, 1) }
+
+// newQueuedHost is newPollHost with a data plane of queues queues (a queue
+// group on loopback, multiqueue TAPs).
+func newQueuedHost(t testing.TB, suffix string, queues int) *pollHost {
 	t.Helper()
-	tr, err := hfi.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), 0)
+	return newQueuedHostWith(t, suffix, queues, vnicd.TAPFactory(nil))
+}
+
+// newQueuedHostWith is newQueuedHost with the ports' devices made by
+// factory.
+func newQueuedHostWith(t testing.TB, suffix string, queues int, factory vnicd.DeviceFactory) *pollHost {
+	t.Helper()
+	qs, err := hfi.ListenUDPQueues(netip.MustParseAddrPort("127.0.0.1:0"), 0, queues)
 	if err != nil {
 		t.Fatal(err)
 	}
+	tr := qs[0]
+	var more []hfi.PollTransport
+	for _, q := range qs[1:] {
+		more = append(more, q)
+	}
 	h := hfi.New(tr, hfi.Config{VerifyICRC: true})
-	e := vnicd.NewEngine(h, vnicd.TAPFactory(nil), nil)
-	if err := e.EnablePolling(); err != nil {
-		tr.Close()
+	e := vnicd.NewEngine(h, factory, nil)
+	if err := e.EnableQueues(more); err != nil {
+		for _, q := range qs {
+			q.Close()
+		}
 		t.Fatal(err)
 	}
 	if !e.Polling() {
@@ -89,8 +107,19 @@ const lidA, lidB = 0x10, 0xC001
 // newPollPair makes two poll hosts, lidA and lidB, each with the other in
 // its directory.
 func newPollPair(t testing.TB, suffixA, suffixB string) (a, b *pollHost) {
+	return newQueuedPair(t, suffixA, suffixB, 1)
+}
+
+// newQueuedPair is newPollPair with queues queues on each host.
+func newQueuedPair(t testing.TB, suffixA, suffixB string, queues int) (a, b *pollHost) {
 	t.Helper()
-	a, b = newPollHost(t, suffixA), newPollHost(t, suffixB)
+	return pairUp(t, newQueuedHost(t, suffixA, queues), newQueuedHost(t, suffixB, queues))
+}
+
+// pairUp gives a and b LIDs lidA and lidB and each the other in its
+// directory.
+func pairUp(t testing.TB, a, b *pollHost) (*pollHost, *pollHost) {
+	t.Helper()
 	dir, err := hfi.NewDirectory(map[uint32]netip.AddrPort{lidA: a.tr.LocalAddr(), lidB: b.tr.LocalAddr()},
 		map[uint32][]uint32{tMcast: {lidA, lidB}})
 	if err != nil {

@@ -29,6 +29,10 @@ type DeviceSpec struct {
 	// instead of a new one: a claimed port kept across a vnicd restart
 	// (claims.go). Netdev.Addresses are then not set.
 	Attach string
+	// Queues is how many queues the engine's data plane has (one poll loop
+	// each, Engine.EnableQueues): a device with as many (a multiqueue TAP)
+	// has each carried by its own loop. 1 for a single-queue data plane.
+	Queues int
 }
 
 // DeviceFactory makes the netdev of a new port. The real one opens a TAP;
@@ -65,8 +69,10 @@ type Engine struct {
 	ports map[uint8]*Port
 	rx    atomic.Pointer[rxTable]
 
-	// Receive-goroutine state.
-	dirty []*Port
+	// rx0 is the receive state of queue 0 (the HFI's registered receiver,
+	// Engine.Receive); each further queue's loop has its own
+	// (EnableQueues).
+	rx0 *queueRx
 
 	dp *dataPlane // the poll loop (EnablePolling), or nil; set before any port
 
@@ -100,6 +106,7 @@ func NewEngine(h *hfi.HFI, newDevice DeviceFactory, log *zap.Logger) *Engine {
 		ports:     make(map[uint8]*Port),
 	}
 	e.rx.Store(&rxTable{byVESW: map[encap.VESWID]*Port{}})
+	e.rx0 = &queueRx{e: e}
 	h.Register(encap.L4Ethernet, e)
 	return e
 }
@@ -160,7 +167,11 @@ func (e *Engine) SetPort(vport uint8, cfg PortConfig, nd NetdevConfig, macs []MA
 		if e.dp != nil && e.dp.isClosed() {
 			return fmt.Errorf("vnicd: vport %d: %w", vport, ErrDataPlaneStopped)
 		}
-		dev, err := e.newDevice(DeviceSpec{VPort: vport, VESW: vesw, MAC: cfg.Port.BaseMAC, MTU: int(cfg.VESW.EthMTU), Netdev: nd})
+		queues := 1
+		if e.dp != nil {
+			queues = len(e.dp.loops)
+		}
+		dev, err := e.newDevice(DeviceSpec{VPort: vport, VESW: vesw, MAC: cfg.Port.BaseMAC, MTU: int(cfg.VESW.EthMTU), Netdev: nd, Queues: queues})
 		if err != nil {
 			return fmt.Errorf("vnicd: vport %d: %w", vport, err)
 		}
@@ -169,7 +180,12 @@ func (e *Engine) SetPort(vport uint8, cfg PortConfig, nd NetdevConfig, macs []MA
 		p.linkUp.Store(true)
 		p.mtu.Store(int32(cfg.VESW.EthMTU))
 		if pd, ok := dev.(pollDevice); ok && e.dp != nil {
-			p.pd = pd
+			p.pq = []*portQueue{{dev: pd}}
+			if qd, ok := dev.(queuedDevice); ok {
+				for i := 1; i < min(qd.Queues(), queues); i++ {
+					p.pq = append(p.pq, &portQueue{dev: qd.Queue(i)})
+				}
+			}
 			if err := e.dp.add(p); err != nil {
 				dev.Close()
 				return err
@@ -183,7 +199,11 @@ func (e *Engine) SetPort(vport uint8, cfg PortConfig, nd NetdevConfig, macs []MA
 			e.watchLink(p, w)
 		}
 		e.log.Info("vnic port created", zap.Uint8("vnic", vport), zap.String("ifname", dev.Name()),
-			zap.Uint16("vesw", uint16(vesw)), zap.Stringer("pkey", cfg.VESW.PKey))
+			zap.Uint16("vesw", uint16(vesw)), zap.Stringer("pkey", cfg.VESW.PKey), zap.Int("queues", max(len(p.pq), 1)))
+		if len(p.pq) < queues && p.pq != nil {
+			e.log.Warn("the netdev has fewer queues than the data plane: the other loops write its received frames through its first queue",
+				zap.Uint8("vnic", vport), zap.Int("queues", len(p.pq)), zap.Int("loops", queues))
+		}
 	} else {
 		old := p.st.Load().cfg
 		p.st.Store(st)
@@ -272,7 +292,7 @@ func (e *Engine) DeletePort(vport uint8) error {
 
 func (e *Engine) closePort(p *Port) error {
 	p.closing.Store(true)
-	if p.pd != nil {
+	if p.pq != nil {
 		e.dp.remove(p)
 	}
 	err := p.dev.Close()
@@ -312,9 +332,31 @@ func (e *Engine) rebuildRx() {
 	e.rx.Store(t)
 }
 
-// Receive implements hfi.Receiver for L4 0x78: the kernel's per-port receive
-// checks, then the frame is queued for its TAP until Flush.
-func (e *Engine) Receive(pkt []byte, h encap.Header16B, _ netip.AddrPort) {
+// Receive implements hfi.Receiver for L4 0x78 on the HFI's own transport
+// (queue 0): the kernel's per-port receive checks, then the frame is queued
+// for its TAP until Flush.
+func (e *Engine) Receive(pkt []byte, h encap.Header16B, src netip.AddrPort) {
+	e.rx0.Receive(pkt, h, src)
+}
+
+// Flush implements hfi.Receiver: each port with frames writes them to its
+// TAP in one batch.
+func (e *Engine) Flush() { e.rx0.Flush() }
+
+// queueRx is the receive side of one queue: the VNIC packets its loop (or,
+// for queue 0 without one, the HFI's receive goroutine) reads, checked and
+// queued per port until Flush writes them to the port's device queue. It is
+// an hfi.Receiver, used by one goroutine.
+type queueRx struct {
+	e       *Engine
+	q       int
+	dirty   []*Port
+	pending [256][][]byte // by vport: frames of the current batch, aliasing HFI buffers
+}
+
+// Receive implements hfi.Receiver.
+func (r *queueRx) Receive(pkt []byte, h encap.Header16B, _ netip.AddrPort) {
+	e := r.e
 	frame, vesw, err := encap.VNICFrame(pkt)
 	if err != nil {
 		e.RxBadTail.Add(1)
@@ -361,19 +403,28 @@ func (e *Engine) Receive(pkt []byte, h encap.Header16B, _ netip.AddrPort) {
 	} else {
 		c.RxUntagged.Add(1)
 	}
-	if len(p.rxq) == 0 {
-		e.dirty = append(e.dirty, p)
+	q := &r.pending[p.vport]
+	if len(*q) == 0 {
+		r.dirty = append(r.dirty, p)
 	}
-	p.rxq = append(p.rxq, frame)
+	*q = append(*q, frame)
 }
 
 // Flush implements hfi.Receiver: each port with frames writes them to its
-// TAP in one batch.
-func (e *Engine) Flush() {
-	for _, p := range e.dirty {
+// device queue (its first one, or the device, if it has fewer queues than
+// the data plane) in one batch.
+func (r *queueRx) Flush() {
+	for _, p := range r.dirty {
+		var w interface {
+			Write(bufs [][]byte, offset int) (int, error)
+		} = p.dev
+		if r.q < len(p.pq) {
+			w = p.pq[r.q].dev
+		}
+		pending := &r.pending[p.vport]
 		// Write stops at a frame the device refuses: count it, go on.
-		for q := p.rxq; len(q) > 0 && !p.closing.Load(); {
-			n, err := p.dev.Write(q, 0)
+		for q := *pending; len(q) > 0 && !p.closing.Load(); {
+			n, err := w.Write(q, 0)
 			if err == nil {
 				break
 			}
@@ -384,11 +435,11 @@ func (e *Engine) Flush() {
 			p.Counters.RxFifoErrors.Add(1)
 			q = q[n+1:]
 		}
-		clear(p.rxq)
-		p.rxq = p.rxq[:0]
+		clear(*pending)
+		*pending = (*pending)[:0]
 	}
-	clear(e.dirty)
-	e.dirty = e.dirty[:0]
+	clear(r.dirty)
+	r.dirty = r.dirty[:0]
 }
 
 // isClosed reports errors that mean the device is gone.

@@ -221,8 +221,9 @@ func (d *Daemon) Collectors() []prometheus.Collector {
 // dataPlaneCollector exports the poll loop's busy polling: the window in
 // effect and the polls in it that found nothing, what busy polling costs.
 type dataPlaneCollector struct {
-	e             *Engine
-	window, polls *prometheus.Desc
+	e                        *Engine
+	window, polls            *prometheus.Desc
+	queues, queueRx, queueTx *prometheus.Desc
 }
 
 func newDataPlaneCollector(e *Engine, node string) *dataPlaneCollector {
@@ -233,6 +234,12 @@ func newDataPlaneCollector(e *Engine, node string) *dataPlaneCollector {
 			"The poll loop's busy-poll window in effect (node.busy_poll; 0 when off or when it cannot run).", nil, cl),
 		polls: prometheus.NewDesc("opavnic_dataplane_busy_polls_idle_total",
 			"Polls of the busy-poll window that found nothing (each also yields the CPU once).", nil, cl),
+		queues: prometheus.NewDesc("opavnic_dataplane_queues",
+			"The data plane's queues: one poll loop each (node.queues; 0 without the poll loop).", nil, cl),
+		queueRx: prometheus.NewDesc("opavnic_dataplane_queue_rx_packets_total",
+			"Datagrams a data-plane queue read from its UDP socket.", []string{"queue"}, cl),
+		queueTx: prometheus.NewDesc("opavnic_dataplane_queue_tx_frames_total",
+			"Frames a data-plane queue read from its queue of the ports' TAPs.", []string{"queue"}, cl),
 	}
 }
 
@@ -240,12 +247,22 @@ func newDataPlaneCollector(e *Engine, node string) *dataPlaneCollector {
 func (c *dataPlaneCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.window
 	ch <- c.polls
+	ch <- c.queues
+	ch <- c.queueRx
+	ch <- c.queueTx
 }
 
 // Collect implements prometheus.Collector.
 func (c *dataPlaneCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.window, prometheus.GaugeValue, c.e.BusyPoll().Seconds())
 	ch <- prometheus.MustNewConstMetric(c.polls, prometheus.CounterValue, float64(c.e.BusyPolls()))
+	qs := c.e.QueueCounters()
+	ch <- prometheus.MustNewConstMetric(c.queues, prometheus.GaugeValue, float64(len(qs)))
+	for i, q := range qs {
+		label := strconv.Itoa(i)
+		ch <- prometheus.MustNewConstMetric(c.queueRx, prometheus.CounterValue, float64(q.RxPackets), label)
+		ch <- prometheus.MustNewConstMetric(c.queueTx, prometheus.CounterValue, float64(q.TxFrames), label)
+	}
 }
 
 func b2f(b bool) float64 {

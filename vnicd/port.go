@@ -97,17 +97,13 @@ type Port struct {
 	// Counters are the port's counters, under the kernel's names.
 	Counters PortCounters
 
-	rxq     [][]byte // frames of the current receive batch, aliasing HFI buffers
 	txDone  chan struct{}
 	closing atomic.Bool
 
-	// pd is the device as the engine's poll loop drives it, set at creation
-	// when the loop carries the port (nil: txLoop does). The loop owns tx,
-	// the port's transmit buffers, and txReady, whether its device may have
-	// frames queued.
-	pd      pollDevice
-	tx      *txState
-	txReady bool
+	// pq are the device's queues as the engine's poll loops drive them, one
+	// per loop (fewer if the device has fewer), set at creation when the
+	// loops carry the port (nil: txLoop does).
+	pq []*portQueue
 
 	moveMu    sync.Mutex    // one MovePort at a time
 	watchDone chan struct{} // closed when the link watcher's goroutine ends; under moveMu after creation
@@ -126,9 +122,22 @@ func (p *Port) AllCounters() []Counter {
 	return out
 }
 
+// portQueue is one queue of a port's device as a poll loop drives it. The
+// loop owns tx, the queue's transmit buffers, and txReady, whether the
+// queue may have frames queued.
+type portQueue struct {
+	dev     pollDevice
+	tx      *txState
+	txReady bool
+}
+
 // Polled reports whether the engine's poll loop carries the port's frames
 // (else its own transmit goroutine does).
-func (p *Port) Polled() bool { return p.pd != nil }
+func (p *Port) Polled() bool { return p.pq != nil }
+
+// Queues returns how many of the device's queues poll loops carry: 0 when
+// the port has its own transmit goroutine.
+func (p *Port) Queues() int { return len(p.pq) }
 
 // Device returns the port's netdev.
 func (p *Port) Device() Device { return p.dev }

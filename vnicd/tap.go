@@ -69,7 +69,14 @@ type TAPConfig struct {
 	// Addresses are added to the netdev once it is up; IPv6 ones without
 	// duplicate address detection.
 	Addresses []netip.Prefix
+	// Queues is how many queues (fds) the TAP has: more than one makes a
+	// multiqueue TAP (IFF_MULTI_QUEUE), whose kernel side steers each flow
+	// to one queue. 0 means 1; at most MaxTAPQueues.
+	Queues int
 }
+
+// MaxTAPQueues bounds TAPConfig.Queues.
+const MaxTAPQueues = 16
 
 // TAP is a Linux TAP netdev (IFF_TAP, IFF_NO_PI): the Device of a VNIC
 // port. Its fd is non-blocking and served by the Go runtime's poller, so
@@ -93,17 +100,11 @@ type TAP struct {
 	// so Close leaves its netdev where it is (tapmove.go).
 	persist atomic.Bool
 
-	// Read state, owned by the one goroutine in Read.
-	rbufs  [][]byte
-	rsizes []int
-	roff   int
-	rn     int
-	rerr   error
-	readFn func(fd uintptr) bool
-	vbuf   []byte       // one read(2): virtio_net_hdr and a frame of up to 64 KB
-	try    bool         // this read must not wait: EAGAIN ends the batch, even empty
-	seg    gsoSegmenter // the super-frame being cut, across Reads
-	maxSeg int          // longest frame a segment may be: MTU + 18
+	// queues are the TAP's fds, each a queue of its netdev: the first is
+	// f, the others (a multiqueue TAP, TAPConfig.Queues) are read and
+	// written through Queue. Fixed once the TAP is made.
+	queues []*TAPQueue
+	maxSeg int // longest frame a segment may be: MTU + 18
 
 	// OffloadDrops counts frames from the kernel that could not be finished
 	// (segmented or checksummed) and were dropped.
@@ -168,20 +169,26 @@ func OpenTAP(cfg TAPConfig) (*TAP, error) {
 	if move {
 		createName = fmt.Sprintf("vnictmp%08x", rand.Uint32())
 	}
-	f, created, err := createTAP(createName, true)
+	files, created, err := createTAP(createName, true, cfg.Queues)
 	runtime.UnlockOSThread()
 	if err != nil {
 		here.Close()
 		return nil, fmt.Errorf("vnicd: open TAP %s: create: %w", name, err)
 	}
 
-	rc, err := f.SyscallConn()
+	rc, err := files[0].SyscallConn()
 	if err != nil {
-		f.Close()
+		for _, f := range files {
+			f.Close()
+		}
 		here.Close()
 		return nil, fmt.Errorf("vnicd: open TAP %s: %w", name, err)
 	}
-	t := newTAP(f, rc, created, here, cfg.MTU)
+	t := newTAP(files[0], rc, created, here, cfg.MTU)
+	if err := t.addQueues(files[1:]); err != nil {
+		t.Close()
+		return nil, fmt.Errorf("vnicd: open TAP %s: %w", name, err)
+	}
 	fail := func(step string, err error) (*TAP, error) {
 		if cerr := t.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("rollback: %w", cerr))
@@ -259,8 +266,7 @@ func OpenTAP(cfg TAPConfig) (*TAP, error) {
 func newTAP(f *os.File, rc syscall.RawConn, name string, ns netns.NsHandle, mtu int) *TAP {
 	t := &TAP{f: f, rc: rc, ns: ns, done: make(chan struct{}), moved: make(chan struct{})}
 	t.place.Store(&tapPlace{name: name})
-	t.readFn = t.readBatch
-	t.vbuf = make([]byte, vnetHdrLen+maxSuperFrameLen)
+	t.queues = []*TAPQueue{newTAPQueue(t, f, rc)}
 	t.maxSeg = 1500 + maxFrameOverMTU
 	if mtu != 0 {
 		t.maxSeg = mtu + maxFrameOverMTU
@@ -268,12 +274,66 @@ func newTAP(f *os.File, rc syscall.RawConn, name string, ns netns.NsHandle, mtu 
 	return t
 }
 
+// addQueues makes the fds of files the TAP's further queues; on an error
+// the files not taken are closed. Only while the TAP is being made.
+func (t *TAP) addQueues(files []*os.File) error {
+	for i, f := range files {
+		rc, err := f.SyscallConn()
+		if err != nil {
+			for _, g := range files[i:] {
+				g.Close()
+			}
+			return err
+		}
+		t.queues = append(t.queues, newTAPQueue(t, f, rc))
+	}
+	return nil
+}
+
+func newTAPQueue(t *TAP, f *os.File, rc syscall.RawConn) *TAPQueue {
+	q := &TAPQueue{t: t, f: f, rc: rc, vbuf: make([]byte, vnetHdrLen+maxSuperFrameLen)}
+	q.readFn = q.readBatch
+	return q
+}
+
+// TAPQueue is one queue of a TAP's netdev: an fd of its own, with the
+// frames the kernel steers to it (a flow's frames to one queue) and its own
+// read state. A queue is read by one goroutine at a time, as a TAP is, and
+// may be written concurrently; a TAP's Read, TryRead, Control and Write
+// are its first queue's. A TAP's counters and settings are the queues'.
+type TAPQueue struct {
+	t  *TAP
+	f  *os.File
+	rc syscall.RawConn
+
+	// Read state, owned by the one goroutine in Read.
+	rbufs  [][]byte
+	rsizes []int
+	roff   int
+	rn     int
+	rerr   error
+	readFn func(fd uintptr) bool
+	vbuf   []byte       // one read(2): virtio_net_hdr and a frame of up to 64 KB
+	try    bool         // this read must not wait: EAGAIN ends the batch, even empty
+	seg    gsoSegmenter // the super-frame being cut, across Reads
+}
+
+// Queues returns how many queues the TAP has (TAPConfig.Queues, or fewer
+// for a persistent TAP made single-queue, AttachTAP).
+func (t *TAP) Queues() int { return len(t.queues) }
+
+// Queue returns queue i, 0 <= i < Queues().
+func (t *TAP) Queue(i int) *TAPQueue { return t.queues[i] }
+
 func (c *TAPConfig) validate() error {
 	if err := validIfName(c.Name); c.Name != "" && err != nil {
 		return err
 	}
 	if c.MTU < 0 {
 		return fmt.Errorf("%w: MTU %d", ErrBadTAPConfig, c.MTU)
+	}
+	if c.Queues < 0 || c.Queues > MaxTAPQueues {
+		return fmt.Errorf("%w: %d queues: 0 to %d", ErrBadTAPConfig, c.Queues, MaxTAPQueues)
 	}
 	if c.NetNS != "" && strings.ContainsRune(c.NetNS, '/') && !filepath.IsAbs(c.NetNS) {
 		return fmt.Errorf("%w: netns %q is neither a name nor an absolute path", ErrBadTAPConfig, c.NetNS)
@@ -300,14 +360,44 @@ func validIfName(name string) error {
 }
 
 // createTAP makes a TAP netdev in the calling thread's namespace and returns
-// its fd (non-blocking, close-on-exec, not in the runtime's poller) and name. Every
-// frame read or written carries a virtio_net_hdr (IFF_VNET_HDR); the TAP
-// takes TCP super-frames and partial checksums (offload.go) when the kernel
-// allows it, and plain frames otherwise.
+// its fds (non-blocking, close-on-exec, not in the runtime's poller), one per
+// queue, and its name. More than one queue makes a multiqueue TAP
+// (IFF_MULTI_QUEUE). Every frame read or written carries a virtio_net_hdr
+// (IFF_VNET_HDR); the TAP takes TCP super-frames and partial checksums
+// (offload.go) when the kernel allows it, and plain frames otherwise.
 // With excl, IFF_TUN_EXCL makes a name clash an error (EBUSY) where the
 // kernel would otherwise attach to an existing persistent TAP of that name;
-// without it, that attaching is the point (AttachTAP).
-func createTAP(name string, excl bool) (*os.File, string, error) {
+// without it, that attaching is the point (AttachTAP). A persistent TAP
+// made single-queue or multiqueue is attached as it was made (the kernel
+// refuses the other kind, EINVAL), with one fd if single-queue.
+func createTAP(name string, excl bool, queues int) ([]*os.File, string, error) {
+	mq := queues > 1
+	f, got, err := openTUN(name, excl, mq)
+	if err != nil && !excl && errors.Is(err, unix.EINVAL) {
+		mq = !mq // a persistent TAP of the other kind
+		f, got, err = openTUN(name, excl, mq)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	files := []*os.File{f}
+	for len(files) < queues && mq {
+		// The next queues attach to the netdev the first made, by name;
+		// without IFF_TUN_EXCL, which would refuse it as existing.
+		f, _, err := openTUN(got, false, true)
+		if err != nil {
+			for _, f := range files {
+				f.Close()
+			}
+			return nil, "", fmt.Errorf("queue %d: %w", len(files), err)
+		}
+		files = append(files, f)
+	}
+	return files, got, nil
+}
+
+// openTUN opens one fd of a TAP (createTAP).
+func openTUN(name string, excl, mq bool) (*os.File, string, error) {
 	// Opened blocking, so that os.NewFile leaves it out of the runtime's
 	// poller (internal/fdwait says why), then made non-blocking.
 	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
@@ -319,6 +409,9 @@ func createTAP(name string, excl bool) (*os.File, string, error) {
 		flags := uint16(unix.IFF_TAP | unix.IFF_NO_PI | unix.IFF_VNET_HDR)
 		if excl {
 			flags |= unix.IFF_TUN_EXCL
+		}
+		if mq {
+			flags |= unix.IFF_MULTI_QUEUE
 		}
 		ifr.SetUint16(flags)
 		err = unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr)
@@ -370,83 +463,100 @@ func (t *TAP) BatchSize() int { return TAPBatchSize }
 // this Read and, when they do not all fit, the next ones. The kernel cuts a
 // frame too long for its buffer to the buffer's length.
 func (t *TAP) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
-	t.try = false
-	return t.read(bufs, sizes, offset)
+	return t.queues[0].Read(bufs, sizes, offset)
 }
 
 // TryRead is Read that never waits: it returns 0 and no error when no frame
 // is queued. A poll loop that waits for the fd itself (Control) uses it.
 func (t *TAP) TryRead(bufs [][]byte, sizes []int, offset int) (int, error) {
-	t.try = true
-	return t.read(bufs, sizes, offset)
+	return t.queues[0].TryRead(bufs, sizes, offset)
 }
 
 // Control runs f with the TAP's file descriptor, which stays open while f
 // runs.
-func (t *TAP) Control(f func(fd uintptr)) error {
-	if err := t.rc.Control(f); err != nil {
-		return t.ioErr(err)
+func (t *TAP) Control(f func(fd uintptr)) error { return t.queues[0].Control(f) }
+
+// Read is TAP.Read on the queue.
+func (q *TAPQueue) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
+	q.try = false
+	return q.read(bufs, sizes, offset)
+}
+
+// TryRead is TAP.TryRead on the queue.
+func (q *TAPQueue) TryRead(bufs [][]byte, sizes []int, offset int) (int, error) {
+	q.try = true
+	return q.read(bufs, sizes, offset)
+}
+
+// Control runs f with the queue's file descriptor, which stays open while
+// f runs.
+func (q *TAPQueue) Control(f func(fd uintptr)) error {
+	if err := q.rc.Control(f); err != nil {
+		return q.t.ioErr(err)
 	}
 	return nil
 }
 
-func (t *TAP) read(bufs [][]byte, sizes []int, offset int) (int, error) {
-	t.rbufs, t.rsizes, t.roff, t.rn, t.rerr = bufs, sizes, offset, 0, nil
+// BatchSize returns TAPBatchSize.
+func (q *TAPQueue) BatchSize() int { return TAPBatchSize }
+
+func (q *TAPQueue) read(bufs [][]byte, sizes []int, offset int) (int, error) {
+	q.rbufs, q.rsizes, q.roff, q.rn, q.rerr = bufs, sizes, offset, 0, nil
 	var err error
-	if t.drainSegments(); t.rn < min(len(bufs), len(sizes), TAPBatchSize) {
-		err = t.rc.Read(t.readFn)
+	if q.drainSegments(); q.rn < min(len(bufs), len(sizes), TAPBatchSize) {
+		err = q.rc.Read(q.readFn)
 	}
-	n, rerr := t.rn, t.rerr
-	t.rbufs, t.rsizes, t.rerr = nil, nil, nil
+	n, rerr := q.rn, q.rerr
+	q.rbufs, q.rsizes, q.rerr = nil, nil, nil
 	switch {
 	case n > 0:
 		return n, nil
 	case err != nil:
-		return 0, t.ioErr(err)
+		return 0, q.t.ioErr(err)
 	case rerr != nil:
-		return 0, t.ioErr(rerr) // a netdev deleted under Close: EBADFD
+		return 0, q.t.ioErr(rerr) // a netdev deleted under Close: EBADFD
 	default:
 		return 0, nil
 	}
 }
 
 // drainSegments writes segments of the current super-frame into the batch.
-func (t *TAP) drainSegments() {
-	limit := min(len(t.rbufs), len(t.rsizes), TAPBatchSize)
-	for !t.seg.done() && t.rn < limit {
-		dst := t.rbufs[t.rn][t.roff:]
-		if len(dst) < t.seg.hdrLen+t.seg.mss {
+func (q *TAPQueue) drainSegments() {
+	limit := min(len(q.rbufs), len(q.rsizes), TAPBatchSize)
+	for !q.seg.done() && q.rn < limit {
+		dst := q.rbufs[q.rn][q.roff:]
+		if len(dst) < q.seg.hdrLen+q.seg.mss {
 			// A caller's buffer too short for a segment: drop the rest.
-			t.OffloadDrops.Add(1)
-			t.seg.frame = nil
+			q.t.OffloadDrops.Add(1)
+			q.seg.frame = nil
 			return
 		}
-		t.rsizes[t.rn] = t.seg.next(dst)
-		t.rn++
+		q.rsizes[q.rn] = q.seg.next(dst)
+		q.rn++
 	}
 }
 
 // readBatch runs under the poller's read lock: it reads frames until the
 // batch is full or the queue empty, and asks the poller to wait (returns
 // false) only while it has read nothing.
-func (t *TAP) readBatch(fd uintptr) bool {
-	limit := min(len(t.rbufs), len(t.rsizes), TAPBatchSize)
-	for t.rn < limit {
-		m, err := unix.Read(int(fd), t.vbuf)
+func (q *TAPQueue) readBatch(fd uintptr) bool {
+	limit := min(len(q.rbufs), len(q.rsizes), TAPBatchSize)
+	for q.rn < limit {
+		m, err := unix.Read(int(fd), q.vbuf)
 		switch err {
 		case nil:
-			t.frameIn(t.vbuf[:m])
+			q.frameIn(q.vbuf[:m])
 		case unix.EINTR:
 		case unix.EAGAIN:
-			if t.rn > 0 || t.try {
+			if q.rn > 0 || q.try {
 				return true
 			}
-			if !fdwait.Wait(fd, unix.POLLIN, &t.closed) {
-				t.rerr = os.ErrClosed
+			if !fdwait.Wait(fd, unix.POLLIN, &q.t.closed) {
+				q.rerr = os.ErrClosed
 				return true
 			}
 		default:
-			t.rerr = err
+			q.rerr = err
 			return true
 		}
 	}
@@ -456,7 +566,8 @@ func (t *TAP) readBatch(fd uintptr) bool {
 // frameIn finishes one frame read with its virtio_net_hdr: a plain frame is
 // copied into the batch (its checksum completed if partial), a super-frame
 // is cut into it.
-func (t *TAP) frameIn(b []byte) {
+func (q *TAPQueue) frameIn(b []byte) {
+	t := q.t
 	if len(b) < vnetHdrLen {
 		t.OffloadDrops.Add(1)
 		return
@@ -464,26 +575,26 @@ func (t *TAP) frameIn(b []byte) {
 	h := parseVnetHdr(b)
 	frame := b[vnetHdrLen:]
 	if h.gsoType != vnetGSONone {
-		if err := t.seg.start(frame, h, t.maxSeg); err != nil {
+		if err := q.seg.start(frame, h, t.maxSeg); err != nil {
 			t.OffloadDrops.Add(1)
 			return
 		}
-		if t.seg.udp {
+		if q.seg.udp {
 			t.TxUSOSuperFrames.Add(1)
-			t.TxUSOSegments.Add(uint64(t.seg.count()))
+			t.TxUSOSegments.Add(uint64(q.seg.count()))
 		} else {
 			t.TxSuperFrames.Add(1)
-			t.TxSegments.Add(uint64(t.seg.count()))
+			t.TxSegments.Add(uint64(q.seg.count()))
 		}
-		t.drainSegments()
+		q.drainSegments()
 		return
 	}
 	if h.flags&vnetFNeedsCsum != 0 && finishCsum(frame, h) != nil {
 		t.OffloadDrops.Add(1)
 		return
 	}
-	t.rsizes[t.rn] = copy(t.rbufs[t.rn][t.roff:], frame)
-	t.rn++
+	q.rsizes[q.rn] = copy(q.rbufs[q.rn][q.roff:], frame)
+	q.rn++
 }
 
 // OffloadCounters returns the TAP's offload counters, as vnicctl and the
@@ -508,7 +619,12 @@ var zeroVnetHdr [vnetHdrLen]byte
 // are coalesced into one super-frame (gro.go) unless the kernel refused one.
 // The frames' bytes are never changed. A refused super-frame turns
 // coalescing off for the TAP and its frames are written one by one.
-func (t *TAP) Write(bufs [][]byte, offset int) (int, error) {
+func (t *TAP) Write(bufs [][]byte, offset int) (int, error) { return t.queues[0].Write(bufs, offset) }
+
+// Write is TAP.Write on the queue: the frames go into the kernel as
+// received on it.
+func (q *TAPQueue) Write(bufs [][]byte, offset int) (int, error) {
+	t := q.t
 	w := tapWrites.Get().(*tapWrite)
 	defer tapWrites.Put(w)
 	gro, udp := !t.noGRO.Load(), !t.noUDPGRO.Load()
@@ -518,7 +634,7 @@ func (t *TAP) Write(bufs [][]byte, offset int) (int, error) {
 			n, hl = groRun(bufs[i:], offset, &w.hdr, udp)
 		}
 		if n == 1 {
-			if err := w.write(t, bufs[i][offset:]); err != nil {
+			if err := w.write(q, bufs[i][offset:]); err != nil {
 				return i, err
 			}
 			i++
@@ -531,7 +647,7 @@ func (t *TAP) Write(bufs [][]byte, offset int) (int, error) {
 			w.iov = append(w.iov, unix.Iovec{Base: unsafe.SliceData(p)})
 			w.iov[len(w.iov)-1].SetLen(len(p))
 		}
-		err := w.flush(t)
+		err := w.flush(q)
 		if err != nil {
 			if t.closed.Load() {
 				return i, err
@@ -588,20 +704,21 @@ func (w *tapWrite) do(fd uintptr) bool {
 }
 
 // write writes one frame as it is.
-func (w *tapWrite) write(t *TAP, frame []byte) error {
+func (w *tapWrite) write(q *TAPQueue, frame []byte) error {
 	w.iov = append(w.iov[:0], unix.Iovec{Base: &zeroVnetHdr[0]}, unix.Iovec{})
 	w.iov[0].SetLen(vnetHdrLen)
 	if len(frame) > 0 {
 		w.iov[1].Base = &frame[0]
 	}
 	w.iov[1].SetLen(len(frame))
-	return w.flush(t)
+	return w.flush(q)
 }
 
-// flush writes w.iov as one frame and forgets the caller's buffers.
-func (w *tapWrite) flush(t *TAP) error {
+// flush writes w.iov as one frame on q and forgets the caller's buffers.
+func (w *tapWrite) flush(q *TAPQueue) error {
+	t := q.t
 	w.err, w.closed = nil, &t.closed
-	err := t.rc.Write(w.fn)
+	err := q.rc.Write(w.fn)
 	w.closed = nil
 	clear(w.iov) // no reference to the caller's buffers
 	w.iov = w.iov[:0]
@@ -723,6 +840,9 @@ func (t *TAP) Close() error {
 	}
 	close(t.done)
 	err := t.f.Close()
+	for _, q := range t.queues[1:] {
+		err = errors.Join(err, q.f.Close())
+	}
 	// Watchers leave before the namespace handle they subscribe with closes.
 	t.watchers.Wait()
 	if t.h != nil && !t.persist.Load() {

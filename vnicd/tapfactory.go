@@ -18,10 +18,11 @@ func TAPFactory(log *zap.Logger) DeviceFactory {
 			name = fmt.Sprintf("vnic%d", s.VPort)
 		}
 		if s.Attach != "" {
-			return AttachTAP(TAPConfig{Name: name, MAC: s.MAC, MTU: s.MTU, NetNS: s.Netdev.NetNS}, s.Attach)
+			return AttachTAP(TAPConfig{Name: name, MAC: s.MAC, MTU: s.MTU, NetNS: s.Netdev.NetNS, Queues: s.Queues}, s.Attach)
 		}
 		t, err := OpenTAP(TAPConfig{
 			Name: name, MAC: s.MAC, MTU: s.MTU, NetNS: s.Netdev.NetNS, Addresses: s.Netdev.Addresses,
+			Queues: s.Queues,
 		})
 		if err != nil {
 			return nil, err

@@ -272,28 +272,38 @@ func AttachTAP(cfg TAPConfig, tag string) (*TAP, error) {
 	index := l.Attrs().Index
 	// The fd is opened in the namespace: TUNSETIFF finds a netdev by name
 	// in the namespace /dev/net/tun was opened in.
-	var f *os.File
+	var files []*os.File
 	err = nlutil.Do(ns, func() (err error) {
-		f, _, err = createTAP(cfg.Name, false)
+		files, _, err = createTAP(cfg.Name, false, cfg.Queues)
 		return err
 	})
 	if err != nil {
 		release()
 		return fail("open", err)
 	}
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
 	if cur, err := h.LinkByName(cfg.Name); err != nil || cur.Attrs().Index != index {
-		f.Close() // a TAP the open made anew: not persistent, so this deletes it
+		closeAll() // a TAP the open made anew: not persistent, so this deletes it
 		release()
 		return fail("open", fmt.Errorf("the netdev went away meanwhile: %w", errors.Join(err, os.ErrNotExist)))
 	}
-	rc, err := f.SyscallConn()
+	rc, err := files[0].SyscallConn()
 	if err != nil {
-		f.Close()
+		closeAll()
 		release()
 		return fail("open", err)
 	}
-	t := newTAP(f, rc, cfg.Name, ns, cfg.MTU)
+	t := newTAP(files[0], rc, cfg.Name, ns, cfg.MTU)
 	t.h, t.index = h, index
+	if err := t.addQueues(files[1:]); err != nil {
+		t.persist.Store(true)
+		t.Close()
+		return fail("open", err)
+	}
 	t.place.Store(&tapPlace{name: cfg.Name, netns: cfg.NetNS})
 	t.persist.Store(true)
 	link := &netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: index}}

@@ -19,9 +19,16 @@ import (
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
 
+// frameDev is a TAP or a queue of one.
+type frameDev interface {
+	Read(bufs [][]byte, sizes []int, offset int) (int, error)
+	Write(bufs [][]byte, offset int) (int, error)
+	BatchSize() int
+}
+
 // responder answers ARP and ICMP echo requests read from tap (as
 // TestTAPFramesThroughKernel's), counting echo requests, until Read fails.
-func responder(tap *vnicd.TAP, echoes *atomic.Int32) <-chan error {
+func responder(tap frameDev, echoes *atomic.Int32) <-chan error {
 	done := make(chan error, 1)
 	go func() {
 		bufs, sizes := make([][]byte, tap.BatchSize()), make([]int, tap.BatchSize())

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -183,20 +184,37 @@ func TestE2EVnicctlAddDel(t *testing.T) {
 // stays in the namespace, carrier off, with its address, and the restarted
 // vnicd takes it over, so ping works again without a new vnic_add and the
 // namespace has exactly one such interface. After vnic_del, a restart does
-// not bring it back.
+// not bring it back. It runs with the default single queue and with
+// node.queues 2, where the interface is a multiqueue TAP that the restarted
+// vnicd takes over with both its queues.
 func TestE2ERuntimeRestart(t *testing.T) {
 	nstest.RequireRoot(t)
 	nstest.RequirePaths(t, "/dev/net/tun")
 	nstest.RequireTools(t, "ip", "ping")
-	a, b := nstest.NewNS(t, "rra"), nstest.NewNS(t, "rrb")
-	ca, cb := nstest.NewNS(t, "rrca"), nstest.NewNS(t, "rrcb")
+	for _, queues := range []int{0, 2} {
+		t.Run(fmt.Sprintf("queues=%d", max(queues, 1)), func(t *testing.T) { testRuntimeRestart(t, queues) })
+	}
+}
+
+func testRuntimeRestart(t *testing.T, queues int) {
+	sfx := fmt.Sprint(max(queues, 1))
+	a, b := nstest.NewNS(t, "rra"+sfx), nstest.NewNS(t, "rrb"+sfx)
+	ca, cb := nstest.NewNS(t, "rrca"+sfx), nstest.NewNS(t, "rrcb"+sfx)
 	nstest.Veth(t, a, b, pfx("10.203.0.1/24"), pfx("10.203.0.2/24"), 1500)
 	dir := t.TempDir()
 	host := func(name string, lid, peer int, self, other string) hostSpec {
-		return hostSpec{name: name, lid: lid, listen: self + ":4793",
+		return hostSpec{name: name, lid: lid, listen: self + ":4793", queues: queues,
 			peers:  map[int]string{peer: other + ":4793"},
 			groups: map[int][]int{mcRed: {lidA, lidB}},
 			socket: filepath.Join(dir, name+".sock")}
+	}
+	kernelQueues := func() int {
+		t.Helper()
+		out, err := ca.Exec(context.Background(), "ls", "/sys/class/net/eth1/queues")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Count(string(out), "tx-")
 	}
 	ha := host("host-a", lidA, lidB, "10.203.0.1", "10.203.0.2")
 	da := startVnicd(t, a, ha)
@@ -211,6 +229,9 @@ func TestE2ERuntimeRestart(t *testing.T) {
 	add(db, cb, "10.1.0.2/24", "test:b")
 	add(da, ca, "10.1.0.1/24", "test:a")
 	ping(t, ca, "10.1.0.2")
+	if n := kernelQueues(); n != max(queues, 1) {
+		t.Errorf("eth1 has %d queues in the kernel, want %d", n, max(queues, 1))
+	}
 
 	stop := func(sig os.Signal) {
 		t.Helper()
@@ -249,6 +270,9 @@ func TestE2ERuntimeRestart(t *testing.T) {
 		t.Logf("FIGURE runtime restart: after %v, first ping reply %v after restart", sig, time.Since(restart).Round(time.Millisecond))
 		if got := tuntaps(links(t, ca)); !slices.Equal(got, []string{"eth1"}) {
 			t.Errorf("%v: TAPs in the container after the restart: %v, want eth1 once", sig, got)
+		}
+		if n := kernelQueues(); n != max(queues, 1) {
+			t.Errorf("%v: eth1 has %d queues in the kernel after the restart, want %d", sig, n, max(queues, 1))
 		}
 		var vs []vnicd.VNICStatus
 		if err := vnicd.Call(da.socket, "vnics", nil, &vs); err != nil || len(vs) != 1 || vs[0].Owner != "test:a" ||

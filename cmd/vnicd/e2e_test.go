@@ -61,6 +61,8 @@ type hostSpec struct {
 	verbose bool
 	// busyPoll is node.busy_poll ("" leaves it out).
 	busyPoll string
+	// queues is node.queues (0 leaves it out).
+	queues int
 }
 
 func (h hostSpec) yaml() string {
@@ -68,6 +70,9 @@ func (h hostSpec) yaml() string {
 	fmt.Fprintf(&b, "node:\n  name: %s\n  lid: %#x\n  listen: %q\n", h.name, h.lid, h.listen)
 	if h.busyPoll != "" {
 		fmt.Fprintf(&b, "  busy_poll: %s\n", h.busyPoll)
+	}
+	if h.queues != 0 {
+		fmt.Fprintf(&b, "  queues: %d\n", h.queues)
 	}
 	if len(h.peers) > 0 {
 		b.WriteString("peers:\n")
@@ -224,6 +229,12 @@ func lastLine(b []byte) string {
 // received rate in bit/s.
 func iperf(t *testing.T, client, server *nstest.NS, addr string, seconds int) float64 {
 	t.Helper()
+	return iperfStreams(t, client, server, addr, seconds, 1)
+}
+
+// iperfStreams is iperf with streams parallel TCP streams (iperf3 -P).
+func iperfStreams(t *testing.T, client, server *nstest.NS, addr string, seconds, streams int) float64 {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(seconds+20)*time.Second)
 	defer cancel()
 	srv, err := server.Start(ctx, "iperf3", "-s", "-1", "-B", addr)
@@ -242,7 +253,7 @@ func iperf(t *testing.T, client, server *nstest.NS, addr string, seconds int) fl
 	var r result
 	// The server needs a moment to listen: retry a refused connection.
 	for i := 0; i < 25; i++ {
-		out, err := client.Exec(ctx, "iperf3", "-c", addr, "-t", fmt.Sprint(seconds), "-J")
+		out, err := client.Exec(ctx, "iperf3", "-c", addr, "-t", fmt.Sprint(seconds), "-P", fmt.Sprint(streams), "-J")
 		r = result{}
 		if jerr := json.Unmarshal(out, &r); jerr != nil {
 			t.Fatalf("iperf3 to %s: %v (JSON: %v)", addr, err, jerr)

@@ -1,0 +1,70 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/opavnic/opavnic/vnicd/nstest"
+)
+
+// TestE2EQueues: node.queues reaches the daemons. Two hosts run with two
+// queues each: their VNICs' TAPs have two queues in the kernel, 24 TCP
+// streams cross, and `vnicctl hfi` (the "hfi" command) shows both queues of
+// both hosts carrying frames each way. The kernel puts each flow on a TAP
+// queue by its hash and the queue group on a socket by its entropy, so with
+// 24 flows an idle queue is a fault (a chance of about 2^-23 otherwise).
+func TestE2EQueues(t *testing.T) {
+	nstest.RequireRoot(t)
+	nstest.RequireTools(t, "ip", "ping", "iperf3")
+	a, b := nstest.NewNS(t, "mqa"), nstest.NewNS(t, "mqb")
+	nstest.Veth(t, a, b, pfx("10.200.0.1/24"), pfx("10.200.0.2/24"), 1500)
+	host := func(name string, lid, peer int, self, other string, n int) hostSpec {
+		return hostSpec{
+			name: name, lid: lid, listen: self + ":4793", queues: 2,
+			peers:  map[int]string{peer: other + ":4793"},
+			groups: map[int][]int{mcRed: {lidA, lidB}},
+			vnics: []vnicSpec{{vport: 0, vesw: 1, pkey: 0x8001, mcast: mcRed, ifname: "vnic0",
+				addrs: []string{fmt.Sprintf("192.168.102.%d/24", n)}}},
+		}
+	}
+	da := startVnicd(t, a, host("host-a", lidA, lidB, "10.200.0.1", "10.200.0.2", 1))
+	db := startVnicd(t, b, host("host-b", lidB, lidA, "10.200.0.2", "10.200.0.1", 2))
+	a.PingWithin(t, "192.168.102.2", 10*time.Second)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, ns := range []*nstest.NS{a, b} {
+		out, err := ns.Exec(ctx, "ls", "/sys/class/net/vnic0/queues")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(out), "tx-"); n != 2 {
+			t.Errorf("%s: vnic0 has %d queues in the kernel, want 2 (%q)", ns.Name(), n, out)
+		}
+	}
+	rate := iperfStreams(t, a, b, "192.168.102.2", 2, 24)
+	t.Logf("iperf3, 24 TCP streams across two queues: %.0f Mbit/s", rate/1e6)
+	if rate == 0 {
+		t.Fatal("iperf3 moved nothing")
+	}
+	for _, x := range []struct {
+		d    *daemon
+		name string
+	}{{da, "host-a"}, {db, "host-b"}} {
+		c := x.d.hfiCounters(t)
+		for q := range 2 {
+			rx, tx := c[fmt.Sprintf("queue%d_rx_packets", q)], c[fmt.Sprintf("queue%d_tx_frames", q)]
+			if rx == 0 || tx == 0 {
+				t.Errorf("%s: queue %d carried rx %d, tx %d frames; want both > 0", x.name, q, rx, tx)
+			}
+		}
+		if _, ok := c["queue2_rx_packets"]; ok {
+			t.Errorf("%s: a third queue's counters", x.name)
+		}
+	}
+}

@@ -1,0 +1,153 @@
+package hfi
+
+import (
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestQueueSteering sends runs of VNIC packets of several entropies,
+// management packets and runts to a group of three queues, in one batch
+// whose same-size runs the sender would send with GSO, and checks that each
+// datagram reaches the queue the program names, in the order sent.
+func TestQueueSteering(t *testing.T) {
+	for _, tc := range []struct{ name, listen, dst string }{
+		{"ipv4", "127.0.0.1:0", "127.0.0.1"},
+		{"dual-stack", "[::]:0", "127.0.0.1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const n = 3
+			qs, err := ListenUDPQueues(netip.MustParseAddrPort(tc.listen), 64, n)
+			if err != nil {
+				t.Skipf("cannot make a queue group here: %v", err)
+			}
+			defer func() {
+				for _, q := range qs {
+					q.Close()
+				}
+			}()
+			if len(qs) != n {
+				t.Fatalf("%d queues, want %d", len(qs), n)
+			}
+			port := qs[0].LocalAddr().Port()
+			for i, q := range qs {
+				if q.LocalAddr().Port() != port {
+					t.Fatalf("queue %d on port %d, queue 0 on %d", i, q.LocalAddr().Port(), port)
+				}
+			}
+			a, err := ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			dst := netip.AddrPortFrom(netip.MustParseAddr(tc.dst), port)
+
+			var msgs []Message
+			var want [n][]int // per queue, indexes of msgs in the order sent
+			add := func(size int, l4, entropy byte, q int) {
+				p := make([]byte, size)
+				for i := range p {
+					p[i] = byte(len(msgs) + i)
+				}
+				if size > steerEntropyOff {
+					p[steerL4Off], p[steerEntropyOff], p[steerEntropyOff+1] = l4, entropy, 0xA5
+				}
+				want[q] = append(want[q], len(msgs))
+				msgs = append(msgs, Message{Buf: p, N: size, Addr: dst})
+			}
+			for e := range 12 {
+				for range 5 {
+					add(1200, 0x78, byte(e*37), int(byte(e*37))%n)
+				}
+			}
+			add(200, 0x08, 1, 0) // management: queue 0, whatever its entropy
+			add(200, 0x08, 2, 0)
+			add(12, 0x78, 0, 0) // too short for the entropy byte: queue 0
+			add(1200, 0x78, 254, 254%n)
+			if k, err := a.WriteBatch(msgs); k != len(msgs) || err != nil {
+				t.Fatalf("WriteBatch = %d, %v; want %d", k, err, len(msgs))
+			}
+
+			rmsgs := make([]Message, 16)
+			for i := range rmsgs {
+				rmsgs[i].Buf = make([]byte, 2048)
+			}
+			for q := range n {
+				var got []int
+				for deadline := time.Now().Add(3 * time.Second); len(got) < len(want[q]) && time.Now().Before(deadline); {
+					k, err := qs[q].TryReadBatch(rmsgs)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if k == 0 {
+						time.Sleep(time.Millisecond)
+						continue
+					}
+					for _, m := range rmsgs[:k] {
+						got = append(got, indexOf(msgs, m.Buf[:m.N]))
+					}
+				}
+				if !equalInts(got, want[q]) {
+					t.Errorf("queue %d got datagrams %v, want %v (-1: not one sent)", q, got, want[q])
+				}
+			}
+		})
+	}
+}
+
+func indexOf(msgs []Message, b []byte) int {
+	for i, m := range msgs {
+		if string(m.Buf[:m.N]) == string(b) {
+			return i
+		}
+	}
+	return -1
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestQueuesPortTaken: a queue group is refused a port that a socket holds,
+// whether that socket would share the port or not, and a bad count is an
+// error.
+func TestQueuesPortTaken(t *testing.T) {
+	qs, err := ListenUDPQueues(netip.MustParseAddrPort("127.0.0.1:0"), 8, 2)
+	if err != nil {
+		t.Skipf("cannot make a queue group here: %v", err)
+	}
+	defer func() {
+		for _, q := range qs {
+			q.Close()
+		}
+	}()
+	addr := qs[0].LocalAddr()
+	if _, err := ListenUDPQueues(addr, 8, 2); !errors.Is(err, unix.EADDRINUSE) {
+		t.Errorf("a second group on %v: %v, want EADDRINUSE", addr, err)
+	}
+	if _, err := ListenUDP(addr, 8); !errors.Is(err, unix.EADDRINUSE) {
+		t.Errorf("a plain socket on %v: %v, want EADDRINUSE", addr, err)
+	}
+	plain, err := ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if _, err := ListenUDPQueues(plain.LocalAddr(), 8, 2); !errors.Is(err, unix.EADDRINUSE) {
+		t.Errorf("a group on a plain socket's %v: %v, want EADDRINUSE", plain.LocalAddr(), err)
+	}
+	if _, err := ListenUDPQueues(netip.MustParseAddrPort("127.0.0.1:0"), 8, MaxQueues+1); err == nil {
+		t.Errorf("%d queues: no error", MaxQueues+1)
+	}
+}

@@ -1,0 +1,118 @@
+//go:build linux
+
+package vnicd_test
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/nstest"
+)
+
+// kernelQueues returns the TAP's queues as its namespace's sysfs lists them
+// (tx-0, tx-1, ...): the fds attached.
+func kernelQueues(t *testing.T, ns *nstest.NS, name string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := ns.Exec(ctx, "ls", "/sys/class/net/"+name+"/queues")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(out), "tx-")
+}
+
+// respondAll runs a responder on every queue of tap; the channel gets each
+// one's end.
+func respondAll(tap *vnicd.TAP, echoes *atomic.Int32) []<-chan error {
+	var done []<-chan error
+	for i := range tap.Queues() {
+		done = append(done, responder(tap.Queue(i), echoes))
+	}
+	return done
+}
+
+// TestTAPQueues: a TAP made with three queues has three in the kernel, and
+// frames the kernel sends through any of them are answered through it; a
+// persistent multiqueue TAP is taken over with the queues asked for, a
+// persistent single-queue one with its one queue; Close deletes the netdev.
+func TestTAPQueues(t *testing.T) {
+	nstest.RequireTools(t, "ip", "ping")
+	pod := lab(t, "queues")
+	if _, err := vnicd.OpenTAP(vnicd.TAPConfig{Name: "bad0", NetNS: pod.Name(), Queues: vnicd.MaxTAPQueues + 1}); !errors.Is(err, vnicd.ErrBadTAPConfig) {
+		t.Errorf("%d queues: %v, want ErrBadTAPConfig", vnicd.MaxTAPQueues+1, err)
+	}
+	tap, err := vnicd.OpenTAP(vnicd.TAPConfig{Name: nstest.LinkName("q"), MAC: tapMAC, NetNS: pod.Name(),
+		Addresses: []netip.Prefix{netip.PrefixFrom(tapIP, 24)}, Queues: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, index := tap.Name(), tap.Index()
+	if tap.Queues() != 3 || kernelQueues(t, pod, name) != 3 {
+		t.Fatalf("TAP with %d queues, the kernel's %d; want 3", tap.Queues(), kernelQueues(t, pod, name))
+	}
+	var echoes atomic.Int32
+	done := respondAll(tap, &echoes)
+	pingPeer(t, pod)
+
+	// Persistent: taken over with two queues, then, held by none, with one.
+	const tag = "opavnic:test:vport3"
+	if err := tap.SetPersist(true, tag); err != nil {
+		t.Fatal(err)
+	}
+	tap.Close()
+	for _, d := range done {
+		<-d
+	}
+	for _, want := range []int{2, 1} {
+		again, err := vnicd.AttachTAP(vnicd.TAPConfig{Name: name, NetNS: pod.Name(), Queues: want}, tag)
+		if err != nil {
+			t.Fatalf("attach with %d queues: %v", want, err)
+		}
+		if again.Index() != index || again.Queues() != want || kernelQueues(t, pod, name) != want {
+			t.Errorf("attached with %d queues: index %d (want %d), %d queues, the kernel's %d",
+				want, again.Index(), index, again.Queues(), kernelQueues(t, pod, name))
+		}
+		done := respondAll(again, &echoes)
+		pingPeer(t, pod)
+		if want == 1 {
+			if err := again.SetPersist(false, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		again.Close()
+		for _, d := range done {
+			<-d
+		}
+	}
+	requireGone(t, pod, name, index)
+
+	// A persistent single-queue TAP asked for with two queues: one.
+	single := openTAP(t, pod, 0, netip.PrefixFrom(tapIP, 24))
+	sname, sindex := single.Name(), single.Index()
+	if err := single.SetPersist(true, tag); err != nil {
+		t.Fatal(err)
+	}
+	single.Close()
+	again, err := vnicd.AttachTAP(vnicd.TAPConfig{Name: sname, NetNS: pod.Name(), Queues: 2}, tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Queues() != 1 || kernelQueues(t, pod, sname) != 1 {
+		t.Errorf("single-queue TAP attached with %d queues, the kernel's %d; want 1", again.Queues(), kernelQueues(t, pod, sname))
+	}
+	d := responder(again, &echoes)
+	pingPeer(t, pod)
+	if err := again.SetPersist(false, ""); err != nil {
+		t.Fatal(err)
+	}
+	again.Close()
+	<-d
+	requireGone(t, pod, sname, sindex)
+}
