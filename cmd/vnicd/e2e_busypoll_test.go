@@ -24,17 +24,10 @@ func TestE2EBusyPoll(t *testing.T) {
 	}
 	a, b := nstest.NewNS(t, "bpa"), nstest.NewNS(t, "bpb")
 	nstest.Veth(t, a, b, pfx("10.200.0.1/24"), pfx("10.200.0.2/24"), 1500)
-	host := func(name string, lid, peer int, self, other string, n int, busyPoll string) hostSpec {
-		return hostSpec{
-			name: name, lid: lid, listen: self + ":4793", busyPoll: busyPoll,
-			peers:  map[int]string{peer: other + ":4793"},
-			groups: map[int][]int{mcRed: {lidA, lidB}},
-			vnics: []vnicSpec{{vport: 0, vesw: 1, pkey: 0x8001, mcast: mcRed, ifname: "vnic0",
-				addrs: []string{"192.168.101." + string('0'+rune(n)) + "/24"}}},
-		}
-	}
-	da := startVnicd(t, a, host("host-a", lidA, lidB, "10.200.0.1", "10.200.0.2", 1, "20ms"))
-	db := startVnicd(t, b, host("host-b", lidB, lidA, "10.200.0.2", "10.200.0.1", 2, ""))
+	ha := pairHost("host-a", lidA, lidB, "10.200.0.1", "10.200.0.2:4793", "192.168.101.1/24")
+	ha.busyPoll = "20ms"
+	da := startVnicd(t, a, ha)
+	db := startVnicd(t, b, pairHost("host-b", lidB, lidA, "10.200.0.2", "10.200.0.1:4793", "192.168.101.2/24"))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

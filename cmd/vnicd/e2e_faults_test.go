@@ -42,13 +42,9 @@ func attackHosts(t *testing.T, prefix string, between func(a, b *nstest.NS, veth
 		bForA, aForB = between(a, b, vethA, vethB)
 	}
 	host := func(name string, lid, peer int, self, other string, n int) hostSpec {
-		return hostSpec{
-			name: name, lid: lid, listen: self + ":4793",
-			peers:  map[int]string{peer: other},
-			groups: map[int][]int{mcRed: {lidA, lidB}},
-			vnics: []vnicSpec{{vport: 0, vesw: 1, pkey: 0x8001, mcast: mcRed, ifname: "vnic0", ethMTU: attackMTU,
-				addrs: []string{fmt.Sprintf("192.168.101.%d/24", n)}}},
-		}
+		h := pairHost(name, lid, peer, self, other, fmt.Sprintf("192.168.101.%d/24", n))
+		h.vnics[0].ethMTU = attackMTU
+		return h
 	}
 	da = startVnicd(t, a, host("host-a", lidA, lidB, "10.200.0.1", bForA, 1))
 	db = startVnicd(t, b, host("host-b", lidB, lidA, "10.200.0.2", aForB, 2))

@@ -23,17 +23,10 @@ func TestE2EQueues(t *testing.T) {
 	nstest.RequireTools(t, "ip", "ping", "iperf3")
 	a, b := nstest.NewNS(t, "mqa"), nstest.NewNS(t, "mqb")
 	nstest.Veth(t, a, b, pfx("10.200.0.1/24"), pfx("10.200.0.2/24"), 1500)
-	host := func(name string, lid, peer int, self, other string, n int) hostSpec {
-		return hostSpec{
-			name: name, lid: lid, listen: self + ":4793", queues: 2,
-			peers:  map[int]string{peer: other + ":4793"},
-			groups: map[int][]int{mcRed: {lidA, lidB}},
-			vnics: []vnicSpec{{vport: 0, vesw: 1, pkey: 0x8001, mcast: mcRed, ifname: "vnic0",
-				addrs: []string{fmt.Sprintf("192.168.102.%d/24", n)}}},
-		}
-	}
-	da := startVnicd(t, a, host("host-a", lidA, lidB, "10.200.0.1", "10.200.0.2", 1))
-	db := startVnicd(t, b, host("host-b", lidB, lidA, "10.200.0.2", "10.200.0.1", 2))
+	ha := pairHost("host-a", lidA, lidB, "10.200.0.1", "10.200.0.2:4793", "192.168.102.1/24")
+	hb := pairHost("host-b", lidB, lidA, "10.200.0.2", "10.200.0.1:4793", "192.168.102.2/24")
+	ha.queues, hb.queues = 2, 2
+	da, db := startVnicd(t, a, ha), startVnicd(t, b, hb)
 	a.PingWithin(t, "192.168.102.2", 10*time.Second)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -225,6 +225,18 @@ func lastLine(b []byte) string {
 	return lines[len(lines)-1]
 }
 
+// pairHost is one of two hosts joined by a veth, each with one VNIC, vnic0
+// on vesw 1 at addr, and the other (LID peer at other, an endpoint) in its
+// directory and in the red multicast group.
+func pairHost(name string, lid, peer int, self, other, addr string) hostSpec {
+	return hostSpec{
+		name: name, lid: lid, listen: self + ":4793",
+		peers:  map[int]string{peer: other},
+		groups: map[int][]int{mcRed: {lidA, lidB}},
+		vnics:  []vnicSpec{{vport: 0, vesw: 1, pkey: 0x8001, mcast: mcRed, ifname: "vnic0", addrs: []string{addr}}},
+	}
+}
+
 // iperf runs a TCP iperf3 test from client to server's addr and returns the
 // received rate in bit/s.
 func iperf(t *testing.T, client, server *nstest.NS, addr string, seconds int) float64 {
