@@ -238,8 +238,11 @@ func (t *TAP) Persistent() bool { return t.persist.Load() }
 // and sets cfg.MAC and cfg.MTU. Its administrative state and addresses stay
 // as they are: they belong to whoever uses the netdev there. It fails,
 // changing nothing, when there is no such netdev, when it is not a TAP with
-// alias tag (ErrNotOurTAP), or when another fd holds it (EBUSY). The TAP it
-// returns is persistent.
+// alias tag (ErrNotOurTAP), or when another fd holds it (EBUSY; only a
+// single-queue TAP: the kernel lets more fds attach to a multiqueue one).
+// It takes cfg.Queues queues of a multiqueue TAP, and the one queue of a
+// single-queue TAP, whatever cfg.Queues says. The TAP it returns is
+// persistent.
 func AttachTAP(cfg TAPConfig, tag string) (*TAP, error) {
 	fail := func(step string, err error) (*TAP, error) {
 		return nil, fmt.Errorf("vnicd: attach TAP %s in %q: %s: %w", cfg.Name, cfg.NetNS, step, err)
