@@ -25,20 +25,32 @@ import (
 // TAP queue by its hash and the queue group on a socket by its entropy, so
 // with 24 flows a queue left idle is a fault (a chance of about 2^-23 per
 // queue and direction otherwise).
+//
+// It runs with two queues on both hosts, and with one on either: a host
+// with one queue talks to one with two as to any other.
 func TestDataPlaneQueues(t *testing.T) {
 	nstest.RequireRoot(t)
 	nstest.RequireTools(t, "ping")
-	const queues = 2
-	a, b := newQueuedPair(t, "qua", "qub", queues)
+	for _, qs := range [][2]int{{2, 2}, {1, 2}, {2, 1}} {
+		t.Run(fmt.Sprintf("a%d-b%d", qs[0], qs[1]), func(t *testing.T) { testDataPlaneQueues(t, qs[0], qs[1]) })
+	}
+}
+
+func testDataPlaneQueues(t *testing.T, qa, qb int) {
+	sfx := fmt.Sprintf("%d%d", qa, qb)
+	a, b := pairUp(t, newQueuedHost(t, "qua"+sfx, qa), newQueuedHost(t, "qub"+sfx, qb))
 	a.addPort(t, 0, lidA, 1, "192.168.74.1/24")
 	b.addPort(t, 0, lidB, 1, "192.168.74.2/24")
 	a.ns.PingWithin(t, "192.168.74.2", 5*time.Second)
-	for _, h := range []*pollHost{a, b} {
-		if got := h.engine.Queues(); got != queues {
-			t.Fatalf("engine has %d queues, want %d", got, queues)
+	for _, h := range []struct {
+		h      *pollHost
+		queues int
+	}{{a, qa}, {b, qb}} {
+		if got := h.h.engine.Queues(); got != h.queues {
+			t.Fatalf("engine has %d queues, want %d", got, h.queues)
 		}
-		if got := h.engine.Port(0).Queues(); got != queues {
-			t.Fatalf("port 0 is carried on %d queues, want %d", got, queues)
+		if got := h.h.engine.Port(0).Queues(); got != h.queues {
+			t.Fatalf("port 0 is carried on %d queues, want %d", got, h.queues)
 		}
 	}
 
