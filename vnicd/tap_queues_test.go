@@ -116,3 +116,38 @@ func TestTAPQueues(t *testing.T) {
 	<-d
 	requireGone(t, pod, sname, sindex)
 }
+
+// TestTAPQueuesMove moves a multiqueue TAP whose queues are in use to
+// another namespace: every queue's fd goes on carrying frames there, and
+// the netdev keeps its queues.
+func TestTAPQueuesMove(t *testing.T) {
+	nstest.RequireTools(t, "ip", "ping")
+	home, pod := lab(t, "mqhome"), lab(t, "mqpod")
+	tap, err := vnicd.OpenTAP(vnicd.TAPConfig{Name: nstest.LinkName("q"), MAC: tapMAC, NetNS: home.Name(),
+		Addresses: []netip.Prefix{netip.PrefixFrom(tapIP, 24)}, Queues: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var echoes atomic.Int32
+	done := respondAll(tap, &echoes)
+	pingPeer(t, home)
+	if err := tap.MoveTo(pod.Path(), "eth0", []netip.Prefix{netip.PrefixFrom(tapIP, 24)}); err != nil {
+		t.Fatal(err)
+	}
+	if n := kernelQueues(t, pod, "eth0"); n != 2 || tap.Queues() != 2 {
+		t.Errorf("after the move: %d queues, the kernel's %d; want 2", tap.Queues(), n)
+	}
+	before := echoes.Load()
+	pingPeer(t, pod)
+	if echoes.Load() == before {
+		t.Error("no echo request reached the TAP's queues after the move")
+	}
+	index := tap.Index()
+	if err := tap.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range done {
+		<-d
+	}
+	requireGone(t, pod, "eth0", index)
+}
