@@ -178,6 +178,9 @@ type RxPoller struct {
 	tr   PollTransport
 	recv *[256]Receiver
 	msgs []Message
+
+	queue, queues int           // SetQueue
+	misrouted     atomic.Uint64 // VNIC packets steered for another queue
 }
 
 // NewRxPoller returns an RxPoller, or nil when the transport cannot be
@@ -207,15 +210,56 @@ func (h *HFI) NewQueueRxPoller(tr PollTransport, recv map[uint8]Receiver) *RxPol
 // epoll set).
 func (p *RxPoller) Control(f func(fd uintptr)) error { return p.tr.Control(f) }
 
+// Offsets in a 16B header of the bytes a queue group steers by: the L4
+// type, and the low byte of the entropy field (bits 15:0 of the fourth
+// little-endian word), which holds all of the 8-bit entropy a VNIC sends
+// (encap.FoldEntropy).
+const (
+	steerL4Off      = 8
+	steerEntropyOff = 12
+)
+
+// SetQueue tells the poller that its transport is queue q of a queue
+// group of n (ListenUDPQueues): it then counts the VNIC packets it reads
+// that the group's program steers to another queue (Misrouted). Call it
+// before the first Poll.
+func (p *RxPoller) SetQueue(q, n int) { p.queue, p.queues = q, n }
+
+// Misrouted returns how many VNIC packets the poller read that belong to
+// another queue of its group (SetQueue): datagrams of several flows that
+// the kernel merged (receive GRO on the underlay merges consecutive
+// datagrams of one host pair, whatever their flow) and so steered whole by
+// the first. They are handled as any other, but a flow whose frames reach
+// two queues may be reordered.
+func (p *RxPoller) Misrouted() uint64 { return p.misrouted.Load() }
+
 // Poll reads one batch of what is queued, without waiting, and hands it to
 // the receivers. n is how many datagrams it read; full reports a full
 // batch: more may be queued.
 func (p *RxPoller) Poll() (n int, full bool, err error) {
 	k, err := p.tr.TryReadBatch(p.msgs)
 	if k > 0 {
+		if p.queues > 1 {
+			p.countMisrouted(p.msgs[:k])
+		}
 		p.h.receiveBatch(p.msgs[:k], p.recv)
 	}
 	return k, k == len(p.msgs), err
+}
+
+// countMisrouted counts the VNIC packets of msgs that the queue group's
+// program (steeringProgram) gives to another queue than the poller's.
+func (p *RxPoller) countMisrouted(msgs []Message) {
+	var n uint64
+	for i := range msgs {
+		if b := msgs[i].Buf[:msgs[i].N]; len(b) > steerEntropyOff && b[steerL4Off] == encap.L4Ethernet &&
+			int(b[steerEntropyOff])%p.queues != p.queue {
+			n++
+		}
+	}
+	if n > 0 {
+		p.misrouted.Add(n)
+	}
 }
 
 // newReadBatch returns n messages with their own receive buffers.

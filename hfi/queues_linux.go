@@ -14,15 +14,6 @@ import (
 // MaxQueues bounds the sockets of a queue group (ListenUDPQueues).
 const MaxQueues = 16
 
-// Offsets in a 16B header of the bytes a queue group steers by: the L4
-// type, and the low byte of the entropy field (bits 15:0 of the fourth
-// little-endian word), which holds all of the 8-bit entropy a VNIC sends
-// (encap.FoldEntropy).
-const (
-	steerL4Off      = 8
-	steerEntropyOff = 12
-)
-
 // ListenUDPQueues opens n transports on one address (as ListenUDP does) in
 // one SO_REUSEPORT group, a queue of a multiqueue data plane each. A
 // classic BPF program on the group gives each datagram to one queue by its

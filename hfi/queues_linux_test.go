@@ -2,6 +2,7 @@ package hfi
 
 import (
 	"errors"
+	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -149,5 +150,73 @@ func TestQueuesPortTaken(t *testing.T) {
 	}
 	if _, err := ListenUDPQueues(netip.MustParseAddrPort("127.0.0.1:0"), 8, MaxQueues+1); err == nil {
 		t.Errorf("%d queues: no error", MaxQueues+1)
+	}
+}
+
+// TestQueueMisrouted: when datagrams of several flows reach a queue as one
+// GSO skb, as receive GRO on a NIC merges them, the group steers them whole
+// by the first; the queues' pollers count the VNIC packets that belong to
+// another queue, and only those.
+func TestQueueMisrouted(t *testing.T) {
+	qs, err := ListenUDPQueues(netip.MustParseAddrPort("127.0.0.1:0"), 16, 2)
+	if err != nil {
+		t.Skipf("cannot make a queue group here: %v", err)
+	}
+	defer func() {
+		for _, q := range qs {
+			q.Close()
+		}
+	}()
+	h := New(qs[0], Config{})
+	polls := []*RxPoller{h.NewRxPoller(), h.NewQueueRxPoller(qs[1], nil)}
+	for i, p := range polls {
+		p.SetQueue(i, 2)
+	}
+	conn, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(qs[0].LocalAddr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 100
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_SEGMENT, size)
+	}); err != nil || serr != nil {
+		t.Skipf("no UDP_SEGMENT here: %v %v", err, serr)
+	}
+	// One send, one GSO skb: its datagrams' L4 types and entropies.
+	send := func(pkts ...[2]byte) {
+		t.Helper()
+		buf := make([]byte, size*len(pkts))
+		for i, p := range pkts {
+			buf[i*size+steerL4Off], buf[i*size+steerEntropyOff] = p[0], p[1]
+		}
+		if _, err := conn.Write(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const vnic, mgmt = 0x78, 0x08
+	send([2]byte{vnic, 0}, [2]byte{vnic, 2}, [2]byte{vnic, 1}, [2]byte{vnic, 3}, [2]byte{mgmt, 1}) // queue 0: 2 misrouted
+	send([2]byte{vnic, 5}, [2]byte{vnic, 4}, [2]byte{vnic, 7})                                     // queue 1: 1 misrouted
+	want := [2]struct{ pkts, misrouted uint64 }{{5, 2}, {3, 1}}
+	for i, p := range polls {
+		var got uint64
+		for deadline := time.Now().Add(3 * time.Second); got < want[i].pkts && time.Now().Before(deadline); {
+			k, _, err := p.Poll()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			got += uint64(k)
+		}
+		if got != want[i].pkts || p.Misrouted() != want[i].misrouted {
+			t.Errorf("queue %d: %d datagrams, %d misrouted; want %d, %d", i, got, p.Misrouted(), want[i].pkts, want[i].misrouted)
+		}
 	}
 }

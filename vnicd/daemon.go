@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"go.uber.org/zap"
@@ -177,6 +178,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 		errs <- d.engine.RunDataPlane(ctx)
 		cancel()
 	}()
+	if d.engine.Queues() > 1 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.watchMisrouted(ctx)
+		}()
+	}
 	go func() {
 		defer wg.Done()
 		errs <- d.ctl.Serve(ctx)
@@ -201,6 +209,42 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.log.Info("vnicd stopped")
 	return err
+}
+
+// How often the daemon looks at its queues' misrouted packets, and how
+// often at most it warns of them.
+const (
+	misrouteCheckEvery = 10 * time.Second
+	misrouteWarnEvery  = time.Hour
+)
+
+// watchMisrouted warns, until ctx is done, when the data plane's queues
+// read packets that belong to another queue (QueueCounters.RxMisrouted):
+// the underlay merges datagrams of several flows, so flows may be
+// reordered. The per-packet path only counts them.
+func (d *Daemon) watchMisrouted(ctx context.Context) {
+	t := time.NewTicker(misrouteCheckEvery)
+	defer t.Stop()
+	var seen uint64
+	var warned time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		var n uint64
+		for _, q := range d.engine.QueueCounters() {
+			n += q.RxMisrouted
+		}
+		if n > seen && time.Since(warned) >= misrouteWarnEvery {
+			d.log.Warn("packets reached a data-plane queue other than their flow's: the underlay merges datagrams of several flows "+
+				"(receive GRO on a NIC), so a flow may be reordered; set node.queues: 1, or turn GRO off on the underlay device",
+				zap.Uint64("misrouted", n), zap.Int("queues", d.engine.Queues()))
+			warned = time.Now()
+		}
+		seen = n
+	}
 }
 
 // MgmtConfig is the management plane's part of the config.
@@ -380,7 +424,8 @@ func (d *Daemon) registerControl() {
 		for i, q := range d.engine.QueueCounters() {
 			cs = append(cs,
 				hfi.CounterValue{Name: fmt.Sprintf("queue%d_rx_packets", i), Value: q.RxPackets},
-				hfi.CounterValue{Name: fmt.Sprintf("queue%d_tx_frames", i), Value: q.TxFrames})
+				hfi.CounterValue{Name: fmt.Sprintf("queue%d_tx_frames", i), Value: q.TxFrames},
+				hfi.CounterValue{Name: fmt.Sprintf("queue%d_rx_misrouted", i), Value: q.RxMisrouted})
 		}
 		lid := encap.LIDFrom16B(d.hfi.LID())
 		return HFIStatus{

@@ -129,6 +129,11 @@ type QueueCounters struct {
 	// socket, TxFrames the frames it read from its queue of every port's
 	// device (TAP queue), before the checks that may drop them.
 	RxPackets, TxFrames uint64
+	// RxMisrouted counts the VNIC packets among RxPackets that belong to
+	// another queue (hfi.RxPoller.Misrouted): the underlay merged
+	// datagrams of several flows, and a flow whose frames reach two queues
+	// may be reordered.
+	RxMisrouted uint64
 }
 
 // QueueCounters returns each data-plane queue's counts, queue 0 first; nil
@@ -140,7 +145,7 @@ func (e *Engine) QueueCounters() []QueueCounters {
 	}
 	out := make([]QueueCounters, len(dp.loops))
 	for i, l := range dp.loops {
-		out[i] = QueueCounters{RxPackets: l.rxPackets.Load(), TxFrames: l.txFrames.Load()}
+		out[i] = QueueCounters{RxPackets: l.rxPackets.Load(), TxFrames: l.txFrames.Load(), RxMisrouted: l.rx.Misrouted()}
 	}
 	return out
 }
@@ -180,13 +185,17 @@ func (e *Engine) EnableQueues(more []hfi.PollTransport) error {
 	}
 	dp := &dataPlane{e: e, done: make(chan struct{})}
 	dp.ports.Store(&polledPorts{})
-	for i, tr := range append([]hfi.PollTransport{tr}, more...) {
+	trs := append([]hfi.PollTransport{tr}, more...)
+	for i, tr := range trs {
 		l := &pollLoop{dp: dp, q: i, tr: tr}
 		if i == 0 { // the HFI's registered receivers: the engine (rx0), management
 			l.rx = e.hfi.NewRxPoller()
 		} else {
 			rx := &queueRx{e: e, q: i}
 			l.rx = e.hfi.NewQueueRxPoller(tr, map[uint8]hfi.Receiver{encap.L4Ethernet: rx})
+		}
+		if len(trs) > 1 {
+			l.rx.SetQueue(i, len(trs))
 		}
 		if err := l.open(); err != nil {
 			dp.close()

@@ -224,6 +224,7 @@ type dataPlaneCollector struct {
 	e                        *Engine
 	window, polls            *prometheus.Desc
 	queues, queueRx, queueTx *prometheus.Desc
+	queueMisrouted           *prometheus.Desc
 }
 
 func newDataPlaneCollector(e *Engine, node string) *dataPlaneCollector {
@@ -240,6 +241,8 @@ func newDataPlaneCollector(e *Engine, node string) *dataPlaneCollector {
 			"Datagrams a data-plane queue read from its UDP socket.", []string{"queue"}, cl),
 		queueTx: prometheus.NewDesc("opavnic_dataplane_queue_tx_frames_total",
 			"Frames a data-plane queue read from its queue of the ports' TAPs.", []string{"queue"}, cl),
+		queueMisrouted: prometheus.NewDesc("opavnic_dataplane_queue_rx_misrouted_total",
+			"VNIC packets a data-plane queue read that belong to another queue (the underlay merged datagrams of several flows; such flows may be reordered).", []string{"queue"}, cl),
 	}
 }
 
@@ -250,6 +253,7 @@ func (c *dataPlaneCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.queues
 	ch <- c.queueRx
 	ch <- c.queueTx
+	ch <- c.queueMisrouted
 }
 
 // Collect implements prometheus.Collector.
@@ -262,6 +266,7 @@ func (c *dataPlaneCollector) Collect(ch chan<- prometheus.Metric) {
 		label := strconv.Itoa(i)
 		ch <- prometheus.MustNewConstMetric(c.queueRx, prometheus.CounterValue, float64(q.RxPackets), label)
 		ch <- prometheus.MustNewConstMetric(c.queueTx, prometheus.CounterValue, float64(q.TxFrames), label)
+		ch <- prometheus.MustNewConstMetric(c.queueMisrouted, prometheus.CounterValue, float64(q.RxMisrouted), label)
 	}
 }
 

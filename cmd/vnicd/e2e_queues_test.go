@@ -55,6 +55,9 @@ func TestE2EQueues(t *testing.T) {
 			if rx == 0 || tx == 0 {
 				t.Errorf("%s: queue %d carried rx %d, tx %d frames; want both > 0", x.name, q, rx, tx)
 			}
+			if m, ok := c[fmt.Sprintf("queue%d_rx_misrouted", q)]; !ok || m != 0 {
+				t.Errorf("%s: queue %d read %d packets of another queue (counter shown: %v)", x.name, q, m, ok)
+			}
 		}
 		if _, ok := c["queue2_rx_packets"]; ok {
 			t.Errorf("%s: a third queue's counters", x.name)
