@@ -421,11 +421,14 @@ func (d *Daemon) registerControl() {
 			hfi.CounterValue{Name: "mgmt_untrusted", Value: d.mgmt.Untrusted.Load()},
 			hfi.CounterValue{Name: "mgmt_bad", Value: d.mgmt.Bad.Load()},
 			hfi.CounterValue{Name: "busy_polls_idle", Value: d.engine.BusyPolls()})
-		for i, q := range d.engine.QueueCounters() {
+		qc := d.engine.QueueCounters()
+		for i, q := range qc {
 			cs = append(cs,
 				hfi.CounterValue{Name: fmt.Sprintf("queue%d_rx_packets", i), Value: q.RxPackets},
-				hfi.CounterValue{Name: fmt.Sprintf("queue%d_tx_frames", i), Value: q.TxFrames},
-				hfi.CounterValue{Name: fmt.Sprintf("queue%d_rx_misrouted", i), Value: q.RxMisrouted})
+				hfi.CounterValue{Name: fmt.Sprintf("queue%d_tx_frames", i), Value: q.TxFrames})
+			if len(qc) > 1 { // one queue has no other to misroute to
+				cs = append(cs, hfi.CounterValue{Name: fmt.Sprintf("queue%d_rx_misrouted", i), Value: q.RxMisrouted})
+			}
 		}
 		lid := encap.LIDFrom16B(d.hfi.LID())
 		return HFIStatus{
