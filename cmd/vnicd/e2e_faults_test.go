@@ -35,6 +35,13 @@ import (
 // and b are to use for each other).
 func attackHosts(t *testing.T, prefix string, between func(a, b *nstest.NS, vethA, vethB string) (bForA, aForB string)) (a, b *nstest.NS, vethA, vethB string, da, db *daemon) {
 	t.Helper()
+	return attackHostsQ(t, prefix, 0, between)
+}
+
+// attackHostsQ is attackHosts with node.queues set to queues on both hosts
+// (0 leaves it out).
+func attackHostsQ(t *testing.T, prefix string, queues int, between func(a, b *nstest.NS, vethA, vethB string) (bForA, aForB string)) (a, b *nstest.NS, vethA, vethB string, da, db *daemon) {
+	t.Helper()
 	a, b = nstest.NewNS(t, prefix+"a"), nstest.NewNS(t, prefix+"b")
 	vethA, vethB = nstest.Veth(t, a, b, pfx("10.200.0.1/24"), pfx("10.200.0.2/24"), 1500)
 	bForA, aForB := "10.200.0.2:4793", "10.200.0.1:4793"
@@ -44,6 +51,7 @@ func attackHosts(t *testing.T, prefix string, between func(a, b *nstest.NS, veth
 	host := func(name string, lid, peer int, self, other string, n int) hostSpec {
 		h := pairHost(name, lid, peer, self, other, fmt.Sprintf("192.168.101.%d/24", n))
 		h.vnics[0].ethMTU = attackMTU
+		h.queues = queues
 		return h
 	}
 	da = startVnicd(t, a, host("host-a", lidA, lidB, "10.200.0.1", bForA, 1))
@@ -369,10 +377,18 @@ var pingStatsRE = regexp.MustCompile(`(\d+) packets transmitted, (\d+) received`
 // TestE2EGarbageFlood blasts random and mutated datagrams at host b's HFI
 // port while ping and iperf3 cross the red switch: vnicd keeps running and
 // forwarding, and every datagram is either counted under the drop its
-// oracle predicts or dropped by the kernel before vnicd saw it.
+// oracle predicts or dropped by the kernel before vnicd saw it. It runs
+// with one queue and with two (node.queues), where the flood reaches both
+// queues' sockets through the group's steering program.
 func TestE2EGarbageFlood(t *testing.T) {
 	nstest.RequireRoot(t)
 	nstest.RequireTools(t, "ip", "ping", "iperf3")
+	for _, queues := range []int{0, 2} {
+		t.Run(fmt.Sprintf("queues=%d", max(queues, 1)), func(t *testing.T) { testGarbageFlood(t, queues) })
+	}
+}
+
+func testGarbageFlood(t *testing.T, queues int) {
 	count := envInt(t, "OPAVNIC_FLOOD_PACKETS", 20000)
 	pps := envInt(t, "OPAVNIC_FLOOD_PPS", 10000)
 	seed := uint64(time.Now().UnixNano())
@@ -385,7 +401,7 @@ func TestE2EGarbageFlood(t *testing.T) {
 	}
 	t.Logf("flood: %d datagrams at about %d/s, seed %d (OPAVNIC_FLOOD_PACKETS, OPAVNIC_FLOOD_PPS, OPAVNIC_FLOOD_SEED)", count, pps, seed)
 
-	a, b, vethA, vethB, _, db := attackHosts(t, "gf", nil)
+	a, b, vethA, vethB, _, db := attackHostsQ(t, fmt.Sprintf("gf%d", max(queues, 1)), queues, nil)
 	// A permanent neighbour entry: no datagram waits for (or is dropped by)
 	// address resolution on its way to b.
 	lb, err := b.Netlink().LinkByName(vethB)
@@ -517,6 +533,21 @@ func TestE2EGarbageFlood(t *testing.T) {
 		t.Errorf("no kernel drops, yet counted %d drops for %d datagrams sent", counted, res.sent)
 	}
 	t.Logf("FIGURE flood: exact accounting (sent == counted, no kernel drops): %v", kernel == 0 && counted == uint64(res.sent))
+	if queues > 1 {
+		// Every flood datagram is a send of its own, steered by its own
+		// bytes: both queues read some, and none is another queue's.
+		c := db.hfiCounters(t)
+		t.Logf("FIGURE flood (queues %d): host b read %d and %d datagrams on its queues", queues,
+			c["queue0_rx_packets"], c["queue1_rx_packets"])
+		for q := range queues {
+			if n := c[fmt.Sprintf("queue%d_rx_packets", q)]; n < uint64(res.sent)/10 {
+				t.Errorf("host b's queue %d read %d datagrams of the flood's %d", q, n, res.sent)
+			}
+			if n := c[fmt.Sprintf("queue%d_rx_misrouted", q)]; n != 0 {
+				t.Errorf("host b's queue %d read %d packets of another queue", q, n)
+			}
+		}
+	}
 	// Overlaps between counters, which the sum above counts once: every
 	// HFI-level drop is also in PortRcvErrors, and a packet for a vesw with
 	// no port is counted both by the engine (vnic_rx_no_port) and, charged to
