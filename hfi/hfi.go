@@ -219,6 +219,27 @@ const (
 	steerEntropyOff = 12
 )
 
+// steerKey is what a queue group steers a datagram by (steeringProgram):
+// its L4 type and entropy byte, or all ones when it is too short for them.
+// A UDP GSO send is steered whole, by its first datagram, so WriteBatch
+// keeps each such send to one key.
+func steerKey(b []byte) uint16 {
+	if len(b) <= steerEntropyOff {
+		return 0xFFFF
+	}
+	return uint16(b[steerL4Off])<<8 | uint16(b[steerEntropyOff])
+}
+
+// steerQueue is the queue of a group of n that steeringProgram gives a
+// datagram with key k: entropy mod n for a VNIC packet, the first for any
+// other.
+func steerQueue(k uint16, n int) int {
+	if k>>8 != encap.L4Ethernet {
+		return 0
+	}
+	return int(k&0xFF) % n
+}
+
 // SetQueue tells the poller that its transport is queue q of a queue
 // group of n (ListenUDPQueues): it then counts the VNIC packets it reads
 // that the group's program steers to another queue (Misrouted). Call it
@@ -252,8 +273,7 @@ func (p *RxPoller) Poll() (n int, full bool, err error) {
 func (p *RxPoller) countMisrouted(msgs []Message) {
 	var n uint64
 	for i := range msgs {
-		if b := msgs[i].Buf[:msgs[i].N]; len(b) > steerEntropyOff && b[steerL4Off] == encap.L4Ethernet &&
-			int(b[steerEntropyOff])%p.queues != p.queue {
+		if steerQueue(steerKey(msgs[i].Buf[:msgs[i].N]), p.queues) != p.queue {
 			n++
 		}
 	}

@@ -42,13 +42,8 @@ func ListenUDPQueues(addr netip.AddrPort, batch, n int) ([]*UDP, error) {
 	if err != nil {
 		return nil, err
 	}
-	bound := probe.LocalAddr()
+	addr = probe.LocalAddr() // [::] for the dual-stack default, an IPv4 address unmapped
 	probe.Close()
-	if !addr.IsValid() {
-		addr = netip.AddrPortFrom(netip.IPv6Unspecified(), bound.Port())
-	} else {
-		addr = netip.AddrPortFrom(addr.Addr(), bound.Port())
-	}
 	qs := make([]*UDP, 0, n)
 	fail := func(err error) ([]*UDP, error) {
 		for _, u := range qs {
@@ -105,15 +100,4 @@ func attachSteering(u *UDP, n int) error {
 		}
 	})
 	return errors.Join(err, serr)
-}
-
-// steerKey is what a queue group steers a datagram by (steeringProgram):
-// its L4 type and entropy byte, or all ones when it is too short for them.
-// A UDP GSO send is steered whole, by its first datagram, so WriteBatch
-// keeps each such send to one key.
-func steerKey(b []byte) uint16 {
-	if len(b) <= steerEntropyOff {
-		return 0xFFFF
-	}
-	return uint16(b[steerL4Off])<<8 | uint16(b[steerEntropyOff])
 }

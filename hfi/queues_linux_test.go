@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -91,7 +92,7 @@ func TestQueueSteering(t *testing.T) {
 						got = append(got, indexOf(msgs, m.Buf[:m.N]))
 					}
 				}
-				if !equalInts(got, want[q]) {
+				if !slices.Equal(got, want[q]) {
 					t.Errorf("queue %d got datagrams %v, want %v (-1: not one sent)", q, got, want[q])
 				}
 			}
@@ -106,18 +107,6 @@ func indexOf(msgs []Message, b []byte) int {
 		}
 	}
 	return -1
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestQueuesPortTaken: a queue group is refused a port that a socket holds,

@@ -67,11 +67,16 @@ const (
 // engine's poll loop has stopped.
 var ErrDataPlaneStopped = errors.New("vnicd: the data plane has stopped")
 
+// frameWriter writes frames into a device, or a queue of one (Device.Write).
+type frameWriter interface {
+	Write(bufs [][]byte, offset int) (int, error)
+}
+
 // pollDevice is a Device, or a queue of one, the poll loop can drive (TAP,
 // TAPQueue).
 type pollDevice interface {
+	frameWriter
 	TryRead(bufs [][]byte, sizes []int, offset int) (int, error)
-	Write(bufs [][]byte, offset int) (int, error)
 	Control(f func(fd uintptr)) error
 }
 

@@ -415,9 +415,7 @@ func (r *queueRx) Receive(pkt []byte, h encap.Header16B, _ netip.AddrPort) {
 // the data plane) in one batch.
 func (r *queueRx) Flush() {
 	for _, p := range r.dirty {
-		var w interface {
-			Write(bufs [][]byte, offset int) (int, error)
-		} = p.dev
+		var w frameWriter = p.dev
 		if r.q < len(p.pq) {
 			w = p.pq[r.q].dev
 		}

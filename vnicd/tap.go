@@ -176,17 +176,9 @@ func OpenTAP(cfg TAPConfig) (*TAP, error) {
 		return nil, fmt.Errorf("vnicd: open TAP %s: create: %w", name, err)
 	}
 
-	rc, err := files[0].SyscallConn()
+	t, err := tapFromFiles(files, created, here, cfg.MTU)
 	if err != nil {
-		for _, f := range files {
-			f.Close()
-		}
 		here.Close()
-		return nil, fmt.Errorf("vnicd: open TAP %s: %w", name, err)
-	}
-	t := newTAP(files[0], rc, created, here, cfg.MTU)
-	if err := t.addQueues(files[1:]); err != nil {
-		t.Close()
 		return nil, fmt.Errorf("vnicd: open TAP %s: %w", name, err)
 	}
 	fail := func(step string, err error) (*TAP, error) {
@@ -274,20 +266,26 @@ func newTAP(f *os.File, rc syscall.RawConn, name string, ns netns.NsHandle, mtu 
 	return t
 }
 
-// addQueues makes the fds of files the TAP's further queues; on an error
-// the files not taken are closed. Only while the TAP is being made.
-func (t *TAP) addQueues(files []*os.File) error {
+// tapFromFiles wraps the fds createTAP opened, a queue each, the first
+// being the TAP's own. On an error it closes them all (a TAP that is not
+// persistent goes with them) and ns stays the caller's.
+func tapFromFiles(files []*os.File, name string, ns netns.NsHandle, mtu int) (*TAP, error) {
+	rcs := make([]syscall.RawConn, len(files))
 	for i, f := range files {
 		rc, err := f.SyscallConn()
 		if err != nil {
-			for _, g := range files[i:] {
-				g.Close()
+			for _, f := range files {
+				f.Close()
 			}
-			return err
+			return nil, err
 		}
-		t.queues = append(t.queues, newTAPQueue(t, f, rc))
+		rcs[i] = rc
 	}
-	return nil
+	t := newTAP(files[0], rcs[0], name, ns, mtu)
+	for i, f := range files[1:] {
+		t.queues = append(t.queues, newTAPQueue(t, f, rcs[i+1]))
+	}
+	return t, nil
 }
 
 func newTAPQueue(t *TAP, f *os.File, rc syscall.RawConn) *TAPQueue {

@@ -284,29 +284,19 @@ func AttachTAP(cfg TAPConfig, tag string) (*TAP, error) {
 		release()
 		return fail("open", err)
 	}
-	closeAll := func() {
-		for _, f := range files {
-			f.Close()
-		}
-	}
 	if cur, err := h.LinkByName(cfg.Name); err != nil || cur.Attrs().Index != index {
-		closeAll() // a TAP the open made anew: not persistent, so this deletes it
+		for _, f := range files {
+			f.Close() // a TAP the open made anew: not persistent, so this deletes it
+		}
 		release()
 		return fail("open", fmt.Errorf("the netdev went away meanwhile: %w", errors.Join(err, os.ErrNotExist)))
 	}
-	rc, err := files[0].SyscallConn()
+	t, err := tapFromFiles(files, cfg.Name, ns, cfg.MTU)
 	if err != nil {
-		closeAll()
 		release()
 		return fail("open", err)
 	}
-	t := newTAP(files[0], rc, cfg.Name, ns, cfg.MTU)
 	t.h, t.index = h, index
-	if err := t.addQueues(files[1:]); err != nil {
-		t.persist.Store(true)
-		t.Close()
-		return fail("open", err)
-	}
 	t.place.Store(&tapPlace{name: cfg.Name, netns: cfg.NetNS})
 	t.persist.Store(true)
 	link := &netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: index}}
