@@ -306,11 +306,22 @@ func linkDrops(t *testing.T, ns *nstest.NS, name string) uint64 {
 // floodResult is what the flood did.
 type floodResult struct {
 	sent    int
+	byQueue [2]int // datagrams sent to the HFI's port, by the queue of two that steers them
 	byKind  map[string]int
 	byFate  map[string]uint64
 	took    time.Duration
 	capped  bool   // stopped by the time cap before sending all
 	failure string // a kind made a datagram outside its fates, or a send failed
+}
+
+// steerQueueOfTwo is the queue of a group of two (node.queues 2) that the
+// group's steering program gives datagram p: for a VNIC packet (L4 0x78,
+// byte 8) its entropy's low byte (byte 12) mod 2, for any other the first.
+func steerQueueOfTwo(p []byte) int {
+	if len(p) > 12 && p[8] == encap.L4Ethernet {
+		return int(p[12]) % 2
+	}
+	return 0
 }
 
 // flood sends n datagrams of the kinds, drawn at random, to b's HFI port at
@@ -360,6 +371,9 @@ func flood(s *rawUDP, kinds []floodKind, seed uint64, n, pps int, limit time.Dur
 				return res
 			}
 			res.sent++
+			if port == 4793 {
+				res.byQueue[steerQueueOfTwo(p)]++
+			}
 			res.byKind[k.name]++
 			res.byFate[fate]++
 		}
@@ -416,7 +430,15 @@ func testGarbageFlood(t *testing.T, queues int) {
 	rateBefore := iperf(t, a, b, "192.168.101.2", 3)
 	t.Logf("FIGURE flood: iperf3 without flood %.0f Mbit/s", rateBefore/1e6)
 
-	good := vnicPacket(t, testFrame(encap.MACForLID(lidB, 1), 98), encap.VNICParams{SLID: lidA, DLID: lidB, PKey: 0x8001, VESWID: 1})
+	// With two queues the base packet's entropy is odd, so that the VNIC
+	// kinds built on it go to the second queue and the others (management,
+	// other L4 types, runts) to the first.
+	var entropy uint16
+	if queues > 1 {
+		entropy = 1
+	}
+	good := vnicPacket(t, testFrame(encap.MACForLID(lidB, 1), 98), encap.VNICParams{SLID: lidA, DLID: lidB, PKey: 0x8001, VESWID: 1,
+		Entropy: entropy})
 	if f := attackFate(good, true); f != fateDeliver {
 		t.Fatalf("the flood's base packet has fate %s", f)
 	}
@@ -427,6 +449,7 @@ func testGarbageFlood(t *testing.T, queues int) {
 	snapB, snapA := kernelStats(t, b), kernelStats(t, a)
 	linkBefore := linkDrops(t, a, vethA) + linkDrops(t, b, vethB)
 	before := db.fateCounters(t)
+	queuesBefore := db.hfiCounters(t)
 
 	secs := min(max((count+pps-1)/pps, 2), 30)
 	limit := time.Duration(3*count/pps+10) * time.Second
@@ -535,13 +558,17 @@ func testGarbageFlood(t *testing.T, queues int) {
 	t.Logf("FIGURE flood: exact accounting (sent == counted, no kernel drops): %v", kernel == 0 && counted == uint64(res.sent))
 	if queues > 1 {
 		// Every flood datagram is a send of its own, steered by its own
-		// bytes: both queues read some, and none is another queue's.
+		// bytes: each queue read at least the flood datagrams steered to it
+		// (iperf3's and ping's add to one), and none is another queue's.
 		c := db.hfiCounters(t)
-		t.Logf("FIGURE flood (queues %d): host b read %d and %d datagrams on its queues", queues,
-			c["queue0_rx_packets"], c["queue1_rx_packets"])
-		for q := range queues {
-			if n := c[fmt.Sprintf("queue%d_rx_packets", q)]; n < uint64(res.sent)/10 {
-				t.Errorf("host b's queue %d read %d datagrams of the flood's %d", q, n, res.sent)
+		t.Logf("FIGURE flood (queues %d): host b's queues read %d and %d datagrams; the flood steered %d and %d to them",
+			queues, c["queue0_rx_packets"]-queuesBefore["queue0_rx_packets"],
+			c["queue1_rx_packets"]-queuesBefore["queue1_rx_packets"], res.byQueue[0], res.byQueue[1])
+		for q := range 2 {
+			name := fmt.Sprintf("queue%d_rx_packets", q)
+			if n := c[name] - queuesBefore[name]; n < uint64(res.byQueue[q]) || res.byQueue[q] < res.sent/20 {
+				t.Errorf("host b's queue %d read %d datagrams during the flood, which steered %d of %d to it",
+					q, n, res.byQueue[q], res.sent)
 			}
 			if n := c[fmt.Sprintf("queue%d_rx_misrouted", q)]; n != 0 {
 				t.Errorf("host b's queue %d read %d packets of another queue", q, n)
