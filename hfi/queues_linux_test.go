@@ -209,3 +209,89 @@ func TestQueueMisrouted(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueGroupFormedUnderTraffic forms queue groups on a port that
+// datagrams of both queues' flows already stream to, as a restarted daemon's
+// peers keep sending: while the group is incomplete the kernel cannot steer
+// by the program, so no datagram may be delivered before every queue has
+// joined. Each queue must read only its own flow's datagrams.
+func TestQueueGroupFormedUnderTraffic(t *testing.T) {
+	probe, err := ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := probe.LocalAddr()
+	probe.Close()
+	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	// The sender: datagrams of entropy 0 (queue 0) and 1 (queue 1) in turn,
+	// until told to stop, for at most 20 s.
+	stop, done := make(chan struct{}), make(chan int)
+	go func() {
+		dst := net.UDPAddrFromAddrPort(addr)
+		p := make([]byte, 64)
+		p[steerL4Off] = 0x78
+		sent := 0
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); sent++ {
+			select {
+			case <-stop:
+				done <- sent
+				return
+			default:
+			}
+			p[steerEntropyOff] = byte(sent & 1)
+			conn.WriteToUDP(p, dst) // refused while no group listens
+		}
+		done <- sent
+	}()
+	defer func() {
+		close(stop)
+		t.Logf("sent %d datagrams", <-done)
+	}()
+
+	rmsgs := newReadBatch(64)
+	const rounds = 30
+	var read [2]int
+	for r := range rounds {
+		qs, err := ListenUDPQueues(addr, 64, 2)
+		if err != nil {
+			if r == 0 {
+				t.Skipf("cannot make a queue group here: %v", err)
+			}
+			t.Fatalf("round %d: %v", r, err)
+		}
+		time.Sleep(2 * time.Millisecond)
+		var wrong [2]int
+		for q, u := range qs {
+			for range 1000 {
+				k, err := u.TryReadBatch(rmsgs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if k == 0 {
+					break
+				}
+				for _, m := range rmsgs[:k] {
+					if int(m.Buf[steerEntropyOff]) != q {
+						wrong[q]++
+					}
+				}
+				read[q] += k
+			}
+		}
+		if wrong != [2]int{} {
+			t.Errorf("round %d: queues 0 and 1 read %d and %d datagrams of the other's flow", r, wrong[0], wrong[1])
+		}
+		for _, u := range qs {
+			u.Close()
+		}
+	}
+	t.Logf("queues read %d and %d datagrams in %d rounds", read[0], read[1], rounds)
+	if read[0] == 0 || read[1] == 0 {
+		t.Errorf("queues read %d and %d datagrams: the traffic did not reach the groups", read[0], read[1])
+	}
+}

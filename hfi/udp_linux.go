@@ -94,7 +94,7 @@ var _ Transport = (*UDP)(nil)
 // ListenUDP opens the transport on addr. A zero addr means all addresses on
 // DefaultPort. batch <= 0 means DefaultBatchSize.
 func ListenUDP(addr netip.AddrPort, batch int) (*UDP, error) {
-	return listenUDP(addr, batch, false)
+	return listenUDP(addr, batch, nil)
 }
 
 // listenAddr is the network and address ListenUDP binds for addr.
@@ -111,18 +111,18 @@ func listenAddr(addr netip.AddrPort) (string, *net.UDPAddr) {
 
 // listenUDP is ListenUDP, with SO_REUSEPORT set before the bind when reuse
 // is (a socket of a queue group, ListenUDPQueues).
-func listenUDP(addr netip.AddrPort, batch int, reuse bool) (*UDP, error) {
+// listenUDP is ListenUDP; prebind, when set, is called with the socket
+// before it is bound.
+func listenUDP(addr netip.AddrPort, batch int, prebind func(fd int) error) (*UDP, error) {
 	if batch <= 0 {
 		batch = DefaultBatchSize
 	}
 	network, la := listenAddr(addr)
 	var lc net.ListenConfig
-	if reuse {
+	if prebind != nil {
 		lc.Control = func(_, _ string, c syscall.RawConn) error {
 			var serr error
-			err := c.Control(func(fd uintptr) {
-				serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
-			})
+			err := c.Control(func(fd uintptr) { serr = prebind(int(fd)) })
 			return errors.Join(err, serr)
 		}
 	}
