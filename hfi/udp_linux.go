@@ -524,8 +524,8 @@ func (s *udpWriteScratch) build(msgs []Message, gso bool) (k, used int, err erro
 			Name:    (*byte)(unsafe.Pointer(&s.names[k])),
 			Namelen: namelen,
 			Iov:     &s.iov[i],
-			Iovlen:  uint64(j - i),
 		}}
+		s.hdrs[k].Hdr.SetIovlen(j - i)
 		if j-i > 1 {
 			ctl := s.ctl[k*cmsgLen : (k+1)*cmsgLen]
 			c := (*unix.Cmsghdr)(unsafe.Pointer(&ctl[0]))

@@ -37,6 +37,11 @@ for c in vnicd opafm vnicctl vnic-cni; do
 done
 OPAVNIC_STATIC_DIR=$static_dir go test -count=1 -run TestStaticBinaries ./scripts
 
+echo "== other Linux architectures build (arm64, and 32-bit 386 and arm for the syscall structs' field widths)"
+for arch in arm64 386 arm; do
+	GOOS=linux GOARCH=$arch go vet ./...
+done
+
 if [[ $(id -u) -ne 0 ]]; then
 	echo "== note: not root, so the namespace end-to-end tests will skip" >&2
 fi
