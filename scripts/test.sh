@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# All of opavnic's tests: vet and format checks, the static-binary check, and
+# All of opavnic's tests: vet (also for linux/arm64, 386 and arm) and format
+# checks, the static-binary check, and
 # every test (unit, fuzz seed corpora and, as root, the end-to-end tests in
 # network namespaces, which build their own namespaces and always remove
 # them) twice: once plain, where the zero-allocation tests count, and once
