@@ -65,7 +65,10 @@ func ListenUDPQueues(addr netip.AddrPort, batch, n int) ([]*UDP, error) {
 			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
 				return fmt.Errorf("SO_REUSEPORT: %w", err)
 			}
-			return setSocketFilter(fd, dropAll)
+			if err := setsockoptProg(fd, unix.SO_ATTACH_FILTER, dropAll); err != nil {
+				return fmt.Errorf("SO_ATTACH_FILTER: %w", err)
+			}
+			return nil
 		})
 		if err != nil {
 			return fail(err)
@@ -105,14 +108,6 @@ func waitRCUGracePeriod() {
 
 // dropAll is a socket filter that drops every datagram.
 var dropAll = []unix.SockFilter{{Code: unix.BPF_RET | unix.BPF_K, K: 0}}
-
-// setSocketFilter attaches a classic BPF socket filter to fd.
-func setSocketFilter(fd int, prog []unix.SockFilter) error {
-	if err := setsockoptProg(fd, unix.SO_ATTACH_FILTER, prog); err != nil {
-		return fmt.Errorf("SO_ATTACH_FILTER: %w", err)
-	}
-	return nil
-}
 
 // setsockoptProg sets a SOL_SOCKET option that takes a classic BPF program.
 func setsockoptProg(fd, opt int, prog []unix.SockFilter) error {

@@ -109,10 +109,8 @@ func listenAddr(addr netip.AddrPort) (string, *net.UDPAddr) {
 	}
 }
 
-// listenUDP is ListenUDP, with SO_REUSEPORT set before the bind when reuse
-// is (a socket of a queue group, ListenUDPQueues).
 // listenUDP is ListenUDP; prebind, when set, is called with the socket
-// before it is bound.
+// before it is bound (ListenUDPQueues: SO_REUSEPORT and a filter).
 func listenUDP(addr netip.AddrPort, batch int, prebind func(fd int) error) (*UDP, error) {
 	if batch <= 0 {
 		batch = DefaultBatchSize
