@@ -22,15 +22,7 @@ func TestQueueSteering(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const n = 3
-			qs, err := ListenUDPQueues(netip.MustParseAddrPort(tc.listen), 64, n)
-			if err != nil {
-				t.Skipf("cannot make a queue group here: %v", err)
-			}
-			defer func() {
-				for _, q := range qs {
-					q.Close()
-				}
-			}()
+			qs := listenQueues(t, netip.MustParseAddrPort(tc.listen), 64, n)
 			if len(qs) != n {
 				t.Fatalf("%d queues, want %d", len(qs), n)
 			}
@@ -100,6 +92,22 @@ func TestQueueSteering(t *testing.T) {
 	}
 }
 
+// listenQueues opens a queue group for the test, which skips where the
+// kernel cannot make one, and closes it when the test ends.
+func listenQueues(t *testing.T, addr netip.AddrPort, batch, n int) []*UDP {
+	t.Helper()
+	qs, err := ListenUDPQueues(addr, batch, n)
+	if err != nil {
+		t.Skipf("cannot make a queue group here: %v", err)
+	}
+	t.Cleanup(func() {
+		for _, q := range qs {
+			q.Close()
+		}
+	})
+	return qs
+}
+
 func indexOf(msgs []Message, b []byte) int {
 	for i, m := range msgs {
 		if string(m.Buf[:m.N]) == string(b) {
@@ -113,15 +121,7 @@ func indexOf(msgs []Message, b []byte) int {
 // whether that socket would share the port or not, and a bad count is an
 // error.
 func TestQueuesPortTaken(t *testing.T) {
-	qs, err := ListenUDPQueues(netip.MustParseAddrPort("127.0.0.1:0"), 8, 2)
-	if err != nil {
-		t.Skipf("cannot make a queue group here: %v", err)
-	}
-	defer func() {
-		for _, q := range qs {
-			q.Close()
-		}
-	}()
+	qs := listenQueues(t, netip.MustParseAddrPort("127.0.0.1:0"), 8, 2)
 	addr := qs[0].LocalAddr()
 	if _, err := ListenUDPQueues(addr, 8, 2); !errors.Is(err, unix.EADDRINUSE) {
 		t.Errorf("a second group on %v: %v, want EADDRINUSE", addr, err)
@@ -147,15 +147,7 @@ func TestQueuesPortTaken(t *testing.T) {
 // by the first; the queues' pollers count the VNIC packets that belong to
 // another queue, and only those.
 func TestQueueMisrouted(t *testing.T) {
-	qs, err := ListenUDPQueues(netip.MustParseAddrPort("127.0.0.1:0"), 16, 2)
-	if err != nil {
-		t.Skipf("cannot make a queue group here: %v", err)
-	}
-	defer func() {
-		for _, q := range qs {
-			q.Close()
-		}
-	}()
+	qs := listenQueues(t, netip.MustParseAddrPort("127.0.0.1:0"), 16, 2)
 	h := New(qs[0], Config{})
 	polls := []*RxPoller{h.NewRxPoller(), h.NewQueueRxPoller(qs[1], nil)}
 	for i, p := range polls {
