@@ -42,7 +42,13 @@ import (
 // opt-in busy-poll window (SetBusyPoll). In the bench it took back-to-back
 // pings from 146-360 us to 52-76 us. TCP stayed within the noise, and CPU
 // per gigabit rose by 7-29%. So it is off by default, as the kernel's
-// net.core.busy_poll is.
+// net.core.busy_poll is. Nor did changing how the kernel schedules the
+// daemons' threads help, on a standalone pair in interleaved runs: nice -5,
+// or an EEVDF slice of 100 us or 3 ms (sched_setattr), left single-stream
+// TCP within the noise; SCHED_FIFO (chrt -f 10) made it lower (median of 7
+// rounds 3.35 against 3.69 Gbit/s) and back-to-back pings slower in 8 of 9
+// rounds (average 0.24-0.69 ms against 0.17-0.42 ms; the hypervisor stole
+// 20% of the CPU time in a sample that day).
 //
 // Devices that cannot be polled (test doubles) keep their own transmit
 // goroutine (Port.txLoop), and a transport that cannot be polled is read by
