@@ -133,6 +133,37 @@ const OPASpecialOUI = 0x00066A
 // DefaultSubnetPrefix is the link-local prefix fe80::/64.
 const DefaultSubnetPrefix uint64 = 0xFE80000000000000
 
+// ParseSubnetPrefix parses a GID subnet prefix written as an IPv6 address
+// whose low 64 bits are zero ("fe80::", "fec0:0:0:1::"), optionally with the
+// prefix length 64 ("fe80::/64"). A zone, an IPv4 (or IPv4-mapped) address
+// or another prefix length is an error.
+func ParseSubnetPrefix(s string) (uint64, error) {
+	a, err := netip.ParseAddr(s)
+	if strings.Contains(s, "/") {
+		p, perr := netip.ParsePrefix(s)
+		if perr == nil && p.Bits() != 64 {
+			return 0, errors.New("the prefix length must be 64")
+		}
+		a, err = p.Addr(), perr
+	}
+	if err != nil || !a.Is6() || a.Is4In6() || a.Zone() != "" {
+		return 0, errors.New("not an IPv6 prefix such as fe80:: or fe80::/64")
+	}
+	b := a.As16()
+	if binary.BigEndian.Uint64(b[8:]) != 0 {
+		return 0, errors.New("the low 64 bits (the interface ID half) must be zero")
+	}
+	return binary.BigEndian.Uint64(b[:8]), nil
+}
+
+// FormatSubnetPrefix formats a subnet prefix as ParseSubnetPrefix takes it,
+// without the length ("fe80::").
+func FormatSubnetPrefix(p uint64) string {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], p)
+	return netip.AddrFrom16(b).String()
+}
+
 // SpecialGID builds the "special GID" that carries a 32-bit LID in path records
 // (WIRE.md §6, OPA_MAKE_ID): prefix, then 00 06 6A 00 and the LID big-endian.
 func SpecialGID(prefix uint64, lid LID) GID {

@@ -3,6 +3,7 @@ package encap_test
 import (
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/opavnic/opavnic/encap"
@@ -286,6 +287,53 @@ func TestSpecialGID(t *testing.T) {
 		if g.IsOPA() != tc.opa || g.LID() != tc.lid {
 			t.Errorf("%s: IsOPA %v LID %v; want %v %v", tc.name, g.IsOPA(), g.LID(), tc.opa, tc.lid)
 		}
+	}
+}
+
+// TestSubnetPrefix parses and formats GID subnet prefixes: an IPv6 address
+// whose interface half is zero, with or without "/64".
+func TestSubnetPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want uint64
+		err  string // a part of the error; "" for none
+	}{
+		{"fe80::", encap.DefaultSubnetPrefix, ""},
+		{"fe80::/64", encap.DefaultSubnetPrefix, ""},
+		{"fec0:0:0:1::", 0xFEC0000000000001, ""},
+		{"2001:db8:ffff:ffff::/64", 0x20010DB8FFFFFFFF, ""},
+		{"::", 0, ""},
+		{"fe80::1", 0, "interface ID half"},
+		{"fe80::1/64", 0, "interface ID half"},
+		{"fe80::/48", 0, "must be 64"},
+		{"fe80::/128", 0, "must be 64"},
+		{"fe80::%eth0", 0, "not an IPv6 prefix"},
+		{"10.0.0.0", 0, "not an IPv6 prefix"},
+		{"::ffff:10.0.0.0", 0, "not an IPv6 prefix"},
+		{"10.0.0.0/64", 0, "not an IPv6 prefix"},
+		{"", 0, "not an IPv6 prefix"},
+		{"fe80::/", 0, "not an IPv6 prefix"},
+		{"fe80::/x", 0, "not an IPv6 prefix"},
+		{"nope", 0, "not an IPv6 prefix"},
+	} {
+		got, err := encap.ParseSubnetPrefix(tc.in)
+		switch {
+		case tc.err == "" && (err != nil || got != tc.want):
+			t.Errorf("ParseSubnetPrefix(%q) = %#x, %v; want %#x", tc.in, got, err, tc.want)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("ParseSubnetPrefix(%q) = %#x, %v; want an error with %q", tc.in, got, err, tc.err)
+		}
+	}
+	// Formatting gives back what parsing takes, for any prefix.
+	r := rand.New(rand.NewPCG(5, 7))
+	for _, p := range []uint64{0, encap.DefaultSubnetPrefix, 0xFEC0000000000001, ^uint64(0), r.Uint64(), r.Uint64()} {
+		s := encap.FormatSubnetPrefix(p)
+		if got, err := encap.ParseSubnetPrefix(s); err != nil || got != p {
+			t.Errorf("%#x: formatted %q, parsed back %#x, %v", p, s, got, err)
+		}
+	}
+	if s := encap.FormatSubnetPrefix(encap.DefaultSubnetPrefix); s != "fe80::" {
+		t.Errorf("FormatSubnetPrefix(default) = %q, want fe80::", s)
 	}
 }
 

@@ -761,7 +761,7 @@ func (c *checker) buildNode(r *rawNode) NodeConfig {
 		n.Listen = ap
 	}
 	if s, _ := c.text(r.SubnetPrefix, "node.subnet_prefix"); s != "" {
-		p, err := parseSubnetPrefix(s)
+		p, err := encap.ParseSubnetPrefix(s)
 		if err != nil {
 			c.failf("node.subnet_prefix", r.SubnetPrefix, "%q: %v", s, err)
 		}
@@ -833,41 +833,6 @@ func parseListen(s string) (netip.AddrPort, error) {
 		return netip.AddrPortFrom(netip.IPv6Unspecified(), uint16(p)), nil
 	}
 	return parseEndpoint(s)
-}
-
-// parseSubnetPrefix parses "fe80::" or "fe80::/64": an IPv6 address whose low
-// 64 bits are zero.
-func parseSubnetPrefix(s string) (uint64, error) {
-	a, err := netip.ParseAddr(s)
-	if strings.Contains(s, "/") {
-		p, perr := netip.ParsePrefix(s)
-		if perr == nil && p.Bits() != 64 {
-			return 0, errors.New("the prefix length must be 64")
-		}
-		a, err = p.Addr(), perr
-	}
-	if err != nil || !a.Is6() || a.Is4In6() || a.Zone() != "" {
-		return 0, errors.New("not an IPv6 prefix such as fe80::")
-	}
-	b := a.As16()
-	var hi, lo uint64
-	for i := range 8 {
-		hi = hi<<8 | uint64(b[i])
-		lo = lo<<8 | uint64(b[8+i])
-	}
-	if lo != 0 {
-		return 0, errors.New("the low 64 bits (the interface ID half) must be zero")
-	}
-	return hi, nil
-}
-
-// formatSubnetPrefix is the inverse of parseSubnetPrefix.
-func formatSubnetPrefix(p uint64) string {
-	var b [16]byte
-	for i := range 8 {
-		b[i] = byte(p >> (56 - 8*i))
-	}
-	return netip.AddrFrom16(b).String()
 }
 
 func (c *checker) buildPeers(raw []rawPeer, known map[uint32]string) []Peer {
@@ -1350,7 +1315,7 @@ func (c *Config) Marshal() ([]byte, error) {
 			"guid", scalar("!!int", fmt.Sprintf("0x%016X", c.Node.GUID)),
 			"lid", hexNum(uint64(c.Node.LID)),
 			"listen", str(c.Node.Listen.String()),
-			"subnet_prefix", str(formatSubnetPrefix(c.Node.SubnetPrefix)),
+			"subnet_prefix", str(encap.FormatSubnetPrefix(c.Node.SubnetPrefix)),
 			"verify_icrc", scalar("!!bool", strconv.FormatBool(c.Node.VerifyICRC)),
 			"busy_poll", str(c.Node.BusyPoll.String()),
 			"queues", num(uint64(max(c.Node.Queues, 1))),

@@ -31,10 +31,8 @@ type pollHost struct {
 	stop   context.CancelFunc
 }
 
-func newPollHost(t testing.TB, suffix string) *pollHost { return newQueuedHost(t, suffix, 1) }
-
-// newQueuedHost is newPollHost with a data plane of queues queues (a queue
-// group on loopback, multiqueue TAPs).
+// newQueuedHost makes a pollHost with a data plane of queues queues (a
+// queue group on loopback, multiqueue TAPs).
 func newQueuedHost(t testing.TB, suffix string, queues int) *pollHost {
 	t.Helper()
 	return newQueuedHostWith(t, suffix, queues, vnicd.TAPFactory(nil))

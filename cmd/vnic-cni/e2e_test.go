@@ -202,7 +202,9 @@ func TestE2ECNI(t *testing.T) {
 		t.Error("c1's address still answers after DEL")
 	}
 	// The freed vesw port takes a new container.
-	r1 = add(redA, "c1b", c1)
+	if r := add(redA, "c1b", c1); r.Interfaces[0].Mac != r1.Interfaces[0].Mac {
+		t.Errorf("c1b has MAC %s; want the freed port's %s", r.Interfaces[0].Mac, r1.Interfaces[0].Mac)
+	}
 	if err := ping(c1, ip2); err != nil {
 		t.Errorf("c1b -> c2: %v", err)
 	}

@@ -523,17 +523,11 @@ func (c *checker) buildFM(r *rawFM) FMConfig {
 		f.Listen = ap
 	}
 	if s, ok := c.text(r.SubnetPrefix, "fm.subnet_prefix"); ok {
-		a, err := netip.ParseAddr(s)
-		if err != nil || !a.Is6() || a.Is4In6() {
-			c.failf("fm.subnet_prefix", r.SubnetPrefix, "%q is not an IPv6 prefix such as fe80::", s)
-		} else {
-			b := a.As16()
-			if !bytes.Equal(b[8:], make([]byte, 8)) {
-				c.failf("fm.subnet_prefix", r.SubnetPrefix, "%q has bits in the interface half; a prefix is 64 bits", s)
-			}
-			f.SubnetPrefix = uint64(b[0])<<56 | uint64(b[1])<<48 | uint64(b[2])<<40 | uint64(b[3])<<32 |
-				uint64(b[4])<<24 | uint64(b[5])<<16 | uint64(b[6])<<8 | uint64(b[7])
+		p, err := encap.ParseSubnetPrefix(s)
+		if err != nil {
+			c.failf("fm.subnet_prefix", r.SubnetPrefix, "%q: %v", s, err)
 		}
+		f.SubnetPrefix = p
 	}
 	f.ControlSocket = DefaultControlSocket(f.Name)
 	if s, ok := c.text(r.ControlSocket, "fm.control_socket"); ok {

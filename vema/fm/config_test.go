@@ -41,6 +41,24 @@ func TestShippedConfigsParse(t *testing.T) {
 	}
 }
 
+// The subnet prefix takes the forms vnicd's node.subnet_prefix takes.
+func TestParseConfigSubnetPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want uint64
+	}{
+		{"fe80::", 0xFE80000000000000},
+		{"fe80::/64", 0xFE80000000000000},
+		{"fec0:0:0:1::", 0xFEC0000000000001},
+		{"fec0:0:0:1::/64", 0xFEC0000000000001},
+	} {
+		c := mustConfig(t, "fm: {name: x, subnet_prefix: '"+tc.text+"'}\n")
+		if c.FM.SubnetPrefix != tc.want {
+			t.Errorf("%s: prefix %#x, want %#x", tc.text, c.FM.SubnetPrefix, tc.want)
+		}
+	}
+}
+
 func TestParseConfigErrors(t *testing.T) {
 	const base = "fm: {name: x}\nnodes: [{name: a}, {name: b, lid: 0x20}]\n"
 	for _, tc := range []struct {
@@ -50,7 +68,10 @@ func TestParseConfigErrors(t *testing.T) {
 		{"unknown fm field", "fm: {name: x, lidd: 3}\n", "", "lidd"},
 		{"missing fm name", "fm: {lid: 2}\n", "fm.name", "required"},
 		{"bad listen", "fm: {name: x, listen: 'nope:1:2'}\n", "fm.listen", "ADDRESS"},
-		{"bad prefix", "fm: {name: x, subnet_prefix: 'fe80::1'}\n", "fm.subnet_prefix", "interface half"},
+		{"bad prefix", "fm: {name: x, subnet_prefix: 'fe80::1'}\n", "fm.subnet_prefix", "interface ID half"},
+		{"prefix length", "fm: {name: x, subnet_prefix: 'fe80::/48'}\n", "fm.subnet_prefix", "must be 64"},
+		{"prefix zone", "fm: {name: x, subnet_prefix: 'fe80::%eth0'}\n", "fm.subnet_prefix", "not an IPv6 prefix"},
+		{"prefix IPv4", "fm: {name: x, subnet_prefix: '10.0.0.0'}\n", "fm.subnet_prefix", "not an IPv6 prefix"},
 		{"relative socket", "fm: {name: x, control_socket: a.sock}\n", "fm.control_socket", "absolute"},
 		{"pool reversed", "fm: {name: x}\nlid_pool: {start: 0xC100, end: 0xC000}\n", "lid_pool.end", "below"},
 		{"pool multicast", "fm: {name: x}\nlid_pool: {start: 0xF00000}\n", "lid_pool.start", "out of range"},
