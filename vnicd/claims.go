@@ -406,47 +406,47 @@ func claimFromArgs(args []byte) (claimRequest, error) {
 	if err != nil {
 		return claimRequest{}, err
 	}
-	if a.MAC.present() {
+	if a.MAC.Present() {
 		return claimRequest{}, errors.New("mac: the EM sets the MACs of a managed node's ports; give the member a mac in the fabric config")
 	}
-	if a.ConfigState.present() {
+	if a.ConfigState.Present() {
 		return claimRequest{}, errors.New("config_state: the EM sets the state of a managed node's ports")
 	}
 	ck := &checker{}
 	var r claimRequest
-	if ck.required(a.VESW, "vnic.vesw.id") {
-		r.vesw = uint16(ck.ranged(a.VESW, "vnic.vesw.id", 1, uint64(encap.VESWIDMask), 0, false))
+	if ck.Required(a.VESW, "vnic.vesw.id") {
+		r.vesw = uint16(ck.Ranged(a.VESW, "vnic.vesw.id", 1, uint64(encap.VESWIDMask), 0, false))
 	}
-	if a.VPort.present() {
-		v := uint8(ck.ranged(a.VPort, "vnic.vport", 0, MaxVPort, 0, false))
+	if a.VPort.Present() {
+		v := uint8(ck.Ranged(a.VPort, "vnic.vport", 0, MaxVPort, 0, false))
 		r.vport = &v
 	}
-	if a.PKey.present() {
-		v := encap.PKey(ck.ranged(a.PKey, "vnic.vesw.pkey", 0, 0xFFFF, 0, true))
+	if a.PKey.Present() {
+		v := encap.PKey(ck.Ranged(a.PKey, "vnic.vesw.pkey", 0, 0xFFFF, 0, true))
 		r.pkey = &v
 	}
-	if a.EthMTU.present() {
-		v := uint16(ck.ranged(a.EthMTU, "vnic.vesw.eth_mtu", MinEthMTU, MaxEthMTU, DefaultEthMTU, false))
+	if a.EthMTU.Present() {
+		v := uint16(ck.Ranged(a.EthMTU, "vnic.vesw.eth_mtu", MinEthMTU, MaxEthMTU, DefaultEthMTU, false))
 		r.ethMTU = &v
 	}
-	if a.McastDLID.present() {
+	if a.McastDLID.Present() {
 		v := ck.multicastLID(a.McastDLID, "vnic.vesw.mcast_dlid")
 		r.mcastDLID = &v
 	}
 	r.netdev = ck.buildNetdev(&rawPort{IfName: a.IfName, NetNS: a.NetNS, Addresses: a.Addresses}, "vnic.port", 0)
-	if !a.IfName.present() {
+	if !a.IfName.Present() {
 		r.netdev.IfName = ""
 	}
-	if ck.err == nil && r.netdev.NetNS == "" {
-		ck.failf("vnic.port.netns", a.NetNS, "required on a managed node: a claim moves one of the EM's ports into a namespace")
+	if !ck.Failed() && r.netdev.NetNS == "" {
+		ck.Failf("vnic.port.netns", a.NetNS, "required on a managed node: a claim moves one of the EM's ports into a namespace")
 	}
-	owner, _ := ck.text(a.Owner, "vnic.owner")
+	owner, _ := ck.Text(a.Owner, "vnic.owner")
 	if len(owner) > maxOwner || hasControl(owner) {
-		ck.failf("vnic.owner", a.Owner, "longer than %d bytes or has a control character", maxOwner)
+		ck.Failf("vnic.owner", a.Owner, "longer than %d bytes or has a control character", maxOwner)
 	}
 	r.owner = owner
-	if ck.err != nil {
-		return claimRequest{}, fmt.Errorf("%s: %s", argName(ck.err.Field), ck.err.Reason)
+	if ck.Failed() {
+		return claimRequest{}, fmt.Errorf("%s: %s", argName(ck.First().Field), ck.First().Reason)
 	}
 	return r, nil
 }

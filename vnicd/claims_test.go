@@ -79,7 +79,7 @@ func TestClaimFromArgs(t *testing.T) {
 		{`{"vesw": 1, "netns": "c1", "ifname": "a:b"}`, "ifname:"},
 		{`{"vesw": 1, "netns": "c1", "addresses": ["10.1.0.5"]}`, "addresses[0]:"},
 		{`{"vesw": 1, "netns": "c1", "mcast_dlid": "0x10"}`, "mcast_dlid:"},
-		{`{"vesw": 1, "netns": "c1", "bogus": 1}`, "field bogus not found"},
+		{`{"vesw": 1, "netns": "c1", "bogus": 1}`, "bogus: unknown field"},
 	} {
 		if _, err := claimFromArgs([]byte(tc.args)); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%s: %v; want %q", tc.args, err, tc.err)

@@ -6,7 +6,8 @@ package vnicd
 //
 // Reading a file takes three steps:
 //
-//  1. expandEnv replaces ${NAME} and ${NAME:-default} in the text.
+//  1. ${NAME} and ${NAME:-default} in the text are replaced (yamlcfg.Decode,
+//     the rules of internal/envexpand).
 //  2. yaml.v3 decodes the text, with KnownFields, into raw structs whose
 //     leaves are the YAML nodes themselves (type leaf), so an unknown key is
 //     an error while every value keeps its line for the messages.
@@ -19,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"maps"
 	"net"
 	"net/netip"
@@ -36,7 +36,7 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
-	"github.com/opavnic/opavnic/internal/envexpand"
+	"github.com/opavnic/opavnic/internal/yamlcfg"
 	"github.com/opavnic/opavnic/vema"
 )
 
@@ -65,12 +65,9 @@ const (
 	maxIfName      = 15  // IFNAMSIZ - 1
 	maxNetNSName   = 255 // NAME_MAX
 	maxSocketPath  = 107 // sizeof(sun_path) - 1
-	maxSC          = 31  // 5-bit SC
 	maxVL          = 31
-	maxRC          = 7                      // 3-bit routing control field
 	maxPeers       = vema.MaxDirEntries - 1 // the node's own LID is the directory's other entry
-	rcUnusedBits   = 0xFFFFFFFF &^ 0x07777777
-	netnsCanonical = "/run/netns/" // /var/run is a link to /run on every current distribution
+	netnsCanonical = "/run/netns/"          // /var/run is a link to /run on every current distribution
 )
 
 // Config is a node's static-mode configuration, every value typed, validated
@@ -172,16 +169,16 @@ type ConfigError struct {
 // Error returns "config: <field>: <reason>", with " (line N)" when the line
 // is known; without a field, "config: line N: <reason>".
 func (e *ConfigError) Error() string {
-	switch {
-	case e.Field == "" && e.Line > 0:
-		return fmt.Sprintf("config: line %d: %s", e.Line, e.Reason)
-	case e.Field == "":
-		return "config: " + e.Reason
-	case e.Line > 0:
-		return fmt.Sprintf("config: %s: %s (line %d)", e.Field, e.Reason, e.Line)
-	default:
-		return "config: " + e.Field + ": " + e.Reason
+	return "config: " + (&yamlcfg.Error{Field: e.Field, Reason: e.Reason, Line: e.Line}).Error()
+}
+
+// configError turns the shared loader's *yamlcfg.Error into a *ConfigError.
+func configError(err error) error {
+	var e *yamlcfg.Error
+	if errors.As(err, &e) {
+		return &ConfigError{Field: e.Field, Reason: e.Reason, Line: e.Line}
 	}
+	return err
 }
 
 // LoadConfig reads and parses the config file at path. A read error is
@@ -204,13 +201,9 @@ func ParseConfig(data []byte) (*Config, error) {
 }
 
 func parseConfig(data []byte, lookup func(string) (string, bool)) (*Config, error) {
-	text, err := expandEnv(data, lookup)
-	if err != nil {
-		return nil, err
-	}
 	var raw rawConfig
-	if err := decodeYAML(text, &raw); err != nil {
-		return nil, err
+	if err := yamlcfg.Decode(data, lookup, &raw, "the file must be a mapping (node, peers, multicast, control, vnics)"); err != nil {
+		return nil, configError(err)
 	}
 	return raw.build()
 }
@@ -231,38 +224,12 @@ func DefaultControlSocket(nodeName string) string {
 	return DefaultControlDir + "/vnicd-" + nodeName + ".sock"
 }
 
-// --- environment expansion ---
-
-// expandEnv is envexpand.Expand with its errors as ConfigErrors.
-func expandEnv(data []byte, lookup func(string) (string, bool)) ([]byte, error) {
-	out, err := envexpand.Expand(data, lookup)
-	var ee *envexpand.Error
-	if errors.As(err, &ee) {
-		return nil, &ConfigError{Line: ee.Line, Reason: ee.Reason}
-	}
-	return out, err
-}
-
 // --- YAML decoding ---
 
 // leaf holds the YAML node of one value as written, so that build can apply
 // the field's own syntax and report its line. A missing or null value leaves
 // it zero.
-type leaf struct{ n *yaml.Node }
-
-func (l *leaf) UnmarshalYAML(n *yaml.Node) error {
-	l.n = n
-	return nil
-}
-
-func (l leaf) present() bool { return l.n != nil }
-
-func (l leaf) line() int {
-	if l.n == nil {
-		return 0
-	}
-	return l.n.Line
-}
+type leaf = yamlcfg.Leaf
 
 // The raw tree: structs where the file has mappings with fixed keys (so that
 // KnownFields rejects unknown ones), leaves for every value.
@@ -330,12 +297,7 @@ type rawVESW struct {
 	ConfigState  leaf         `yaml:"config_state"`
 }
 
-type rawClassMap struct {
-	UC        leaf `yaml:"uc"`
-	MC        leaf `yaml:"mc"`
-	NonVLANUC leaf `yaml:"non_vlan_uc"`
-	NonVLANMC leaf `yaml:"non_vlan_mc"`
-}
+type rawClassMap = yamlcfg.RawClassMap
 
 type rawDefPort struct {
 	Index leaf `yaml:"index"`
@@ -356,288 +318,30 @@ type rawMACEntry struct {
 	DLID leaf `yaml:"dlid"`
 }
 
-// decodeYAML decodes the single document of text into raw. An empty file
-// (or one of comments only) decodes to an empty raw tree.
-func decodeYAML(text []byte, raw *rawConfig) error {
-	dec := yaml.NewDecoder(bytes.NewReader(text))
-	dec.KnownFields(true)
-	if err := dec.Decode(raw); err != nil {
-		if err == io.EOF {
-			return nil
-		}
-		return yamlError(text, err)
-	}
-	var extra yaml.Node
-	switch err := dec.Decode(&extra); err {
-	case io.EOF:
-		return nil
-	case nil:
-		return &ConfigError{Line: extra.Line, Reason: "a second YAML document; a config file holds one"}
-	default:
-		return yamlError(text, err)
-	}
-}
-
-var (
-	reYAMLLine  = regexp.MustCompile(`(?s)^(?:yaml: )?line (\d+): (.*)$`)
-	reUnknown   = regexp.MustCompile(`(?s)^field (.*) not found in type \S+$`)
-	reDupKey    = regexp.MustCompile(`(?s)^mapping key (".*") already defined at line (\d+)$`)
-	reDupField  = regexp.MustCompile(`(?s)^field (.*) already set in type \S+$`)
-	reUnmarshal = regexp.MustCompile(`(?s)^cannot unmarshal (!!\w+)(?: .*)? into (\S+)$`)
-)
-
-// yamlError turns a yaml.v3 error into a *ConfigError. Type errors (unknown
-// fields, repeated keys, a scalar where a mapping or list belongs) get the
-// path of the field, found by its line in the node tree of text; syntax
-// errors keep yaml's message and line.
-func yamlError(text []byte, err error) error {
-	var msg string
-	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msg = te.Errors[0]
-	} else {
-		msg = err.Error()
-	}
-	m := reYAMLLine.FindStringSubmatch(msg)
-	if m == nil {
-		return &ConfigError{Reason: strings.TrimPrefix(msg, "yaml: ")}
-	}
-	line, _ := strconv.Atoi(m[1])
-	ce := &ConfigError{Line: line, Reason: m[2]}
-	if te == nil {
-		return ce
-	}
-	var root yaml.Node
-	if yaml.Unmarshal(text, &root) != nil {
-		return ce
-	}
-	switch {
-	case reUnknown.MatchString(m[2]):
-		name := reUnknown.FindStringSubmatch(m[2])[1]
-		if p, ok := findKey(&root, line, name); ok {
-			ce.Field, ce.Reason = p, "unknown field"
-		}
-	case reDupKey.MatchString(m[2]):
-		d := reDupKey.FindStringSubmatch(m[2])
-		name, _ := strconv.Unquote(d[1])
-		if p, ok := findKey(&root, line, name); ok {
-			ce.Field, ce.Reason = p, "given twice (first at line "+d[2]+")"
-		}
-	case reDupField.MatchString(m[2]):
-		name := reDupField.FindStringSubmatch(m[2])[1]
-		if p, ok := findKey(&root, line, name); ok {
-			ce.Field, ce.Reason = p, "given twice"
-		}
-	case reUnmarshal.MatchString(m[2]):
-		d := reUnmarshal.FindStringSubmatch(m[2])
-		want := "a mapping"
-		if strings.HasPrefix(d[2], "[]") {
-			want = "a list"
-		}
-		if strings.HasSuffix(d[2], ".rawConfig") {
-			ce.Reason = "the file must be a mapping (node, peers, multicast, control, vnics)"
-		} else if p, n, ok := findValue(&root, line, d[1]); ok {
-			ce.Field, ce.Reason = p, "must be "+want+", not "+kindName(n)
-		}
-	}
-	return ce
-}
-
-// walkYAML calls visit for every value node under n (keys excluded, aliases
-// not followed) with its field path.
-func walkYAML(n *yaml.Node, path string, visit func(path string, key, val *yaml.Node) bool) bool {
-	switch n.Kind {
-	case yaml.DocumentNode:
-		for _, c := range n.Content {
-			if walkYAML(c, path, visit) {
-				return true
-			}
-		}
-	case yaml.SequenceNode:
-		for i, c := range n.Content {
-			p := fmt.Sprintf("%s[%d]", path, i)
-			if visit(p, nil, c) || walkYAML(c, p, visit) {
-				return true
-			}
-		}
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			p := joinPath(path, k.Value)
-			if visit(p, k, v) || walkYAML(v, p, visit) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func joinPath(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-// findKey returns the path of the mapping key name written at line.
-func findKey(root *yaml.Node, line int, name string) (path string, ok bool) {
-	ok = walkYAML(root, "", func(p string, k, _ *yaml.Node) bool {
-		if k != nil && k.Line == line && k.Value == name {
-			path = p
-			return true
-		}
-		return false
-	})
-	return path, ok
-}
-
-// findValue returns the path of the first value node below the root at line
-// with the short tag tag.
-func findValue(root *yaml.Node, line int, tag string) (path string, n *yaml.Node, ok bool) {
-	ok = walkYAML(root, "", func(p string, _, v *yaml.Node) bool {
-		if v.Line == line && v.ShortTag() == tag {
-			path, n = p, v
-			return true
-		}
-		return false
-	})
-	return path, n, ok
-}
-
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	}
-	return fmt.Sprintf("%q", n.Value)
-}
-
 // --- building and validation ---
 
-// checker keeps the first problem found; its helpers return zero values once
-// there is one, and build returns it at the end.
-type checker struct{ err *ConfigError }
+// checker keeps the first problem found (yamlcfg.Checker, which also checks
+// the syntax of single values, lists and integers); its helpers return zero
+// values once there is one, and build returns it at the end.
+type checker struct{ yamlcfg.Checker }
 
-func (c *checker) failf(path string, l leaf, format string, args ...any) {
-	if c.err == nil {
-		c.err = &ConfigError{Field: path, Reason: fmt.Sprintf(format, args...), Line: l.line()}
-	}
-}
-
-// node returns l's node with aliases resolved.
-func (l leaf) node() *yaml.Node {
-	n := l.n
-	for n != nil && n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
-	return n
-}
-
-// text returns the scalar text of l; ok is false when l is absent (or there
-// is an error, recorded).
-func (c *checker) text(l leaf, path string) (s string, ok bool) {
-	n := l.node()
-	if n == nil {
-		return "", false
-	}
-	if n.Kind != yaml.ScalarNode {
-		c.failf(path, l, "must be a single value, not %s", kindName(n))
-		return "", false
-	}
-	return n.Value, true
-}
-
-// required records an error when l is absent.
-func (c *checker) required(l leaf, path string) bool {
-	if !l.present() {
-		c.failf(path, l, "required")
-		return false
-	}
-	return true
-}
-
-// number parses an integer: decimal, 0x hex, 0o octal or 0b binary. Decimal
-// with a leading 0 is refused as ambiguous.
-func (c *checker) number(l leaf, path string) (uint64, bool) {
-	s, ok := c.text(l, path)
-	if !ok {
-		return 0, false
-	}
-	if t := l.node().ShortTag(); t != "!!int" && t != "!!str" {
-		c.failf(path, l, "%q is not an integer", s)
-		return 0, false
-	}
-	base, digits := 10, s
-	if len(s) >= 2 && s[0] == '0' {
-		switch s[1] {
-		case 'x', 'X':
-			base, digits = 16, s[2:]
-		case 'o', 'O':
-			base, digits = 8, s[2:]
-		case 'b', 'B':
-			base, digits = 2, s[2:]
-		}
-	}
-	if base == 10 && len(s) > 1 && s[0] == '0' {
-		c.failf(path, l, "%q: a leading 0 is ambiguous; write decimal without it, or 0x for hex", s)
-		return 0, false
-	}
-	if strings.HasPrefix(s, "-") {
-		c.failf(path, l, "%s is negative", s)
-		return 0, false
-	}
-	if digits == "" || digits[0] == '+' || strings.ContainsRune(digits, '_') {
-		c.failf(path, l, "%q is not an integer", s)
-		return 0, false
-	}
-	v, err := strconv.ParseUint(digits, base, 64)
-	if err != nil {
-		if errors.Is(err, strconv.ErrRange) {
-			c.failf(path, l, "%s is too large", s)
-		} else {
-			c.failf(path, l, "%q is not an integer (decimal or 0x hex)", s)
-		}
-		return 0, false
-	}
-	return v, true
-}
-
-// ranged parses an integer in lo..hi, or returns def when l is absent.
-func (c *checker) ranged(l leaf, path string, lo, hi, def uint64, hex bool) uint64 {
-	v, ok := c.number(l, path)
-	if !ok {
-		return def
-	}
-	if v < lo || v > hi {
-		c.failf(path, l, "%s is out of range %s..%s", fmtNum(v, hex), fmtNum(lo, hex), fmtNum(hi, hex))
-		return def
-	}
-	return v
-}
-
-func fmtNum(v uint64, hex bool) string {
-	if hex {
-		return fmt.Sprintf("0x%X", v)
-	}
-	return strconv.FormatUint(v, 10)
-}
+// result is the checker's first problem as a *ConfigError, or nil.
+func (c *checker) result() error { return configError(c.Err()) }
 
 // unicastLID parses a 16B unicast LID; 0 when absent or bad.
 func (c *checker) unicastLID(l leaf, path string) uint32 {
-	v, ok := c.number(l, path)
+	v, ok := c.Number(l, path)
 	switch {
 	case !ok:
 		return 0
 	case v == 0:
-		c.failf(path, l, "0 is not a LID")
+		c.Failf(path, l, "0 is not a LID")
 	case v <= uint64(encap.LIDMaxUnicast16B):
 		return uint32(v)
 	case v <= uint64(encap.LID16BMask):
-		c.failf(path, l, "0x%X is not a unicast LID (16B unicast is 0x1..0xEFFFFF)", v)
+		c.Failf(path, l, "0x%X is not a unicast LID (16B unicast is 0x1..0xEFFFFF)", v)
 	default:
-		c.failf(path, l, "0x%X is not a 16B LID (unicast is 0x1..0xEFFFFF)", v)
+		c.Failf(path, l, "0x%X is not a 16B LID (unicast is 0x1..0xEFFFFF)", v)
 	}
 	return 0
 }
@@ -645,7 +349,7 @@ func (c *checker) unicastLID(l leaf, path string) uint32 {
 // multicastLID parses a 16B multicast LID (0xF00000..0xF7FFFF); 0 when
 // absent or bad.
 func (c *checker) multicastLID(l leaf, path string) uint32 {
-	v, ok := c.number(l, path)
+	v, ok := c.Number(l, path)
 	switch {
 	case !ok:
 		return 0
@@ -654,53 +358,34 @@ func (c *checker) multicastLID(l leaf, path string) uint32 {
 	case v >= uint64(encap.LIDMulticastBase) &&
 		v-uint64(encap.LIDMulticastBase) < uint64(encap.LID16BCollective-encap.LID16BMulticast):
 		// A 32-bit multicast LID whose 16B form is a group LID.
-		c.failf(path, l, "0x%X is a 32-bit multicast LID; write its 16B form 0x%X", v, encap.LID(v).To16B())
+		c.Failf(path, l, "0x%X is a 32-bit multicast LID; write its 16B form 0x%X", v, encap.LID(v).To16B())
 	default:
-		c.failf(path, l, "0x%X is not a 16B multicast LID (0xF00000..0xF7FFFF; collective and permissive LIDs are not groups)", v)
+		c.Failf(path, l, "0x%X is not a 16B multicast LID (0xF00000..0xF7FFFF; collective and permissive LIDs are not groups)", v)
 	}
 	return 0
-}
-
-// list returns the elements of a list leaf (nil when absent).
-func (c *checker) list(l leaf, path string) []leaf {
-	n := l.node()
-	if n == nil {
-		return nil
-	}
-	if n.Kind != yaml.SequenceNode {
-		c.failf(path, l, "must be a list, not %s", kindName(n))
-		return nil
-	}
-	out := make([]leaf, len(n.Content))
-	for i, e := range n.Content {
-		if e.ShortTag() != "!!null" { // an alias has no tag of its own
-			out[i] = leaf{e}
-		}
-	}
-	return out
 }
 
 func (r *rawConfig) build() (*Config, error) {
 	c := &checker{}
 	cfg := &Config{}
 	cfg.Node = c.buildNode(&r.Node)
-	if c.err != nil {
-		return nil, c.err
+	if c.Failed() {
+		return nil, c.result()
 	}
 	// known maps a unicast LID to the path of the field that declares it.
 	known := map[uint32]string{uint32(cfg.Node.LID): "node.lid"}
 	cfg.Peers = c.buildPeers(r.Peers, known)
 	groups := map[uint32][]uint32{}
 	cfg.Multicast = c.buildGroups(r.Multicast, known, groups)
-	if c.err != nil {
-		return nil, c.err
+	if c.Failed() {
+		return nil, c.result()
 	}
 	cfg.Control.Socket = c.buildSocket(r.Control.Socket, cfg.Node.Name)
 	cfg.TrustedManagers = c.buildTrusted(r.TrustedManagers, cfg.Node.Managed())
 	cfg.Netdevs = c.buildNetdevs(r.Netdevs, cfg.Node.Managed())
 	cfg.VNICs = c.buildVNICs(r.VNICs, cfg, known, groups)
-	if c.err != nil {
-		return nil, c.err
+	if c.Failed() {
+		return nil, c.result()
 	}
 	return cfg, nil
 }
@@ -708,90 +393,90 @@ func (r *rawConfig) build() (*Config, error) {
 var reName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
 func (c *checker) name(l leaf, path string) string {
-	s, _ := c.text(l, path)
+	s, _ := c.Text(l, path)
 	switch {
 	case len(s) > maxNodeName:
-		c.failf(path, l, "longer than %d bytes", maxNodeName)
+		c.Failf(path, l, "longer than %d bytes", maxNodeName)
 	case s != "" && !reName.MatchString(s):
-		c.failf(path, l, "%q: only letters, digits, '.', '_' and '-'", s)
+		c.Failf(path, l, "%q: only letters, digits, '.', '_' and '-'", s)
 	}
 	return s
 }
 
 func (c *checker) buildNode(r *rawNode) NodeConfig {
 	n := NodeConfig{SubnetPrefix: encap.DefaultSubnetPrefix, VerifyICRC: true}
-	if c.required(r.Name, "node.name") {
+	if c.Required(r.Name, "node.name") {
 		if n.Name = c.name(r.Name, "node.name"); n.Name == "" {
-			c.failf("node.name", r.Name, "must not be empty")
+			c.Failf("node.name", r.Name, "must not be empty")
 		}
 	}
 	n.GUID = DeriveNodeGUID(n.Name)
-	if v, ok := c.number(r.GUID, "node.guid"); ok {
+	if v, ok := c.Number(r.GUID, "node.guid"); ok {
 		if v == 0 {
-			c.failf("node.guid", r.GUID, "0 is not a GUID")
+			c.Failf("node.guid", r.GUID, "0 is not a GUID")
 		}
 		n.GUID = v
 	}
 	n.FMLID = 1
-	if r.FMLID.present() {
+	if r.FMLID.Present() {
 		if l := c.unicastLID(r.FMLID, "node.fm_lid"); l != 0 {
 			n.FMLID = encap.LID(l)
 		}
 	}
-	if s, _ := c.text(r.FabricManager, "node.fabric_manager"); s != "" {
+	if s, _ := c.Text(r.FabricManager, "node.fabric_manager"); s != "" {
 		ap, err := resolveEndpoint(s)
 		if err != nil {
-			c.failf("node.fabric_manager", r.FabricManager, "%q: %v", s, err)
+			c.Failf("node.fabric_manager", r.FabricManager, "%q: %v", s, err)
 		}
 		n.FabricManager = ap
 	}
 	if n.Managed() {
-		if r.LID.present() {
+		if r.LID.Present() {
 			n.LID = encap.LID(c.unicastLID(r.LID, "node.lid"))
 		}
-	} else if c.required(r.LID, "node.lid") {
+	} else if c.Required(r.LID, "node.lid") {
 		n.LID = encap.LID(c.unicastLID(r.LID, "node.lid"))
 	}
 	n.Listen = netip.AddrPortFrom(netip.IPv6Unspecified(), DefaultUDPPort)
-	if s, _ := c.text(r.Listen, "node.listen"); s != "" {
+	if s, _ := c.Text(r.Listen, "node.listen"); s != "" {
 		ap, err := parseListen(s)
 		if err != nil {
-			c.failf("node.listen", r.Listen, "%q: %v", s, err)
+			c.Failf("node.listen", r.Listen, "%q: %v", s, err)
 		}
 		n.Listen = ap
 	}
-	if s, _ := c.text(r.SubnetPrefix, "node.subnet_prefix"); s != "" {
+	if s, _ := c.Text(r.SubnetPrefix, "node.subnet_prefix"); s != "" {
 		p, err := encap.ParseSubnetPrefix(s)
 		if err != nil {
-			c.failf("node.subnet_prefix", r.SubnetPrefix, "%q: %v", s, err)
+			c.Failf("node.subnet_prefix", r.SubnetPrefix, "%q: %v", s, err)
 		}
 		n.SubnetPrefix = p
 	}
-	if s, ok := c.text(r.VerifyICRC, "node.verify_icrc"); ok {
+	if s, ok := c.Text(r.VerifyICRC, "node.verify_icrc"); ok {
 		switch s {
 		case "true", "True", "TRUE":
 			n.VerifyICRC = true
 		case "false", "False", "FALSE":
 			n.VerifyICRC = false
 		default:
-			c.failf("node.verify_icrc", r.VerifyICRC, "%q: must be true or false", s)
+			c.Failf("node.verify_icrc", r.VerifyICRC, "%q: must be true or false", s)
 		}
 	}
-	if s, _ := c.text(r.BusyPoll, "node.busy_poll"); s != "" {
+	if s, _ := c.Text(r.BusyPoll, "node.busy_poll"); s != "" {
 		d, err := time.ParseDuration(s)
 		switch {
 		case err != nil:
-			c.failf("node.busy_poll", r.BusyPoll, "%q: not a duration (0, 500us, 1ms, ...)", s)
+			c.Failf("node.busy_poll", r.BusyPoll, "%q: not a duration (0, 500us, 1ms, ...)", s)
 		case d < 0 || d > MaxBusyPoll:
-			c.failf("node.busy_poll", r.BusyPoll, "%q: must be 0 (off) to %v", s, MaxBusyPoll)
+			c.Failf("node.busy_poll", r.BusyPoll, "%q: must be 0 (off) to %v", s, MaxBusyPoll)
 		default:
 			n.BusyPoll = d
 		}
 	}
-	n.Queues = int(c.ranged(r.Queues, "node.queues", 1, hfi.MaxQueues, 1, false))
-	if s, _ := c.text(r.UnderlayInterface, "node.underlay_interface"); s != "" {
+	n.Queues = int(c.Ranged(r.Queues, "node.queues", 1, hfi.MaxQueues, 1, false))
+	if s, _ := c.Text(r.UnderlayInterface, "node.underlay_interface"); s != "" {
 		if err := checkIfName(s); err != nil {
-			c.failf("node.underlay_interface", r.UnderlayInterface, "%q: %v", s, err)
+			c.Failf("node.underlay_interface", r.UnderlayInterface, "%q: %v", s, err)
 		}
 		n.UnderlayInterface = s
 	}
@@ -841,31 +526,31 @@ func (c *checker) buildPeers(raw []rawPeer, known map[uint32]string) []Peer {
 	for i, r := range raw {
 		path := fmt.Sprintf("peers[%d]", i)
 		if i == maxPeers {
-			c.failf(path, r.LID, "more than %d peers: with this node, a directory holds at most %d LIDs", maxPeers, vema.MaxDirEntries)
+			c.Failf(path, r.LID, "more than %d peers: with this node, a directory holds at most %d LIDs", maxPeers, vema.MaxDirEntries)
 			break
 		}
 		var p Peer
-		if c.required(r.LID, path+".lid") {
+		if c.Required(r.LID, path+".lid") {
 			p.LID = encap.LID(c.unicastLID(r.LID, path+".lid"))
 			if prev, dup := known[uint32(p.LID)]; dup && p.LID != 0 {
 				if prev == "node.lid" {
-					c.failf(path+".lid", r.LID, "%v is this node's own LID", p.LID)
+					c.Failf(path+".lid", r.LID, "%v is this node's own LID", p.LID)
 				} else {
-					c.failf(path+".lid", r.LID, "%v is also %s", p.LID, prev)
+					c.Failf(path+".lid", r.LID, "%v is also %s", p.LID, prev)
 				}
 			}
 			known[uint32(p.LID)] = path + ".lid"
 		}
-		if c.required(r.Address, path+".address") {
-			s, _ := c.text(r.Address, path+".address")
+		if c.Required(r.Address, path+".address") {
+			s, _ := c.Text(r.Address, path+".address")
 			ap, err := parseEndpoint(s)
 			switch {
 			case err != nil:
-				c.failf(path+".address", r.Address, "%q: %v", s, err)
+				c.Failf(path+".address", r.Address, "%q: %v", s, err)
 			case ap.Addr().IsUnspecified():
-				c.failf(path+".address", r.Address, "%q: an unspecified address", s)
+				c.Failf(path+".address", r.Address, "%q: an unspecified address", s)
 			case addrs[ap] != "":
-				c.failf(path+".address", r.Address, "%v is also %s (one software HFI has one LID)", ap, addrs[ap])
+				c.Failf(path+".address", r.Address, "%v is also %s (one software HFI has one LID)", ap, addrs[ap])
 			}
 			addrs[ap] = path + ".address"
 			p.Addr = ap
@@ -881,37 +566,37 @@ func (c *checker) buildGroups(raw []rawGroup, known map[uint32]string, groups ma
 	for i, r := range raw {
 		path := fmt.Sprintf("multicast[%d]", i)
 		if i == vema.MaxDirGroups {
-			c.failf(path, r.LID, "more than %d groups: a directory holds at most %d", vema.MaxDirGroups, vema.MaxDirGroups)
+			c.Failf(path, r.LID, "more than %d groups: a directory holds at most %d", vema.MaxDirGroups, vema.MaxDirGroups)
 			break
 		}
 		var g MulticastGroup
-		if c.required(r.LID, path+".lid") {
+		if c.Required(r.LID, path+".lid") {
 			g.LID = c.multicastLID(r.LID, path+".lid")
 			if _, dup := groups[g.LID]; dup && g.LID != 0 {
-				c.failf(path+".lid", r.LID, "group 0x%X is declared twice", g.LID)
+				c.Failf(path+".lid", r.LID, "group 0x%X is declared twice", g.LID)
 			}
 		}
-		members := c.list(r.Members, path+".members")
+		members := c.List(r.Members, path+".members")
 		if len(members) == 0 {
-			c.failf(path+".members", r.Members, "required: at least one member LID")
+			c.Failf(path+".members", r.Members, "required: at least one member LID")
 		}
 		seen := map[uint32]bool{}
 		for j, m := range members {
 			mp := fmt.Sprintf("%s.members[%d]", path, j)
 			if j == vema.MaxDirGroupMembers {
-				c.failf(mp, m, "more than %d members: a directory group holds at most %d", vema.MaxDirGroupMembers, vema.MaxDirGroupMembers)
+				c.Failf(mp, m, "more than %d members: a directory group holds at most %d", vema.MaxDirGroupMembers, vema.MaxDirGroupMembers)
 				break
 			}
-			if !c.required(m, mp) {
+			if !c.Required(m, mp) {
 				break
 			}
 			lid := c.unicastLID(m, mp)
 			switch {
 			case lid == 0:
 			case known[lid] == "":
-				c.failf(mp, m, "LID 0x%X is neither this node's nor a peer's", lid)
+				c.Failf(mp, m, "LID 0x%X is neither this node's nor a peer's", lid)
 			case seen[lid]:
-				c.failf(mp, m, "LID 0x%X is listed twice", lid)
+				c.Failf(mp, m, "LID 0x%X is listed twice", lid)
 			}
 			seen[lid] = true
 			g.Members = append(g.Members, lid)
@@ -924,16 +609,16 @@ func (c *checker) buildGroups(raw []rawGroup, known map[uint32]string, groups ma
 
 func (c *checker) buildSocket(l leaf, nodeName string) string {
 	const path = "control.socket"
-	s, _ := c.text(l, path)
+	s, _ := c.Text(l, path)
 	switch {
 	case s == "":
 		return DefaultControlSocket(nodeName)
 	case len(s) > maxSocketPath:
-		c.failf(path, l, "longer than %d bytes (the limit of a Unix socket address)", maxSocketPath)
+		c.Failf(path, l, "longer than %d bytes (the limit of a Unix socket address)", maxSocketPath)
 	case hasControl(s):
-		c.failf(path, l, "contains a control character")
+		c.Failf(path, l, "contains a control character")
 	case !filepath.IsAbs(s) && !strings.HasPrefix(s, "@"):
-		c.failf(path, l, "%q: must be an absolute path (or @name for an abstract socket)", s)
+		c.Failf(path, l, "%q: must be an absolute path (or @name for an abstract socket)", s)
 	}
 	return s
 }
@@ -969,25 +654,25 @@ func (c *checker) buildVNICs(raw []rawVNIC, cfg *Config, known map[uint32]string
 		r := &raw[i]
 		path := fmt.Sprintf("vnics[%d]", i)
 
-		vport := c.ranged(r.VPort, path+".vport", 0, MaxVPort, uint64(i), false)
+		vport := c.Ranged(r.VPort, path+".vport", 0, MaxVPort, uint64(i), false)
 		if vport > MaxVPort {
-			c.failf(path+".vport", r.VPort, "required here: the default, the position %d in the list, is above %d", i, MaxVPort)
+			c.Failf(path+".vport", r.VPort, "required here: the default, the position %d in the list, is above %d", i, MaxVPort)
 		}
 		if prev := vports[vport]; prev != "" {
-			c.failf(path+".vport", r.VPort, "vport %d is also %s", vport, prev)
+			c.Failf(path+".vport", r.VPort, "vport %d is also %s", vport, prev)
 		}
 		vports[vport] = path
 		v := c.buildVNIC(r, path, uint8(vport), cfg.Node.LID, known, groups)
 		if prev := vesws[v.Port.VESW.VESWID]; prev != "" && v.Port.VESW.VESWID != 0 {
-			c.failf(path+".vesw.id", r.VESW.ID, "vesw %d is also used by %s", v.Port.VESW.VESWID, prev)
+			c.Failf(path+".vesw.id", r.VESW.ID, "vesw %d is also used by %s", v.Port.VESW.VESWID, prev)
 		}
 		vesws[v.Port.VESW.VESWID] = path
 		key := netdevKey(v.Netdev.NetNS, v.Netdev.IfName)
 		if prev := ifnames[key]; prev != "" {
-			c.failf(path+".port.ifname", r.Port.IfName, "%q is also %s, in the same network namespace", v.Netdev.IfName, prev)
+			c.Failf(path+".port.ifname", r.Port.IfName, "%q is also %s, in the same network namespace", v.Netdev.IfName, prev)
 		}
 		ifnames[key] = path + ".port.ifname"
-		if c.err != nil {
+		if c.Failed() {
 			return nil
 		}
 		out = append(out, v)
@@ -1010,53 +695,53 @@ func (c *checker) buildVNIC(r *rawVNIC, path string, vport uint8, self encap.LID
 
 func (c *checker) buildVESW(r *rawVESW, path string, self encap.LID, known map[uint32]string, groups map[uint32][]uint32) VESWConfig {
 	var v VESWConfig
-	if c.required(r.ID, path+".id") {
-		v.VESWID = encap.VESWID(c.ranged(r.ID, path+".id", 1, uint64(encap.VESWIDMask), 0, false))
+	if c.Required(r.ID, path+".id") {
+		v.VESWID = encap.VESWID(c.Ranged(r.ID, path+".id", 1, uint64(encap.VESWIDMask), 0, false))
 	}
-	v.FabricID = uint16(c.ranged(r.FabricID, path+".fabric_id", 0, MaxFabricID, 0, false))
-	if c.required(r.PKey, path+".pkey") {
-		v.PKey = encap.PKey(c.ranged(r.PKey, path+".pkey", 0, 0xFFFF, 0, true))
-		if !v.PKey.IsValid() && c.err == nil {
-			c.failf(path+".pkey", r.PKey, "%v has base 0 (the low 15 bits must not all be 0)", v.PKey)
+	v.FabricID = uint16(c.Ranged(r.FabricID, path+".fabric_id", 0, MaxFabricID, 0, false))
+	if c.Required(r.PKey, path+".pkey") {
+		v.PKey = encap.PKey(c.Ranged(r.PKey, path+".pkey", 0, 0xFFFF, 0, true))
+		if !v.PKey.IsValid() && !c.Failed() {
+			c.Failf(path+".pkey", r.PKey, "%v has base 0 (the low 15 bits must not all be 0)", v.PKey)
 		}
 	}
 	v.EthMTU = DefaultEthMTU
-	if mtu, ok := c.number(r.EthMTU, path+".eth_mtu"); ok {
+	if mtu, ok := c.Number(r.EthMTU, path+".eth_mtu"); ok {
 		switch {
 		case mtu < MinEthMTU:
-			c.failf(path+".eth_mtu", r.EthMTU, "%d is below the minimum %d", mtu, MinEthMTU)
+			c.Failf(path+".eth_mtu", r.EthMTU, "%d is below the minimum %d", mtu, MinEthMTU)
 		case mtu > MaxEthMTU:
-			c.failf(path+".eth_mtu", r.EthMTU, "%d is above the maximum %d: a full-size frame (MTU + %d bytes) must fit a 16B packet, which carries at most %d bytes of frame",
+			c.Failf(path+".eth_mtu", r.EthMTU, "%d is above the maximum %d: a full-size frame (MTU + %d bytes) must fit a 16B packet, which carries at most %d bytes of frame",
 				mtu, MaxEthMTU, vlanEthHLen, encap.MaxFrameLen)
 		}
 		v.EthMTU = uint16(mtu)
 	}
-	if r.McastDLID.present() {
-		if n, ok := c.number(r.McastDLID, path+".mcast_dlid"); ok && n != 0 {
+	if r.McastDLID.Present() {
+		if n, ok := c.Number(r.McastDLID, path+".mcast_dlid"); ok && n != 0 {
 			v.McastDLID = c.multicastLID(r.McastDLID, path+".mcast_dlid")
 			members, declared := groups[v.McastDLID]
 			switch {
 			case v.McastDLID == 0:
 			case !declared:
-				c.failf(path+".mcast_dlid", r.McastDLID, "group 0x%X is not declared under multicast", v.McastDLID)
+				c.Failf(path+".mcast_dlid", r.McastDLID, "group 0x%X is not declared under multicast", v.McastDLID)
 			case !containsLID(members, uint32(self)):
-				c.failf(path+".mcast_dlid", r.McastDLID, "this node (LID %v) is not a member of group 0x%X, so broadcasts on this vesw (ARP, ND) would never reach it", self, v.McastDLID)
+				c.Failf(path+".mcast_dlid", r.McastDLID, "this node (LID %v) is not a member of group 0x%X, so broadcasts on this vesw (ARP, ND) would never reach it", self, v.McastDLID)
 			}
 		}
 	}
 	for i, d := range r.DefaultPorts {
 		dp := fmt.Sprintf("%s.default_ports[%d]", path, i)
-		if !c.required(d.Index, dp+".index") || !c.required(d.DLID, dp+".dlid") {
+		if !c.Required(d.Index, dp+".index") || !c.Required(d.DLID, dp+".dlid") {
 			break
 		}
-		idx := c.ranged(d.Index, dp+".index", 0, encap.MaxDefaultPort-1, 0, false)
+		idx := c.Ranged(d.Index, dp+".index", 0, encap.MaxDefaultPort-1, 0, false)
 		if v.DefPortMask&(1<<idx) != 0 {
-			c.failf(dp+".index", d.Index, "default port %d is given twice", idx)
+			c.Failf(dp+".index", d.Index, "default port %d is given twice", idx)
 		}
 		v.DefPortMask |= 1 << idx
 		v.UcastDLID[idx] = c.dlid(d.DLID, dp+".dlid", self, known, nil)
 	}
-	v.RC = c.buildRC(r.RC, path+".rc")
+	v.RC = c.RC(r.RC, path+".rc")
 	return v
 }
 
@@ -1072,14 +757,14 @@ func containsLID(lids []uint32, lid uint32) bool {
 // dlid parses a DLID the port sends to: a peer's LID (one in known other than
 // self), or (when groups is not nil) a declared multicast group.
 func (c *checker) dlid(l leaf, path string, self encap.LID, known map[uint32]string, groups map[uint32][]uint32) uint32 {
-	v, ok := c.number(l, path)
+	v, ok := c.Number(l, path)
 	if !ok {
 		return 0
 	}
 	if groups != nil && encap.Is16BMulticast(uint32(v)) {
 		g := c.multicastLID(l, path)
 		if _, declared := groups[g]; g != 0 && !declared {
-			c.failf(path, l, "group 0x%X is not declared under multicast", g)
+			c.Failf(path, l, "group 0x%X is not declared under multicast", g)
 		}
 		return g
 	}
@@ -1087,113 +772,34 @@ func (c *checker) dlid(l leaf, path string, self encap.LID, known map[uint32]str
 	switch {
 	case lid == 0:
 	case lid == uint32(self):
-		c.failf(path, l, "0x%X is this node's own LID; frames sent there would come back to this port", lid)
+		c.Failf(path, l, "0x%X is this node's own LID; frames sent there would come back to this port", lid)
 	case known[lid] == "":
-		c.failf(path, l, "LID 0x%X is not a peer's", lid)
+		c.Failf(path, l, "LID 0x%X is not a peer's", lid)
 	}
 	return lid
 }
 
-// rcFields are the keys of the map form of rc, with their bit offsets.
-var rcFields = []struct {
-	key   string
-	shift uint
-}{
-	{"default", encap.RCDefault},
-	{"ipv4", encap.RCIPv4},
-	{"ipv4_udp", encap.RCIPv4UDP},
-	{"ipv4_tcp", encap.RCIPv4TCP},
-	{"ipv6", encap.RCIPv6},
-	{"ipv6_tcp", encap.RCIPv6TCP},
-	{"ipv6_udp", encap.RCIPv6UDP},
-}
-
-// buildRC parses rc: the routing-control word as an integer, or a mapping
-// from traffic class to a 3-bit value.
-func (c *checker) buildRC(l leaf, path string) uint32 {
-	n := l.node()
-	if n == nil {
-		return 0
-	}
-	if n.Kind != yaml.MappingNode {
-		w := c.ranged(l, path, 0, 0xFFFFFFFF, 0, true)
-		if unused := uint32(w) & rcUnusedBits; unused != 0 {
-			c.failf(path, l, "0x%X sets bits 0x%X, which are not part of a 3-bit field at offsets 0, 4, ..., 24", w, unused)
-		}
-		return uint32(w)
-	}
-	var w uint32
-	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, val := leaf{n.Content[i]}, leaf{n.Content[i+1]}
-		key, _ := c.text(k, path)
-		kp := joinPath(path, key)
-		j := 0
-		for j < len(rcFields) && rcFields[j].key != key {
-			j++
-		}
-		switch {
-		case j == len(rcFields):
-			c.failf(kp, k, "unknown field (rc keys: default, ipv4, ipv4_udp, ipv4_tcp, ipv6, ipv6_tcp, ipv6_udp)")
-			return 0
-		case seen[key]:
-			c.failf(kp, k, "given twice")
-			return 0
-		}
-		seen[key] = true
-		w |= uint32(c.ranged(val, kp, 0, maxRC, 0, false)) << rcFields[j].shift
-	}
-	return w
-}
-
-// classMap parses sc or vl: 8-entry uc and mc lists and two scalars, each
-// 0..31.
-func (c *checker) classMap(r *rawClassMap, path string) (uc, mc [8]uint8, nonUC, nonMC uint8) {
-	table := func(l leaf, p string) (t [8]uint8) {
-		if !l.present() {
-			return t
-		}
-		es := c.list(l, p)
-		if len(es) != len(t) && c.err == nil {
-			c.failf(p, l, "must list 8 values (PCP 0..7), not %d", len(es))
-			return t
-		}
-		for i, e := range es {
-			ep := fmt.Sprintf("%s[%d]", p, i)
-			if c.required(e, ep) {
-				t[i] = uint8(c.ranged(e, ep, 0, maxSC, 0, false))
-			}
-		}
-		return t
-	}
-	uc = table(r.UC, path+".uc")
-	mc = table(r.MC, path+".mc")
-	nonUC = uint8(c.ranged(r.NonVLANUC, path+".non_vlan_uc", 0, maxSC, 0, false))
-	nonMC = uint8(c.ranged(r.NonVLANMC, path+".non_vlan_mc", 0, maxSC, 0, false))
-	return uc, mc, nonUC, nonMC
-}
-
 func (c *checker) buildVPort(r *rawVNIC, path string, self encap.LID, vesw encap.VESWID, vport uint64) VPortConfig {
 	var p VPortConfig
-	p.PortNum = uint32(c.ranged(r.Port.PortNum, path+".port.port_num", 0, 0xFFFFFFFF, vport, false))
+	p.PortNum = uint32(c.Ranged(r.Port.PortNum, path+".port.port_num", 0, 0xFFFFFFFF, vport, false))
 	p.EncapSLID = self.To16B()
 	p.ConfigState = StateForwarding
-	if s, _ := c.text(r.VESW.ConfigState, path+".vesw.config_state"); s != "" {
+	if s, _ := c.Text(r.VESW.ConfigState, path+".vesw.config_state"); s != "" {
 		switch s {
 		case "forwarding":
 		case "drop_all":
 			p.ConfigState = StateDropAll
 		default:
-			c.failf(path+".vesw.config_state", r.VESW.ConfigState, "%q: must be forwarding or drop_all", s)
+			c.Failf(path+".vesw.config_state", r.VESW.ConfigState, "%q: must be forwarding or drop_all", s)
 		}
 	}
-	p.SC.PCPToSCUC, p.SC.PCPToSCMC, p.SC.NonVLANUC, p.SC.NonVLANMC = c.classMap(&r.VESW.SC, path+".vesw.sc")
-	p.PCPToVLUC, p.PCPToVLMC, p.NonVLANVL[0], p.NonVLANVL[1] = c.classMap(&r.VESW.VL, path+".vesw.vl")
+	p.SC.PCPToSCUC, p.SC.PCPToSCMC, p.SC.NonVLANUC, p.SC.NonVLANMC = c.ClassMap(&r.VESW.SC, path+".vesw.sc")
+	p.PCPToVLUC, p.PCPToVLMC, p.NonVLANVL[0], p.NonVLANVL[1] = c.ClassMap(&r.VESW.VL, path+".vesw.vl")
 	p.BaseMAC = encap.MACForLID(self, vesw)
-	if s, _ := c.text(r.Port.MAC, path+".port.mac"); s != "" && s != "auto" {
+	if s, _ := c.Text(r.Port.MAC, path+".port.mac"); s != "" && s != "auto" {
 		mac, err := parseUnicastMAC(s)
 		if err != nil {
-			c.failf(path+".port.mac", r.Port.MAC, "%q: %v (or auto)", s, err)
+			c.Failf(path+".port.mac", r.Port.MAC, "%q: %v (or auto)", s, err)
 		}
 		p.BaseMAC = mac
 	}
@@ -1239,33 +845,33 @@ func hasControl(s string) bool { return strings.ContainsFunc(s, unicode.IsContro
 func (c *checker) buildNetdev(r *rawPort, path string, vport uint64) NetdevConfig {
 	var d NetdevConfig
 	d.IfName = fmt.Sprintf("vnic%d", vport)
-	if s, _ := c.text(r.IfName, path+".ifname"); s != "" {
+	if s, _ := c.Text(r.IfName, path+".ifname"); s != "" {
 		if err := checkIfName(s); err != nil {
-			c.failf(path+".ifname", r.IfName, "%q: %v", s, err)
+			c.Failf(path+".ifname", r.IfName, "%q: %v", s, err)
 		}
 		d.IfName = s
 	}
-	if s, _ := c.text(r.NetNS, path+".netns"); s != "" {
+	if s, _ := c.Text(r.NetNS, path+".netns"); s != "" {
 		if err := checkNetNS(s); err != nil {
-			c.failf(path+".netns", r.NetNS, "%q: %v", s, err)
+			c.Failf(path+".netns", r.NetNS, "%q: %v", s, err)
 		}
 		d.NetNS = s
 	}
 	seen := map[netip.Prefix]bool{}
-	for i, e := range c.list(r.Addresses, path+".addresses") {
+	for i, e := range c.List(r.Addresses, path+".addresses") {
 		ep := fmt.Sprintf("%s.addresses[%d]", path, i)
-		if !c.required(e, ep) {
+		if !c.Required(e, ep) {
 			break
 		}
-		s, _ := c.text(e, ep)
+		s, _ := c.Text(e, ep)
 		p, err := netip.ParsePrefix(s)
 		switch {
 		case err != nil:
-			c.failf(ep, e, "%q: not an address with a prefix length, such as 192.168.1.1/24", s)
+			c.Failf(ep, e, "%q: not an address with a prefix length, such as 192.168.1.1/24", s)
 		case p.Addr().IsUnspecified() || p.Addr().IsMulticast():
-			c.failf(ep, e, "%q: an unspecified or multicast address", s)
+			c.Failf(ep, e, "%q: an unspecified or multicast address", s)
 		case seen[p]:
-			c.failf(ep, e, "%q is listed twice", s)
+			c.Failf(ep, e, "%q is listed twice", s)
 		}
 		seen[p] = true
 		d.Addresses = append(d.Addresses, p)
@@ -1279,21 +885,21 @@ func (c *checker) buildMACTable(raw []rawMACEntry, path string, self encap.LID, 
 	for i, r := range raw {
 		ep := fmt.Sprintf("%s[%d]", path, i)
 		if i == vema.MACTableMaxEntries {
-			c.failf(ep, r.MAC, "more than %d entries: a VNIC's MAC table holds at most %d (OPA_VNIC_MAC_TBL_MAX_ENTRIES)",
+			c.Failf(ep, r.MAC, "more than %d entries: a VNIC's MAC table holds at most %d (OPA_VNIC_MAC_TBL_MAX_ENTRIES)",
 				vema.MACTableMaxEntries, vema.MACTableMaxEntries)
 			break
 		}
-		if !c.required(r.MAC, ep+".mac") || !c.required(r.DLID, ep+".dlid") {
+		if !c.Required(r.MAC, ep+".mac") || !c.Required(r.DLID, ep+".dlid") {
 			break
 		}
 		var e MACEntry
-		s, _ := c.text(r.MAC, ep+".mac")
+		s, _ := c.Text(r.MAC, ep+".mac")
 		mac, err := parseUnicastMAC(s)
 		switch {
 		case err != nil:
-			c.failf(ep+".mac", r.MAC, "%q: %v", s, err)
+			c.Failf(ep+".mac", r.MAC, "%q: %v", s, err)
 		case seen[mac]:
-			c.failf(ep+".mac", r.MAC, "%s is listed twice", s)
+			c.Failf(ep+".mac", r.MAC, "%s is listed twice", s)
 		}
 		seen[mac] = true
 		e.MAC = mac
@@ -1401,8 +1007,8 @@ func (c *Config) marshalVNICs() *yaml.Node {
 		}
 		rc := mapping()
 		rc.Style = yaml.FlowStyle
-		for _, f := range rcFields {
-			rc.Content = append(rc.Content, str(f.key), num(uint64(w.RC>>f.shift&maxRC)))
+		for _, f := range yamlcfg.RCFields {
+			rc.Content = append(rc.Content, str(f.Key), num(uint64(w.RC>>f.Shift&yamlcfg.MaxRC)))
 		}
 		state := "forwarding"
 		if p.ConfigState == StateDropAll {
@@ -1537,20 +1143,20 @@ func resolveEndpoint(s string) (netip.AddrPort, error) {
 
 func (c *checker) buildTrusted(l leaf, managed bool) []netip.AddrPort {
 	var out []netip.AddrPort
-	items := c.list(l, "trusted_managers")
+	items := c.List(l, "trusted_managers")
 	if len(items) > 0 && managed {
-		c.failf("trusted_managers", l, "only in static mode (with node.fabric_manager the FM is the one trusted manager)")
+		c.Failf("trusted_managers", l, "only in static mode (with node.fabric_manager the FM is the one trusted manager)")
 		return nil
 	}
 	for i, e := range items {
 		path := fmt.Sprintf("trusted_managers[%d]", i)
-		if !c.required(e, path) {
+		if !c.Required(e, path) {
 			break
 		}
-		s, _ := c.text(e, path)
+		s, _ := c.Text(e, path)
 		ap, err := parseEndpoint(s)
 		if err != nil {
-			c.failf(path, e, "%q: %v", s, err)
+			c.Failf(path, e, "%q: %v", s, err)
 			continue
 		}
 		out = append(out, ap)
@@ -1565,7 +1171,7 @@ func (c *checker) buildNetdevs(raw map[string]rawNetdev, managed bool) map[uint8
 	if !managed {
 		k := sortedKeys(raw)[0]
 		r := raw[k]
-		c.failf("netdevs."+k, r.IfName, "only in managed mode (with node.fabric_manager); in static mode each vnics[] entry names its netdev under port:")
+		c.Failf("netdevs."+k, r.IfName, "only in managed mode (with node.fabric_manager); in static mode each vnics[] entry names its netdev under port:")
 		return nil
 	}
 	out := map[uint8]NetdevConfig{}
@@ -1574,7 +1180,7 @@ func (c *checker) buildNetdevs(raw map[string]rawNetdev, managed bool) map[uint8
 		r := raw[k]
 		v, err := strconv.ParseUint(k, 10, 8)
 		if err != nil || v > 254 {
-			c.failf(path, r.IfName, "%q is not a vport index (0..254)", k)
+			c.Failf(path, r.IfName, "%q is not a vport index (0..254)", k)
 			continue
 		}
 		out[uint8(v)] = c.buildNetdev(&rawPort{IfName: r.IfName, NetNS: r.NetNS, Addresses: r.Addresses}, path, v)

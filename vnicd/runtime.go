@@ -5,15 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"sync"
 
 	"go.uber.org/zap"
-	"gopkg.in/yaml.v3"
 
 	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/internal/yamlcfg"
 )
 
 // Runtime VNICs: the control commands vnic_add, vnic_del and vnic_gc create
@@ -114,13 +113,7 @@ func decodeVNICAdd(args []byte) (rawVNICAdd, error) {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = []byte("{}")
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(args))
-	dec.KnownFields(true)
-	if err := dec.Decode(&a); err != nil && err != io.EOF {
-		var te *yaml.TypeError
-		if errors.As(err, &te) && len(te.Errors) > 0 {
-			return a, fmt.Errorf("bad arguments: %s", strings.Join(te.Errors, "; "))
-		}
+	if err := yamlcfg.DecodeText(args, &a, "the arguments must be an object"); err != nil {
 		return a, fmt.Errorf("bad arguments: %w", err)
 	}
 	return a, nil
@@ -137,8 +130,8 @@ func (c *Config) VNICFromArgs(args []byte, free func() (uint8, bool)) (VNICConfi
 	}
 	ck := &checker{}
 	var vport uint8
-	if a.VPort.present() {
-		vport = uint8(ck.ranged(a.VPort, "vnic.vport", 0, MaxVPort, 0, false))
+	if a.VPort.Present() {
+		vport = uint8(ck.Ranged(a.VPort, "vnic.vport", 0, MaxVPort, 0, false))
 	} else {
 		v, ok := free()
 		if !ok {
@@ -146,11 +139,11 @@ func (c *Config) VNICFromArgs(args []byte, free func() (uint8, bool)) (VNICConfi
 		}
 		vport = v
 	}
-	owner, _ := ck.text(a.Owner, "vnic.owner")
+	owner, _ := ck.Text(a.Owner, "vnic.owner")
 	if len(owner) > maxOwner || hasControl(owner) {
-		ck.failf("vnic.owner", a.Owner, "longer than %d bytes or has a control character", maxOwner)
+		ck.Failf("vnic.owner", a.Owner, "longer than %d bytes or has a control character", maxOwner)
 	}
-	ck.required(a.VESW, "vnic.vesw.id")
+	ck.Required(a.VESW, "vnic.vesw.id")
 	r := rawVNIC{
 		VESW: rawVESW{ID: a.VESW, PKey: a.PKey, EthMTU: a.EthMTU, McastDLID: a.McastDLID, ConfigState: a.ConfigState},
 		Port: rawPort{MAC: a.MAC, IfName: a.IfName, NetNS: a.NetNS, Addresses: a.Addresses},
@@ -164,11 +157,11 @@ func (c *Config) VNICFromArgs(args []byte, free func() (uint8, bool)) (VNICConfi
 		groups[g.LID] = g.Members
 	}
 	v := VNICConfig{}
-	if ck.err == nil {
+	if !ck.Failed() {
 		v = ck.buildVNIC(&r, "vnic", vport, c.Node.LID, known, groups)
 	}
-	if ck.err != nil {
-		return VNICConfig{}, "", fmt.Errorf("%s: %s", argName(ck.err.Field), ck.err.Reason)
+	if ck.Failed() {
+		return VNICConfig{}, "", fmt.Errorf("%s: %s", argName(ck.First().Field), ck.First().Reason)
 	}
 	return v, owner, nil
 }

@@ -87,7 +87,7 @@ func TestRuntimeVNICCommands(t *testing.T) {
 		{vnicd.VNICAddArgs{VPort: 0, VESW: 2, PKey: "0x8002"}, "vport: vport 0 is in use"},
 		{vnicd.VNICAddArgs{VESW: 5, PKey: "0x8002"}, "vesw: vesw 5 is already used by vport 0"},
 		{vnicd.VNICAddArgs{VESW: 2, PKey: "0x8002", IfName: "static0"}, `ifname: "static0" is vport 0's`},
-		{map[string]any{"vesw": 2, "pkey": 1, "bogus": 1}, "field bogus not found"},
+		{map[string]any{"vesw": 2, "pkey": 1, "bogus": 1}, "bogus: unknown field"},
 	} {
 		if err := vnicd.Call(sock, "vnic_add", tc.args, nil); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("vnic_add %+v: %v; want %q", tc.args, err, tc.err)

@@ -52,7 +52,10 @@ func TestVNICFromArgs(t *testing.T) {
 		{"bad address", `{"vesw": 1, "pkey": "0x8001", "addresses": ["10.1.0.5"]}`, "addresses[0]: \"10.1.0.5\": not an address with a prefix", nil},
 		{"bad state", `{"vesw": 1, "pkey": "0x8001", "config_state": "up"}`, "config_state: \"up\": must be forwarding or drop_all", nil},
 		{"vport range", `{"vport": 255, "vesw": 1, "pkey": "0x8001"}`, "vport: 255 is out of range", nil},
-		{"unknown", `{"vesw": 1, "pkey": "0x8001", "colour": "red"}`, "bad arguments: line 1: field colour not found", nil},
+		{"unknown", `{"vesw": 1, "pkey": "0x8001", "colour": "red"}`, "bad arguments: colour: unknown field (line 1)", nil},
+		{"not an object", `[1, 2]`, "bad arguments: line 1: the arguments must be an object", nil},
+		{"twice", `{"vesw": 1, "vesw": 2, "pkey": "0x8001"}`, "bad arguments: vesw: given twice", nil},
+		{"vesw a list", `{"vesw": [1], "pkey": "0x8001"}`, "vesw: must be a single value, not a list", nil},
 		{"owner control", `{"vesw": 1, "pkey": "0x8001", "owner": "a\u0001"}`, "owner:", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 )
 
 func TestExpand(t *testing.T) {
-	env := map[string]string{"RUN": "r1", "EMPTY": ""}
+	env := map[string]string{"RUN": "r1", "EMPTY": "", "LID": "0x10", "NL": "a\nb"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	for _, tc := range []struct{ in, out, err string }{
 		{in: "a: ${RUN}", out: "a: r1"},
@@ -18,6 +18,17 @@ func TestExpand(t *testing.T) {
 		{in: "a: ${UNSET}", err: "UNSET is not set"},
 		{in: "a: ${1X}", err: "expected ${NAME}"},
 		{in: "a: ${UNSET:-${RUN}}", err: "cannot contain"},
+		{in: "plain $ text $RUN $(x) $", out: "plain $ text $RUN $(x) $"},
+		{in: "ns: ${RUN:-demo}-a", out: "ns: r1-a"},
+		{in: "ns: ${EMPTY}-a", out: "ns: -a"},
+		{in: "ns: ${UNSET:-}-a", out: "ns: -a"},
+		{in: "x: ${UNSET:-a:-b c}", out: "x: a:-b c"},
+		{in: "lid: ${LID}", out: "lid: 0x10"},
+		{in: "a: $${RUN} $$${RUN} $$ ${RUN}${RUN}", out: "a: ${RUN} $${RUN} $$ r1r1"},
+		{in: "x: ${}", err: "NAME"},
+		{in: "x: ${A B}", err: "NAME"},
+		{in: "x: ${RUN\n}", err: "unterminated"},
+		{in: "x: ${NL}", err: "line break"},
 	} {
 		got, err := Expand([]byte(tc.in), lookup)
 		var e *Error

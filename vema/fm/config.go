@@ -11,11 +11,9 @@ package fm
 // stopping at the first problem with a *ConfigError naming the field.
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"net/netip"
 	"os"
 	"strconv"
@@ -24,7 +22,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/opavnic/opavnic/encap"
-	"github.com/opavnic/opavnic/internal/envexpand"
+	"github.com/opavnic/opavnic/internal/yamlcfg"
 	"github.com/opavnic/opavnic/vema"
 )
 
@@ -53,8 +51,6 @@ const (
 	maxSocketPath = 107
 	minEthMTU     = 68
 	maxEthMTU     = encap.MaxFrameLen - 18
-	maxSC         = 31
-	maxRC         = 7
 )
 
 // Config is a fabric configuration, every value typed, validated and
@@ -153,15 +149,16 @@ type ConfigError struct {
 }
 
 func (e *ConfigError) Error() string {
-	switch {
-	case e.Field == "" && e.Line > 0:
-		return fmt.Sprintf("fabric config: line %d: %s", e.Line, e.Reason)
-	case e.Field == "":
-		return "fabric config: " + e.Reason
-	case e.Line > 0:
-		return fmt.Sprintf("fabric config: %s: %s (line %d)", e.Field, e.Reason, e.Line)
+	return "fabric config: " + (&yamlcfg.Error{Field: e.Field, Reason: e.Reason, Line: e.Line}).Error()
+}
+
+// configError turns the shared loader's *yamlcfg.Error into a *ConfigError.
+func configError(err error) error {
+	var e *yamlcfg.Error
+	if errors.As(err, &e) {
+		return &ConfigError{Field: e.Field, Reason: e.Reason, Line: e.Line}
 	}
-	return "fabric config: " + e.Field + ": " + e.Reason
+	return err
 }
 
 // LoadConfig reads and parses the file at path. A read error comes back as
@@ -179,19 +176,9 @@ func LoadConfig(path string) (*Config, error) {
 func ParseConfig(data []byte) (*Config, error) { return parseConfig(data, os.LookupEnv) }
 
 func parseConfig(data []byte, lookup func(string) (string, bool)) (*Config, error) {
-	text, err := expandEnv(data, lookup)
-	if err != nil {
-		return nil, err
-	}
 	var raw rawConfig
-	dec := yaml.NewDecoder(bytes.NewReader(text))
-	dec.KnownFields(true)
-	if err := dec.Decode(&raw); err != nil && !errors.Is(err, io.EOF) {
-		return nil, yamlError(err)
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, &ConfigError{Reason: "more than one YAML document"}
+	if err := yamlcfg.Decode(data, lookup, &raw, "the file must be a mapping (fm, lid_pool, nodes, vesws)"); err != nil {
+		return nil, configError(err)
 	}
 	return raw.build()
 }
@@ -222,29 +209,11 @@ func (c *Config) Node(name string) (NodeConfig, bool) {
 
 // --- environment expansion (the same rules as vnicd's config) ---
 
-// expandEnv is envexpand.Expand with its errors as ConfigErrors.
-func expandEnv(data []byte, lookup func(string) (string, bool)) ([]byte, error) {
-	out, err := envexpand.Expand(data, lookup)
-	var ee *envexpand.Error
-	if errors.As(err, &ee) {
-		return nil, &ConfigError{Line: ee.Line, Reason: ee.Reason}
-	}
-	return out, err
-}
-
 // --- YAML decoding ---
 
-// leaf holds the YAML node of one value as written.
-type leaf struct{ n *yaml.Node }
-
-func (l *leaf) UnmarshalYAML(n *yaml.Node) error { l.n = n; return nil }
-func (l leaf) present() bool                     { return l.n != nil && l.n.Tag != "!!null" }
-func (l leaf) line() int {
-	if l.n == nil {
-		return 0
-	}
-	return l.n.Line
-}
+// leaf holds the YAML node of one value as written; a missing or null value
+// leaves it zero.
+type leaf = yamlcfg.Leaf
 
 type rawConfig struct {
 	FM    rawFM     `yaml:"fm"`
@@ -294,12 +263,7 @@ type rawDefPort struct {
 	Node  leaf `yaml:"node"`
 }
 
-type rawClassMap struct {
-	UC        leaf `yaml:"uc"`
-	MC        leaf `yaml:"mc"`
-	NonVLANUC leaf `yaml:"non_vlan_uc"`
-	NonVLANMC leaf `yaml:"non_vlan_mc"`
-}
+type rawClassMap = yamlcfg.RawClassMap
 
 type rawMember struct {
 	Node  leaf `yaml:"node"`
@@ -308,124 +272,43 @@ type rawMember struct {
 	IP    leaf `yaml:"ip"`
 }
 
-// yamlError turns a yaml.v3 error into a *ConfigError with the line.
-func yamlError(err error) error {
-	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "yaml: ")
-	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msg = te.Errors[0]
-	}
-	line := 0
-	if rest, ok := strings.CutPrefix(msg, "line "); ok {
-		if n, tail, ok := strings.Cut(rest, ": "); ok {
-			if v, err := strconv.Atoi(n); err == nil {
-				line, msg = v, tail
-			}
-		}
-	}
-	msg = strings.Replace(msg, "not found in type", "unknown field in", 1)
-	return &ConfigError{Line: line, Reason: msg}
-}
-
 // --- building ---
 
-type checker struct{ err *ConfigError }
+// checker keeps the first problem found (yamlcfg.Checker, which also checks
+// the syntax of single values, lists and integers).
+type checker struct{ yamlcfg.Checker }
 
-func (c *checker) failf(path string, l leaf, format string, args ...any) {
-	if c.err == nil {
-		c.err = &ConfigError{Field: path, Reason: fmt.Sprintf(format, args...), Line: l.line()}
-	}
-}
-
-func (c *checker) text(l leaf, path string) (string, bool) {
-	if !l.present() {
-		return "", false
-	}
-	if l.n.Kind != yaml.ScalarNode {
-		c.failf(path, l, "must be a scalar")
-		return "", false
-	}
-	return l.n.Value, true
-}
-
-func (c *checker) number(l leaf, path string) (uint64, bool) {
-	s, ok := c.text(l, path)
-	if !ok {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(strings.TrimSpace(s), 0, 64)
-	if err != nil {
-		c.failf(path, l, "%q is not a non-negative integer (decimal, 0x hex, 0o octal or 0b binary)", s)
-		return 0, false
-	}
-	return v, true
-}
-
-// ranged parses an integer in lo..hi, def when absent.
-func (c *checker) ranged(l leaf, path string, lo, hi, def uint64) uint64 {
-	v, ok := c.number(l, path)
-	if !ok {
-		return def
-	}
-	if v < lo || v > hi {
-		c.failf(path, l, "%d (0x%X) is out of range %d..%d (0x%X..0x%X)", v, v, lo, hi, lo, hi)
-		return def
-	}
-	return v
-}
-
-func (c *checker) required(l leaf, path string) bool {
-	if !l.present() {
-		c.failf(path, l, "is required")
-		return false
-	}
-	return true
-}
+// result is the checker's first problem as a *ConfigError, or nil.
+func (c *checker) result() error { return configError(c.Err()) }
 
 func (c *checker) name(l leaf, path string) string {
-	s, ok := c.text(l, path)
+	s, ok := c.Text(l, path)
 	if !ok {
-		c.failf(path, l, "is required")
+		c.Failf(path, l, "is required")
 		return ""
 	}
 	switch {
 	case s == "":
-		c.failf(path, l, "must not be empty")
+		c.Failf(path, l, "must not be empty")
 	case len(s) > maxName:
-		c.failf(path, l, "is longer than %d bytes", maxName)
+		c.Failf(path, l, "is longer than %d bytes", maxName)
 	case strings.ContainsAny(s, "\x00/ \t\n"):
-		c.failf(path, l, "%q: must not contain NUL, / or white space", s)
+		c.Failf(path, l, "%q: must not contain NUL, / or white space", s)
 	}
 	return s
-}
-
-func (c *checker) list(l leaf, path string) []leaf {
-	if !l.present() {
-		return nil
-	}
-	if l.n.Kind != yaml.SequenceNode {
-		c.failf(path, l, "must be a list")
-		return nil
-	}
-	out := make([]leaf, len(l.n.Content))
-	for i, n := range l.n.Content {
-		out[i] = leaf{n}
-	}
-	return out
 }
 
 func (r *rawConfig) build() (*Config, error) {
 	c := &checker{}
 	cfg := &Config{}
 	cfg.FM = c.buildFM(&r.FM)
-	cfg.Pool.Start = uint32(c.ranged(r.Pool.Start, "lid_pool.start", 1, DefaultPoolEnd, DefaultPoolStart))
-	cfg.Pool.End = uint32(c.ranged(r.Pool.End, "lid_pool.end", 1, DefaultPoolEnd, DefaultPoolEnd))
-	if c.err == nil && cfg.Pool.End < cfg.Pool.Start {
-		c.failf("lid_pool.end", r.Pool.End, "0x%X is below lid_pool.start 0x%X", cfg.Pool.End, cfg.Pool.Start)
+	cfg.Pool.Start = uint32(c.Ranged(r.Pool.Start, "lid_pool.start", 1, DefaultPoolEnd, DefaultPoolStart, true))
+	cfg.Pool.End = uint32(c.Ranged(r.Pool.End, "lid_pool.end", 1, DefaultPoolEnd, DefaultPoolEnd, true))
+	if !c.Failed() && cfg.Pool.End < cfg.Pool.Start {
+		c.Failf("lid_pool.end", r.Pool.End, "0x%X is below lid_pool.start 0x%X", cfg.Pool.End, cfg.Pool.Start)
 	}
-	if c.err == nil && cfg.Pool.Contains(cfg.FM.LID) && cfg.Pool.Start == cfg.Pool.End {
-		c.failf("lid_pool", leaf{}, "holds only the FM's own LID")
+	if !c.Failed() && cfg.Pool.Contains(cfg.FM.LID) && cfg.Pool.Start == cfg.Pool.End {
+		c.Failf("lid_pool", leaf{}, "holds only the FM's own LID")
 	}
 	names := map[string]bool{}
 	guids := map[uint64]string{}
@@ -433,26 +316,26 @@ func (r *rawConfig) build() (*Config, error) {
 	for i := range r.Nodes {
 		p := fmt.Sprintf("nodes[%d]", i)
 		rn := &r.Nodes[i]
-		if i == MaxNodes && c.err == nil {
-			c.failf(p, rn.Name, "more than %d nodes: the SM keeps at most %d (with the FM, a directory generation's %d LIDs)",
+		if i == MaxNodes && !c.Failed() {
+			c.Failf(p, rn.Name, "more than %d nodes: the SM keeps at most %d (with the FM, a directory generation's %d LIDs)",
 				MaxNodes, MaxNodes, vema.MaxDirEntries)
 		}
 		n := NodeConfig{Name: c.name(rn.Name, p+".name")}
-		if names[n.Name] && c.err == nil {
-			c.failf(p+".name", rn.Name, "node %q is listed twice", n.Name)
+		if names[n.Name] && !c.Failed() {
+			c.Failf(p+".name", rn.Name, "node %q is listed twice", n.Name)
 		}
 		names[n.Name] = true
-		if rn.GUID.present() {
-			n.GUID = c.ranged(rn.GUID, p+".guid", 1, 1<<64-1, 0)
-			if o, dup := guids[n.GUID]; dup && c.err == nil {
-				c.failf(p+".guid", rn.GUID, "GUID 0x%X is also node %q's", n.GUID, o)
+		if rn.GUID.Present() {
+			n.GUID = c.Ranged(rn.GUID, p+".guid", 1, 1<<64-1, 0, true)
+			if o, dup := guids[n.GUID]; dup && !c.Failed() {
+				c.Failf(p+".guid", rn.GUID, "GUID 0x%X is also node %q's", n.GUID, o)
 			}
 			guids[n.GUID] = n.Name
 		}
-		if rn.LID.present() {
-			n.LID = uint32(c.ranged(rn.LID, p+".lid", 1, DefaultPoolEnd, 0))
-			if o, dup := lids[n.LID]; dup && c.err == nil {
-				c.failf(p+".lid", rn.LID, "LID 0x%X is already %s's", n.LID, o)
+		if rn.LID.Present() {
+			n.LID = uint32(c.Ranged(rn.LID, p+".lid", 1, DefaultPoolEnd, 0, true))
+			if o, dup := lids[n.LID]; dup && !c.Failed() {
+				c.Failf(p+".lid", rn.LID, "LID 0x%X is already %s's", n.LID, o)
 			}
 			lids[n.LID] = fmt.Sprintf("node %q", n.Name)
 		}
@@ -461,17 +344,17 @@ func (r *rawConfig) build() (*Config, error) {
 	ids := map[encap.VESWID]bool{}
 	for i := range r.VESWs {
 		v := c.buildVESW(&r.VESWs[i], fmt.Sprintf("vesws[%d]", i), names)
-		if ids[v.ID] && c.err == nil {
-			c.failf(fmt.Sprintf("vesws[%d].id", i), r.VESWs[i].ID, "vesw %d is declared twice", v.ID)
+		if ids[v.ID] && !c.Failed() {
+			c.Failf(fmt.Sprintf("vesws[%d].id", i), r.VESWs[i].ID, "vesw %d is declared twice", v.ID)
 		}
 		ids[v.ID] = true
 		cfg.VESWs = append(cfg.VESWs, v)
 	}
-	if c.err == nil {
+	if !c.Failed() {
 		c.checkGroups(r, cfg)
 	}
-	if c.err != nil {
-		return nil, c.err
+	if c.Failed() {
+		return nil, c.result()
 	}
 	return cfg, nil
 }
@@ -488,7 +371,7 @@ func (c *checker) checkGroups(r *rawConfig, cfg *Config) {
 		g := groups[v.McastDLID]
 		if g == nil {
 			if len(groups) == vema.MaxDirGroups {
-				c.failf(fmt.Sprintf("vesws[%d].mcast_dlid", i), r.VESWs[i].McastDLID,
+				c.Failf(fmt.Sprintf("vesws[%d].mcast_dlid", i), r.VESWs[i].McastDLID,
 					"0x%X would be multicast group %d: the directory holds at most %d", v.McastDLID, len(groups)+1, vema.MaxDirGroups)
 				return
 			}
@@ -498,7 +381,7 @@ func (c *checker) checkGroups(r *rawConfig, cfg *Config) {
 		for j, m := range v.Members {
 			g[m.Node] = true
 			if len(g) > vema.MaxDirGroupMembers {
-				c.failf(fmt.Sprintf("vesws[%d].members[%d].node", i, j), r.VESWs[i].Members[j].Node,
+				c.Failf(fmt.Sprintf("vesws[%d].members[%d].node", i, j), r.VESWs[i].Members[j].Node,
 					"node %q would be member %d of multicast group 0x%X: a directory group holds at most %d",
 					m.Node, len(g), v.McastDLID, vema.MaxDirGroupMembers)
 				return
@@ -510,32 +393,32 @@ func (c *checker) checkGroups(r *rawConfig, cfg *Config) {
 func (c *checker) buildFM(r *rawFM) FMConfig {
 	f := FMConfig{Name: c.name(r.Name, "fm.name"), SubnetPrefix: encap.DefaultSubnetPrefix}
 	f.GUID = DeriveGUID(f.Name)
-	if r.GUID.present() {
-		f.GUID = c.ranged(r.GUID, "fm.guid", 1, 1<<64-1, f.GUID)
+	if r.GUID.Present() {
+		f.GUID = c.Ranged(r.GUID, "fm.guid", 1, 1<<64-1, f.GUID, true)
 	}
-	f.LID = uint32(c.ranged(r.LID, "fm.lid", 1, DefaultPoolEnd, DefaultLID))
+	f.LID = uint32(c.Ranged(r.LID, "fm.lid", 1, DefaultPoolEnd, DefaultLID, true))
 	f.Listen = netip.AddrPortFrom(netip.IPv6Unspecified(), DefaultUDPPort)
-	if s, ok := c.text(r.Listen, "fm.listen"); ok {
+	if s, ok := c.Text(r.Listen, "fm.listen"); ok {
 		ap, err := parseListen(s)
 		if err != nil {
-			c.failf("fm.listen", r.Listen, "%q: %v", s, err)
+			c.Failf("fm.listen", r.Listen, "%q: %v", s, err)
 		}
 		f.Listen = ap
 	}
-	if s, ok := c.text(r.SubnetPrefix, "fm.subnet_prefix"); ok {
+	if s, ok := c.Text(r.SubnetPrefix, "fm.subnet_prefix"); ok {
 		p, err := encap.ParseSubnetPrefix(s)
 		if err != nil {
-			c.failf("fm.subnet_prefix", r.SubnetPrefix, "%q: %v", s, err)
+			c.Failf("fm.subnet_prefix", r.SubnetPrefix, "%q: %v", s, err)
 		}
 		f.SubnetPrefix = p
 	}
 	f.ControlSocket = DefaultControlSocket(f.Name)
-	if s, ok := c.text(r.ControlSocket, "fm.control_socket"); ok {
+	if s, ok := c.Text(r.ControlSocket, "fm.control_socket"); ok {
 		switch {
 		case s == "" || !strings.HasPrefix(s, "/"):
-			c.failf("fm.control_socket", r.ControlSocket, "%q must be an absolute path", s)
+			c.Failf("fm.control_socket", r.ControlSocket, "%q must be an absolute path", s)
 		case len(s) > maxSocketPath:
-			c.failf("fm.control_socket", r.ControlSocket, "is longer than %d bytes", maxSocketPath)
+			c.Failf("fm.control_socket", r.ControlSocket, "is longer than %d bytes", maxSocketPath)
 		}
 		f.ControlSocket = s
 	}
@@ -558,132 +441,67 @@ func parseListen(s string) (netip.AddrPort, error) {
 	return netip.AddrPortFrom(a, DefaultUDPPort), nil
 }
 
-// rcFields are the keys of the map form of rc, with their bit offsets.
-var rcFields = []struct {
-	key   string
-	shift uint
-}{
-	{"default", encap.RCDefault}, {"ipv4", encap.RCIPv4}, {"ipv4_udp", encap.RCIPv4UDP},
-	{"ipv4_tcp", encap.RCIPv4TCP}, {"ipv6", encap.RCIPv6}, {"ipv6_tcp", encap.RCIPv6TCP},
-	{"ipv6_udp", encap.RCIPv6UDP},
-}
-
-const rcUnusedBits = 0xFFFFFFFF &^ 0x07777777
-
-func (c *checker) buildRC(l leaf, path string) uint32 {
-	if !l.present() {
-		return 0
-	}
-	if l.n.Kind != yaml.MappingNode {
-		w := c.ranged(l, path, 0, 0xFFFFFFFF, 0)
-		if w&rcUnusedBits != 0 {
-			c.failf(path, l, "0x%X sets bits outside the 3-bit fields at 0, 4, ..., 24", w)
-		}
-		return uint32(w)
-	}
-	var w uint32
-	for i := 0; i+1 < len(l.n.Content); i += 2 {
-		k, val := leaf{l.n.Content[i]}, leaf{l.n.Content[i+1]}
-		j := -1
-		for x, f := range rcFields {
-			if f.key == k.n.Value {
-				j = x
-			}
-		}
-		kp := path + "." + k.n.Value
-		if j < 0 {
-			c.failf(kp, k, "unknown field (rc keys: default, ipv4, ipv4_udp, ipv4_tcp, ipv6, ipv6_tcp, ipv6_udp)")
-			return 0
-		}
-		w |= uint32(c.ranged(val, kp, 0, maxRC, 0)) << rcFields[j].shift
-	}
-	return w
-}
-
-func (c *checker) classMap(r *rawClassMap, path string) ClassMap {
-	var m ClassMap
-	table := func(l leaf, p string) (t [8]uint8) {
-		es := c.list(l, p)
-		if es == nil {
-			return t
-		}
-		if len(es) != 8 {
-			c.failf(p, l, "must list 8 values (PCP 0..7), not %d", len(es))
-			return t
-		}
-		for i, e := range es {
-			t[i] = uint8(c.ranged(e, fmt.Sprintf("%s[%d]", p, i), 0, maxSC, 0))
-		}
-		return t
-	}
-	m.UC = table(r.UC, path+".uc")
-	m.MC = table(r.MC, path+".mc")
-	m.NonVLANUC = uint8(c.ranged(r.NonVLANUC, path+".non_vlan_uc", 0, maxSC, 0))
-	m.NonVLANMC = uint8(c.ranged(r.NonVLANMC, path+".non_vlan_mc", 0, maxSC, 0))
-	return m
-}
-
 func (c *checker) buildVESW(r *rawVESW, path string, nodes map[string]bool) VESWConfig {
 	var v VESWConfig
-	if c.required(r.ID, path+".id") {
-		v.ID = encap.VESWID(c.ranged(r.ID, path+".id", 1, uint64(encap.VESWIDMask), 0))
+	if c.Required(r.ID, path+".id") {
+		v.ID = encap.VESWID(c.Ranged(r.ID, path+".id", 1, uint64(encap.VESWIDMask), 0, false))
 	}
 	v.Name = fmt.Sprintf("vesw%d", v.ID)
-	if r.Name.present() {
+	if r.Name.Present() {
 		v.Name = c.name(r.Name, path+".name")
 	}
-	v.FabricID = uint16(c.ranged(r.FabricID, path+".fabric_id", 0, MaxFabricID, 0))
-	if c.required(r.PKey, path+".pkey") {
-		v.PKey = encap.PKey(c.ranged(r.PKey, path+".pkey", 0, 0xFFFF, 0))
-		if !v.PKey.IsValid() && c.err == nil {
-			c.failf(path+".pkey", r.PKey, "0x%04X has no partition (the low 15 bits are 0)", uint16(v.PKey))
+	v.FabricID = uint16(c.Ranged(r.FabricID, path+".fabric_id", 0, MaxFabricID, 0, false))
+	if c.Required(r.PKey, path+".pkey") {
+		v.PKey = encap.PKey(c.Ranged(r.PKey, path+".pkey", 0, 0xFFFF, 0, true))
+		if !v.PKey.IsValid() && !c.Failed() {
+			c.Failf(path+".pkey", r.PKey, "0x%04X has no partition (the low 15 bits are 0)", uint16(v.PKey))
 		}
 	}
-	v.EthMTU = uint16(c.ranged(r.EthMTU, path+".eth_mtu", minEthMTU, maxEthMTU, DefaultEthMTU))
-	if r.McastDLID.present() {
-		m := uint32(c.ranged(r.McastDLID, path+".mcast_dlid", 0, 0xFFFFFF, 0))
+	v.EthMTU = uint16(c.Ranged(r.EthMTU, path+".eth_mtu", minEthMTU, maxEthMTU, DefaultEthMTU, false))
+	if r.McastDLID.Present() {
+		m := uint32(c.Ranged(r.McastDLID, path+".mcast_dlid", 0, 0xFFFFFF, 0, true))
 		if m != 0 && !encap.Is16BMulticast(m) {
-			c.failf(path+".mcast_dlid", r.McastDLID, "0x%X is not a 16B multicast LID (0xF00000..0xFFFFFE)", m)
+			c.Failf(path+".mcast_dlid", r.McastDLID, "0x%X is not a 16B multicast LID (0xF00000..0xFFFFFE)", m)
 		}
 		v.McastDLID = m
 	}
 	seen := uint32(0)
 	for i, d := range r.DefaultPorts {
 		dp := fmt.Sprintf("%s.default_ports[%d]", path, i)
-		if !c.required(d.Index, dp+".index") {
+		if !c.Required(d.Index, dp+".index") {
 			break
 		}
-		p := DefaultPort{Index: uint8(c.ranged(d.Index, dp+".index", 0, encap.MaxDefaultPort-1, 0))}
+		p := DefaultPort{Index: uint8(c.Ranged(d.Index, dp+".index", 0, encap.MaxDefaultPort-1, 0, false))}
 		if seen&(1<<p.Index) != 0 {
-			c.failf(dp+".index", d.Index, "default port %d is given twice", p.Index)
+			c.Failf(dp+".index", d.Index, "default port %d is given twice", p.Index)
 		}
 		seen |= 1 << p.Index
 		switch {
-		case d.DLID.present() && d.Node.present():
-			c.failf(dp, d.DLID, "give dlid or node, not both")
-		case d.DLID.present():
-			p.DLID = uint32(c.ranged(d.DLID, dp+".dlid", 1, DefaultPoolEnd, 0))
-		case d.Node.present():
+		case d.DLID.Present() && d.Node.Present():
+			c.Failf(dp, d.DLID, "give dlid or node, not both")
+		case d.DLID.Present():
+			p.DLID = uint32(c.Ranged(d.DLID, dp+".dlid", 1, DefaultPoolEnd, 0, true))
+		case d.Node.Present():
 			p.Node = c.name(d.Node, dp+".node")
 			if !nodes[p.Node] {
-				c.failf(dp+".node", d.Node, "node %q is not listed under nodes", p.Node)
+				c.Failf(dp+".node", d.Node, "node %q is not listed under nodes", p.Node)
 			}
 		default:
-			c.failf(dp, d.Index, "needs dlid or node")
+			c.Failf(dp, d.Index, "needs dlid or node")
 		}
 		v.DefaultPorts = append(v.DefaultPorts, p)
 	}
-	v.RC = c.buildRC(r.RC, path+".rc")
-	v.SC = c.classMap(&r.SC, path+".sc")
-	v.VL = c.classMap(&r.VL, path+".vl")
+	v.RC = c.RC(r.RC, path+".rc")
+	v.SC.UC, v.SC.MC, v.SC.NonVLANUC, v.SC.NonVLANMC = c.ClassMap(&r.SC, path+".sc")
+	v.VL.UC, v.VL.MC, v.VL.NonVLANUC, v.VL.NonVLANMC = c.ClassMap(&r.VL, path+".vl")
 	v.AdminUp = true
-	if s, ok := c.text(r.AdminState, path+".admin_state"); ok {
+	if s, ok := c.Text(r.AdminState, path+".admin_state"); ok {
 		switch s {
 		case "up":
 		case "down":
 			v.AdminUp = false
 		default:
-			c.failf(path+".admin_state", r.AdminState, "%q: must be up or down", s)
+			c.Failf(path+".admin_state", r.AdminState, "%q: must be up or down", s)
 		}
 	}
 	type key struct {
@@ -694,38 +512,38 @@ func (c *checker) buildVESW(r *rawVESW, path string, nodes map[string]bool) VESW
 	for i := range r.Members {
 		mp := fmt.Sprintf("%s.members[%d]", path, i)
 		rm := &r.Members[i]
-		if i == vema.MACTableMaxEntries && c.err == nil {
-			c.failf(mp, rm.Node, "more than %d members: each may need an entry in the vesw's MAC table, which holds %d (OPA_VNIC_MAC_TBL_MAX_ENTRIES)",
+		if i == vema.MACTableMaxEntries && !c.Failed() {
+			c.Failf(mp, rm.Node, "more than %d members: each may need an entry in the vesw's MAC table, which holds %d (OPA_VNIC_MAC_TBL_MAX_ENTRIES)",
 				vema.MACTableMaxEntries, vema.MACTableMaxEntries)
 		}
 		m := Member{Node: c.name(rm.Node, mp+".node")}
 		if m.Node != "" && !nodes[m.Node] {
-			c.failf(mp+".node", rm.Node, "node %q is not listed under nodes", m.Node)
+			c.Failf(mp+".node", rm.Node, "node %q is not listed under nodes", m.Node)
 		}
-		if c.required(rm.VPort, mp+".vport") {
-			m.VPort = uint8(c.ranged(rm.VPort, mp+".vport", 0, MaxVPort, 0))
+		if c.Required(rm.VPort, mp+".vport") {
+			m.VPort = uint8(c.Ranged(rm.VPort, mp+".vport", 0, MaxVPort, 0, false))
 		}
 		if members[key{m.Node, m.VPort}] {
-			c.failf(mp, rm.Node, "node %q vport %d is listed twice", m.Node, m.VPort)
+			c.Failf(mp, rm.Node, "node %q vport %d is listed twice", m.Node, m.VPort)
 		}
 		members[key{m.Node, m.VPort}] = true
-		if s, ok := c.text(rm.MAC, mp+".mac"); ok {
+		if s, ok := c.Text(rm.MAC, mp+".mac"); ok {
 			mac, err := parseMAC(s)
 			if err != nil {
-				c.failf(mp+".mac", rm.MAC, "%q: %v", s, err)
+				c.Failf(mp+".mac", rm.MAC, "%q: %v", s, err)
 			}
 			m.MAC = mac
 		}
-		if rm.IP.present() {
+		if rm.IP.Present() {
 			ips := []leaf{rm.IP}
-			if rm.IP.n.Kind == yaml.SequenceNode {
-				ips = c.list(rm.IP, mp+".ip")
+			if rm.IP.Node().Kind == yaml.SequenceNode {
+				ips = c.List(rm.IP, mp+".ip")
 			}
 			for j, l := range ips {
-				s, _ := c.text(l, fmt.Sprintf("%s.ip[%d]", mp, j))
+				s, _ := c.Text(l, fmt.Sprintf("%s.ip[%d]", mp, j))
 				if _, err := netip.ParsePrefix(s); err != nil {
 					if _, err := netip.ParseAddr(s); err != nil {
-						c.failf(fmt.Sprintf("%s.ip[%d]", mp, j), l, "%q is not an address or address/prefix", s)
+						c.Failf(fmt.Sprintf("%s.ip[%d]", mp, j), l, "%q is not an address or address/prefix", s)
 					}
 				}
 				m.IPs = append(m.IPs, s)

@@ -41,6 +41,14 @@ func TestShippedConfigsParse(t *testing.T) {
 	}
 }
 
+// A value may be a YAML alias of another.
+func TestParseConfigAlias(t *testing.T) {
+	c := mustConfig(t, "fm: {name: x}\nnodes: [{name: a}]\nvesws: [{id: 1, pkey: &p 0x8001, eth_mtu: &m 9000}, {id: 2, pkey: *p, eth_mtu: *m}]\n")
+	if v := c.VESWs[1]; v.PKey != 0x8001 || v.EthMTU != 9000 {
+		t.Errorf("vesw 2: pkey %v, eth_mtu %d; want the aliased 0x8001, 9000", v.PKey, v.EthMTU)
+	}
+}
+
 // The subnet prefix takes the forms vnicd's node.subnet_prefix takes.
 func TestParseConfigSubnetPrefix(t *testing.T) {
 	for _, tc := range []struct {
@@ -64,11 +72,21 @@ func TestParseConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, text, field, reason string
 	}{
-		{"unknown top field", "fm: {name: x}\nbogus: 1\n", "", "bogus"},
-		{"unknown fm field", "fm: {name: x, lidd: 3}\n", "", "lidd"},
+		{"unknown top field", "fm: {name: x}\nbogus: 1\n", "bogus", "unknown field"},
+		{"unknown fm field", "fm: {name: x, lidd: 3}\n", "fm.lidd", "unknown field"},
 		{"missing fm name", "fm: {lid: 2}\n", "fm.name", "required"},
 		{"bad listen", "fm: {name: x, listen: 'nope:1:2'}\n", "fm.listen", "ADDRESS"},
 		{"bad prefix", "fm: {name: x, subnet_prefix: 'fe80::1'}\n", "fm.subnet_prefix", "interface ID half"},
+		{"vesws a mapping", "fm: {name: x}\nvesws: {id: 1}\n", "vesws", "must be a list, not a mapping"},
+		{"fm a string", "fm: x\n", "fm", "must be a mapping"},
+		{"file a list", "- a\n", "", "the file must be a mapping (fm, lid_pool, nodes, vesws)"},
+		{"lid leading 0", "fm: {name: x, lid: 010}\n", "fm.lid", "leading 0 is ambiguous"},
+		{"lid underscore", "fm: {name: x, lid: 1_0}\n", "fm.lid", "not an integer"},
+		{"lid negative", "fm: {name: x, lid: -1}\n", "fm.lid", "negative"},
+		{"lid a list", "fm: {name: x, lid: [1]}\n", "fm.lid", "must be a single value, not a list"},
+		{"fm twice", "fm: {name: x}\nfm: {name: y}\n", "fm", "given twice (first at line 1)"},
+		{"rc key twice", base + "vesws: [{id: 1, pkey: 1, rc: {ipv4: 1, ipv4: 2}}]\n", "vesws[0].rc.ipv4", "given twice"},
+		{"sc null entry", base + "vesws: [{id: 1, pkey: 1, sc: {uc: [0, ~, 0, 0, 0, 0, 0, 0]}}]\n", "vesws[0].sc.uc[1]", "required"},
 		{"prefix length", "fm: {name: x, subnet_prefix: 'fe80::/48'}\n", "fm.subnet_prefix", "must be 64"},
 		{"prefix zone", "fm: {name: x, subnet_prefix: 'fe80::%eth0'}\n", "fm.subnet_prefix", "not an IPv6 prefix"},
 		{"prefix IPv4", "fm: {name: x, subnet_prefix: '10.0.0.0'}\n", "fm.subnet_prefix", "not an IPv6 prefix"},
@@ -90,17 +108,17 @@ func TestParseConfigErrors(t *testing.T) {
 		{"member twice", base + "vesws: [{id: 1, pkey: 1, members: [{node: a, vport: 0}, {node: a, vport: 0}]}]\n", "vesws[0].members[1]", "twice"},
 		{"member mac multicast", base + "vesws: [{id: 1, pkey: 1, members: [{node: a, vport: 0, mac: '01:00:00:00:00:01'}]}]\n", "vesws[0].members[0].mac", "multicast"},
 		{"member bad ip", base + "vesws: [{id: 1, pkey: 1, members: [{node: a, vport: 0, ip: [nope]}]}]\n", "vesws[0].members[0].ip[0]", "not an address"},
-		{"member unknown field", base + "vesws: [{id: 1, pkey: 1, members: [{node: a, vport: 0, vlan: 3}]}]\n", "", "vlan"},
+		{"member unknown field", base + "vesws: [{id: 1, pkey: 1, members: [{node: a, vport: 0, vlan: 3}]}]\n", "vesws[0].members[0].vlan", "unknown field"},
 		{"default port both", base + "vesws: [{id: 1, pkey: 1, default_ports: [{index: 0, dlid: 5, node: a}]}]\n", "vesws[0].default_ports[0]", "not both"},
 		{"default port node", base + "vesws: [{id: 1, pkey: 1, default_ports: [{index: 0, node: q}]}]\n", "vesws[0].default_ports[0].node", "not listed"},
 		{"default port index", base + "vesws: [{id: 1, pkey: 1, default_ports: [{index: 16, dlid: 5}]}]\n", "vesws[0].default_ports[0].index", "out of range"},
-		{"rc bits", base + "vesws: [{id: 1, pkey: 1, rc: 0x8}]\n", "vesws[0].rc", "outside"},
+		{"rc bits", base + "vesws: [{id: 1, pkey: 1, rc: 0x8}]\n", "vesws[0].rc", "not part of a 3-bit field"},
 		{"rc key", base + "vesws: [{id: 1, pkey: 1, rc: {ipx: 1}}]\n", "vesws[0].rc.ipx", "unknown"},
 		{"sc length", base + "vesws: [{id: 1, pkey: 1, sc: {uc: [1, 2]}}]\n", "vesws[0].sc.uc", "8 values"},
 		{"sc value", base + "vesws: [{id: 1, pkey: 1, sc: {non_vlan_uc: 32}}]\n", "vesws[0].sc.non_vlan_uc", "out of range"},
 		{"admin state", base + "vesws: [{id: 1, pkey: 1, admin_state: sideways}]\n", "vesws[0].admin_state", "up or down"},
 		{"env unset", "fm: {name: ${OPAFM_TEST_SURELY_UNSET}}\n", "", "not set"},
-		{"two documents", "fm: {name: x}\n---\nfm: {name: y}\n", "", "more than one"},
+		{"two documents", "fm: {name: x}\n---\nfm: {name: y}\n", "", "second YAML document"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseConfig([]byte(tc.text))
