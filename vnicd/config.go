@@ -1094,10 +1094,30 @@ func mapping(kv ...any) *yaml.Node {
 
 // --- summary ---
 
-// Summary describes c for the log: a line for the node, then one line per
-// VNIC.
+// Summary describes c in a few lines (vnicd --check prints it): a line for
+// the node, then one per VNIC; for a managed node, the fabric manager it
+// joins and one line per netdev its VNICs will get.
 func (c *Config) Summary() string {
 	var b strings.Builder
+	if c.Node.Managed() {
+		fmt.Fprintf(&b, "node %s managed by the fabric manager at %v (LID, peers and VNICs from it) guid 0x%016X listen %v control %s",
+			c.Node.Name, c.Node.FabricManager, c.Node.GUID, c.Node.Listen, c.Control.Socket)
+		for _, vp := range slices.Sorted(maps.Keys(c.Netdevs)) {
+			nd := c.Netdevs[vp]
+			name, netns := nd.IfName, nd.NetNS
+			if name == "" {
+				name = fmt.Sprintf("vnic%d", vp)
+			}
+			if netns == "" {
+				netns = "-"
+			}
+			fmt.Fprintf(&b, "\nnetdev vport %d %s netns %s", vp, name, netns)
+			for _, a := range nd.Addresses {
+				b.WriteString(" " + a.String())
+			}
+		}
+		return b.String()
+	}
 	fmt.Fprintf(&b, "node %s lid %v guid 0x%016X listen %v peers %d groups %d control %s",
 		c.Node.Name, c.Node.LID, c.Node.GUID, c.Node.Listen, len(c.Peers), len(c.Multicast), c.Control.Socket)
 	for _, v := range c.VNICs {

@@ -802,6 +802,19 @@ func TestSummary(t *testing.T) {
 	}
 }
 
+func TestSummaryManaged(t *testing.T) {
+	c, err := LoadConfig("../configs/demo/managed-host-a.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(c.Summary(), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "node host-a managed by the fabric manager at 10.200.0.3:4793") ||
+		lines[1] != "netdev vport 0 vnic0 netns - 192.168.101.1/24 fd00:101::1/64" ||
+		!strings.HasPrefix(lines[2], "netdev vport 1 vnic1 netns opavnic-demo-a-blue ") {
+		t.Errorf("Summary =\n%s", c.Summary())
+	}
+}
+
 func TestMaxEthMTU(t *testing.T) {
 	// A full-size frame at the largest MTU fills the largest 16B packet.
 	if got := encap.VNICPacketLen(MaxEthMTU + vlanEthHLen); got > encap.MaxPacketLen {

@@ -30,6 +30,7 @@ import (
 	"github.com/opavnic/opavnic/cmd/internal/cli"
 	"github.com/opavnic/opavnic/cmd/internal/fmd"
 	"github.com/opavnic/opavnic/cmd/internal/metrics"
+	"github.com/opavnic/opavnic/vema/fm"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -42,6 +43,15 @@ func run(args []string) int {
 		return 2
 	}
 	defer log.Sync() //nolint:errcheck
+	if *flags.Check {
+		cfg, err := fm.LoadConfig(*flags.Config)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "opafm: %v\n", err)
+			return 2
+		}
+		fmt.Printf("%s: fabric config OK\n%s\n", *flags.Config, cfg.Summary())
+		return 0
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	hup := make(chan os.Signal, 1)

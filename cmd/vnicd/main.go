@@ -54,11 +54,19 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "vnicd: %v\n", err)
 		return 2
 	}
+	var fmCfg *fm.Config
 	if *fabricManager != "" {
-		if _, err := fm.LoadConfig(*fabricManager); err != nil {
+		if fmCfg, err = fm.LoadConfig(*fabricManager); err != nil {
 			fmt.Fprintf(os.Stderr, "vnicd: --fabric-manager: %v\n", err)
 			return 2
 		}
+	}
+	if *flags.Check {
+		fmt.Printf("%s: config OK\n%s\n", *flags.Config, cfg.Summary())
+		if fmCfg != nil {
+			fmt.Printf("%s: fabric config OK\n%s\n", *fabricManager, fmCfg.Summary())
+		}
+		return 0
 	}
 	d, err := vnicd.NewDaemon(cfg, vnicd.TAPFactory(log), log)
 	if err != nil {

@@ -90,3 +90,54 @@ func TestBadConfigExitsTwo(t *testing.T) {
 		})
 	}
 }
+
+// --check reads the config (and --fabric-manager's), prints what it sets up
+// and exits 0, or 2 with the problem; it starts nothing, so it needs no root.
+func TestCheck(t *testing.T) {
+	bin := vnicdBinary(t)
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.yaml", "node: {name: chk, lid: 0x10}\ncontrol: {socket: "+filepath.Join(dir, "x.sock")+"}\n"+
+		"vnics:\n  - vesw: {id: 1, pkey: 0x8001}\n    port: {ifname: chk0}\n")
+	bad := write("bad.yaml", "node: {name: chk, lid: 0x10}\npeers: {lid: 2}\n")
+	fabric := write("fabric.yaml", "fm: {name: f}\nvesws: [{id: 1, pkey: 0x8001}]\n")
+	badFabric := write("badfabric.yaml", "fm: {name: f, lid: 010}\n")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"good", []string{"--config", good}, 0, []string{good + ": config OK", "node chk lid 0x10", "vnic chk0 vport 0 vesw 1 pkey 0x8001"}},
+		{"bad", []string{"--config", bad}, 2, []string{"vnicd: config: peers: must be a list, not a mapping (line 2)"}},
+		{"with fabric", []string{"--config", good, "--fabric-manager", fabric}, 0, []string{fabric + ": fabric config OK", "vesw 1 vesw1 pkey 0x8001"}},
+		{"bad fabric", []string{"--config", good, "--fabric-manager", badFabric}, 2, []string{"--fabric-manager: fabric config: fm.lid: \"010\": a leading 0 is ambiguous"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := exec.Command(bin, append(tc.args, "--check")...).CombinedOutput()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.code {
+				t.Errorf("exit code %d, want %d; output:\n%s", code, tc.code, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("output does not hold %q:\n%s", w, out)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, "x.sock")); err == nil {
+				t.Error("--check made the control socket")
+			}
+		})
+	}
+}

@@ -197,6 +197,39 @@ func DefaultControlSocket(name string) string {
 	return DefaultControlDir + "/opafm-" + name + ".sock"
 }
 
+// Summary describes in a few lines what the config sets up: the FM's
+// identity, the LID pool, the nodes, and each vesw with its members.
+func (c *Config) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "fm %s lid %v guid 0x%016X listen %v subnet_prefix %s control %s",
+		c.FM.Name, encap.LID(c.FM.LID), c.FM.GUID, c.FM.Listen, encap.FormatSubnetPrefix(c.FM.SubnetPrefix), c.FM.ControlSocket)
+	fmt.Fprintf(&b, "\nlid_pool %v..%v", encap.LID(c.Pool.Start), encap.LID(c.Pool.End))
+	for _, n := range c.Nodes {
+		lid, guid := "pool", "by name"
+		if n.LID != 0 {
+			lid = encap.LID(n.LID).String()
+		}
+		if n.GUID != 0 {
+			guid = fmt.Sprintf("0x%016X", n.GUID)
+		}
+		fmt.Fprintf(&b, "\nnode %s lid %s guid %s", n.Name, lid, guid)
+	}
+	for _, v := range c.VESWs {
+		state := "up"
+		if !v.AdminUp {
+			state = "down"
+		}
+		fmt.Fprintf(&b, "\nvesw %d %s pkey %v mtu %d mcast 0x%X %s members", v.ID, v.Name, v.PKey, v.EthMTU, v.McastDLID, state)
+		if len(v.Members) == 0 {
+			b.WriteString(" -")
+		}
+		for _, m := range v.Members {
+			fmt.Fprintf(&b, " %s/%d", m.Node, m.VPort)
+		}
+	}
+	return b.String()
+}
+
 // Node returns the configured node of that name.
 func (c *Config) Node(name string) (NodeConfig, bool) {
 	for _, n := range c.Nodes {

@@ -2,6 +2,7 @@ package fm
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -38,6 +39,25 @@ func TestShippedConfigsParse(t *testing.T) {
 		if n, _ := c.Node("host-a"); n.LID != 0x10 || c.Pool.Start != 0xC000 || c.VESWs[1].McastDLID != 0xF00002 {
 			t.Errorf("demo fabric: host-a %+v pool %+v", n, c.Pool)
 		}
+	}
+}
+
+func TestSummary(t *testing.T) {
+	c, err := LoadConfig("../../configs/demo/fabric.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"fm demo lid 0x1 guid 0x%016X listen 10.200.0.3:4793 subnet_prefix fe80:: control /run/opavnic/opavnic-demo-fm.sock",
+		"lid_pool 0xC000..0xC0FF",
+		"node host-a lid 0x10 guid by name",
+		"node host-b lid pool guid by name",
+		"vesw 1 red pkey 0x8001 mtu 1500 mcast 0xF00001 up members host-a/0 host-b/0",
+		"vesw 2 blue pkey 0x8002 mtu 1500 mcast 0xF00002 up members host-a/1 host-b/1",
+	}
+	want[0] = fmt.Sprintf(want[0], DeriveGUID("demo"))
+	if got := c.Summary(); got != strings.Join(want, "\n") {
+		t.Errorf("Summary =\n%s\nwant\n%s", got, strings.Join(want, "\n"))
 	}
 }
 

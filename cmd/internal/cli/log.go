@@ -34,9 +34,12 @@ func NewLogger(level, format string) (*zap.Logger, error) {
 }
 
 // Common holds the flags every daemon has: --config, --log-level,
-// --log-format and --metrics-listen.
+// --log-format, --metrics-listen and --check.
 type Common struct {
 	Config, Level, Format, MetricsListen *string
+	// Check asks the daemon only to read and check its config, say what it
+	// would set up, and exit: 0 when the config can be used, 2 when not.
+	Check *bool
 }
 
 // CommonFlags registers the common flags on fs; configHelp describes --config.
@@ -46,6 +49,7 @@ func CommonFlags(fs *flag.FlagSet, configHelp string) *Common {
 		Level:         fs.String("log-level", "info", "log level: debug, info, warn or error"),
 		Format:        fs.String("log-format", "console", "log format: console or json"),
 		MetricsListen: fs.String("metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics (host:port; off when empty)"),
+		Check:         fs.Bool("check", false, "only check the config: print what it sets up and exit, 0 if it can be used, 2 if not (starts nothing, needs no root)"),
 	}
 }
 

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCheckAndUsage builds opafm and runs it with --check on good and bad
+// configs, and with bad usage: a config it cannot use, or bad flags, exit
+// 2 with the reason; --check starts nothing.
+func TestCheckAndUsage(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "opafm")
+	if out, err := exec.Command("go", "build", "-buildvcs=false", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("building opafm: %v\n%s", err, out)
+	}
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	sock := filepath.Join(dir, "fm.sock")
+	good := write("good.yaml", "fm: {name: f, listen: '127.0.0.1:4799', control_socket: "+sock+"}\n"+
+		"nodes: [{name: a, lid: 0xC001}]\nvesws: [{id: 7, name: red, pkey: 0x8007, members: [{node: a, vport: 0}]}]\n")
+	bad := write("bad.yaml", "fm: {name: f}\nvesws: {id: 1}\n")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"good", []string{"--config", good, "--check"}, 0, []string{good + ": fabric config OK", "node a lid 0xC001", "vesw 7 red pkey 0x8007 mtu 1500 mcast 0x0 up members a/0"}},
+		{"bad", []string{"--config", bad, "--check"}, 2, []string{"opafm: fabric config: vesws: must be a list, not a mapping (line 2)"}},
+		{"missing file", []string{"--config", filepath.Join(dir, "nope.yaml"), "--check"}, 2, []string{"nope.yaml"}},
+		{"no config", []string{"--check"}, 2, []string{"--config is required"}},
+		{"bad log level", []string{"--config", good, "--log-level", "loud"}, 2, []string{"--log-level"}},
+		{"bad config, no check", []string{"--config", bad}, 2, []string{"vesws: must be a list"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := exec.Command(bin, tc.args...).CombinedOutput()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.code {
+				t.Errorf("exit code %d, want %d; output:\n%s", code, tc.code, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("output does not hold %q:\n%s", w, out)
+				}
+			}
+			if _, err := os.Stat(sock); err == nil {
+				t.Error("opafm made its control socket")
+			}
+		})
+	}
+}
