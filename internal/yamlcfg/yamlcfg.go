@@ -136,9 +136,9 @@ func DecodeText(text []byte, raw any, notMapping string) error {
 
 var (
 	reYAMLLine  = regexp.MustCompile(`(?s)^(?:yaml: )?line (\d+): (.*)$`)
-	reUnknown   = regexp.MustCompile(`(?s)^field (.*) not found in type \S+$`)
+	reUnknown   = regexp.MustCompile(`(?s)^field (.*?) not found in type (?:\S+|struct \{.*\})$`)
 	reDupKey    = regexp.MustCompile(`(?s)^mapping key (".*") already defined at line (\d+)$`)
-	reDupField  = regexp.MustCompile(`(?s)^field (.*) already set in type \S+$`)
+	reDupField  = regexp.MustCompile(`(?s)^field (.*?) already set in type (?:\S+|struct \{.*\})$`)
 	reUnmarshal = regexp.MustCompile(`(?s)^cannot unmarshal (!!\w+)(?: .*)? into (\S+)$`)
 )
 
@@ -172,6 +172,9 @@ func yamlError(text []byte, err error, raw any, notMapping string) error {
 		name := reUnknown.FindStringSubmatch(m[2])[1]
 		if p, ok := findKey(&root, line, name); ok {
 			ce.Field, ce.Reason = p, "unknown field"
+			if s := suggest(raw, p); s != "" {
+				ce.Reason += "; did you mean " + s + "?"
+			}
 		}
 	case reDupKey.MatchString(m[2]):
 		d := reDupKey.FindStringSubmatch(m[2])

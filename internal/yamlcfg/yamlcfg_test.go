@@ -2,6 +2,7 @@ package yamlcfg
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -214,5 +215,71 @@ func TestRCAndClassMap(t *testing.T) {
 		case tc.field != "" && (!c.Failed() || c.First().Field != tc.field):
 			t.Errorf("%s: %v; want an error at %s", tc.text, c.Err(), tc.field)
 		}
+	}
+}
+
+func TestFields(t *testing.T) {
+	type rawEntry struct {
+		Name Leaf `yaml:"name"`
+	}
+	type raw struct {
+		X       Leaf                `yaml:"x"`
+		Inner   rawInner            `yaml:"inner"`
+		Items   []rawInner          `yaml:"items"`
+		Entries map[string]rawEntry `yaml:"entries"`
+		Skipped Leaf                `yaml:"-"`
+	}
+	want := []Field{{"x", true}, {"inner", false}, {"inner.a", true}, {"inner.b", true},
+		{"items", false}, {"items[].a", true}, {"items[].b", true}, {"entries", false}, {"entries.*.name", true}}
+	if got := Fields(&raw{}); !slices.Equal(got, want) {
+		t.Errorf("Fields =\n%v\nwant\n%v", got, want)
+	}
+}
+
+// An unknown field's error names the key most likely meant.
+func TestUnknownFieldSuggestion(t *testing.T) {
+	type rawEntry struct {
+		IfName Leaf `yaml:"ifname"`
+	}
+	type raw struct {
+		Node struct {
+			BusyPoll     Leaf `yaml:"busy_poll"`
+			SubnetPrefix Leaf `yaml:"subnet_prefix"`
+		} `yaml:"node"`
+		Items   []rawInner          `yaml:"items"`
+		Entries map[string]rawEntry `yaml:"entries"`
+	}
+	for _, tc := range []struct{ text, reason string }{
+		{"node: {busy_pol: 1}", "unknown field; did you mean busy_poll?"},
+		{"node: {Busy_Poll: 1}", "unknown field; did you mean busy_poll?"},
+		{"node: {subnet: fe80::}", "unknown field; did you mean subnet_prefix?"},
+		{"node: {colour: red}", "unknown field"},
+		{"items: [{a: 1}, {bb: 2}]", "unknown field; did you mean b?"},
+		{"entries: {e0: {ifnme: x}}", "unknown field; did you mean ifname?"},
+		{"nodes: {}", "unknown field; did you mean node?"},
+		{"node: {busy poll: 1}", "unknown field; did you mean busy_poll?"},
+	} {
+		var r raw
+		err := Decode([]byte(tc.text+"\n"), noEnv, &r, "")
+		var e *Error
+		if !errors.As(err, &e) || e.Reason != tc.reason {
+			t.Errorf("%s: %v; want %q", tc.text, err, tc.reason)
+		}
+	}
+}
+
+func TestCheckDocumented(t *testing.T) {
+	fields := []Field{{"a", false}, {"a.x", true}, {"a.y", true}, {"l", false}, {"l[].m", false},
+		{"l[].m.p", true}, {"l[].m.q", true}, {"m", false}, {"m.*.k", true}, {"n", false}, {"n.z", true}, {"o", false}, {"o.w", true}}
+	doc := map[string]string{
+		"a": "section a", "a.x": "| `x` |", // a.y: not named
+		"l[].m": "| `m` | `{p, qq}` |", // l: its keys are; q is not qq
+		"m":     "values {k}",
+		"n.z":   "| `n.z` |",
+		"gone":  "| `gone` |", // and o, o.w: nothing
+	}
+	und, unk := CheckDocumented(fields, doc)
+	if !slices.Equal(und, []string{"a.y", "l[].m.q", "o", "o.w"}) || !slices.Equal(unk, []string{"gone"}) {
+		t.Errorf("undocumented %v, unknown %v", und, unk)
 	}
 }
