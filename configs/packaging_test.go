@@ -253,7 +253,7 @@ func TestSystemdUnits(t *testing.T) {
 	}{
 		{"systemd/vnicd.service", []string{"ExecStart=/usr/local/bin/vnicd --config", "CAP_NET_ADMIN", "DeviceAllow=/dev/net/tun rw",
 			"RestartPreventExitStatus=2", "RuntimeDirectory=opavnic", "RestrictNamespaces=net", "AF_NETLINK"}},
-		{"systemd/opafm.service", []string{"ExecStart=/usr/local/bin/opafm --config", "ExecReload=/bin/kill -HUP $MAINPID",
+		{"systemd/opafm.service", []string{"ExecStart=/usr/local/bin/opafm --config", "ExecReload=/usr/local/bin/opafm --config /etc/opavnic/fabric.yaml --check\nExecReload=/bin/kill -HUP $MAINPID",
 			"RestartPreventExitStatus=2", "RuntimeDirectory=opavnic"}},
 	} {
 		data, err := os.ReadFile(tc.file)
