@@ -114,6 +114,12 @@ func decodeVNICAdd(args []byte) (rawVNICAdd, error) {
 		args = []byte("{}")
 	}
 	if err := yamlcfg.DecodeText(args, &a, "the arguments must be an object"); err != nil {
+		// The arguments are one line of JSON (vnicctl's flags, say): the
+		// field, if any, without the line.
+		var e *yamlcfg.Error
+		if errors.As(err, &e) && e.Field != "" {
+			return a, fmt.Errorf("bad arguments: %s: %s", e.Field, e.Reason)
+		}
 		return a, fmt.Errorf("bad arguments: %w", err)
 	}
 	return a, nil
