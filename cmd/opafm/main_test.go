@@ -4,8 +4,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/opavnic/opavnic/cmd/internal/clitest"
 )
 
 // TestCheckAndUsage builds opafm and runs it with --check on good and bad
@@ -17,17 +18,10 @@ func TestCheckAndUsage(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-buildvcs=false", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("building opafm: %v\n%s", err, out)
 	}
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
 	sock := filepath.Join(dir, "fm.sock")
-	good := write("good.yaml", "fm: {name: f, listen: '127.0.0.1:4799', control_socket: "+sock+"}\n"+
+	good := clitest.WriteFile(t, dir, "good.yaml", "fm: {name: f, listen: '127.0.0.1:4799', control_socket: "+sock+"}\n"+
 		"nodes: [{name: a, lid: 0xC001}]\nvesws: [{id: 7, name: red, pkey: 0x8007, members: [{node: a, vport: 0}]}]\n")
-	bad := write("bad.yaml", "fm: {name: f}\nvesws: {id: 1}\n")
+	bad := clitest.WriteFile(t, dir, "bad.yaml", "fm: {name: f}\nvesws: {id: 1}\n")
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -42,21 +36,7 @@ func TestCheckAndUsage(t *testing.T) {
 		{"bad config, no check", []string{"--config", bad}, 2, []string{"vesws: must be a list"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := exec.Command(bin, tc.args...).CombinedOutput()
-			code := 0
-			if ee, ok := err.(*exec.ExitError); ok {
-				code = ee.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
-			}
-			if code != tc.code {
-				t.Errorf("exit code %d, want %d; output:\n%s", code, tc.code, out)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(string(out), w) {
-					t.Errorf("output does not hold %q:\n%s", w, out)
-				}
-			}
+			clitest.Expect(t, bin, tc.args, tc.code, tc.want...)
 			if _, err := os.Stat(sock); err == nil {
 				t.Error("opafm made its control socket")
 			}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/opavnic/opavnic/cmd/internal/clitest"
 )
 
 var (
@@ -78,15 +80,7 @@ func TestBadConfigExitsTwo(t *testing.T) {
 				}
 				args = append([]string{"--config", p}, args...)
 			}
-			cmd := exec.Command(bin, args...)
-			out, err := cmd.CombinedOutput()
-			ee, ok := err.(*exec.ExitError)
-			if !ok || ee.ExitCode() != 2 {
-				t.Fatalf("exit: %v, want exit code 2; output:\n%s", err, out)
-			}
-			if !strings.Contains(string(out), tc.want) {
-				t.Fatalf("output does not name %q:\n%s", tc.want, out)
-			}
+			clitest.Expect(t, bin, args, 2, tc.want)
 		})
 	}
 }
@@ -96,18 +90,12 @@ func TestBadConfigExitsTwo(t *testing.T) {
 func TestCheck(t *testing.T) {
 	bin := vnicdBinary(t)
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	good := write("good.yaml", "node: {name: chk, lid: 0x10}\ncontrol: {socket: "+filepath.Join(dir, "x.sock")+"}\n"+
+	sock := filepath.Join(dir, "x.sock")
+	good := clitest.WriteFile(t, dir, "good.yaml", "node: {name: chk, lid: 0x10}\ncontrol: {socket: "+sock+"}\n"+
 		"vnics:\n  - vesw: {id: 1, pkey: 0x8001}\n    port: {ifname: chk0}\n")
-	bad := write("bad.yaml", "node: {name: chk, lid: 0x10}\npeers: {lid: 2}\n")
-	fabric := write("fabric.yaml", "fm: {name: f}\nvesws: [{id: 1, pkey: 0x8001}]\n")
-	badFabric := write("badfabric.yaml", "fm: {name: f, lid: 010}\n")
+	bad := clitest.WriteFile(t, dir, "bad.yaml", "node: {name: chk, lid: 0x10}\npeers: {lid: 2}\n")
+	fabric := clitest.WriteFile(t, dir, "fabric.yaml", "fm: {name: f}\nvesws: [{id: 1, pkey: 0x8001}]\n")
+	badFabric := clitest.WriteFile(t, dir, "badfabric.yaml", "fm: {name: f, lid: 010}\n")
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -120,22 +108,8 @@ func TestCheck(t *testing.T) {
 		{"bad fabric", []string{"--config", good, "--fabric-manager", badFabric}, 2, []string{"--fabric-manager: fabric config: fm.lid: \"010\": a leading 0 is ambiguous"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := exec.Command(bin, append(tc.args, "--check")...).CombinedOutput()
-			code := 0
-			if ee, ok := err.(*exec.ExitError); ok {
-				code = ee.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
-			}
-			if code != tc.code {
-				t.Errorf("exit code %d, want %d; output:\n%s", code, tc.code, out)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(string(out), w) {
-					t.Errorf("output does not hold %q:\n%s", w, out)
-				}
-			}
-			if _, err := os.Stat(filepath.Join(dir, "x.sock")); err == nil {
+			clitest.Expect(t, bin, append(tc.args, "--check"), tc.code, tc.want...)
+			if _, err := os.Stat(sock); err == nil {
 				t.Error("--check made the control socket")
 			}
 		})
