@@ -1,7 +1,6 @@
 package yamlcfg
 
 import (
-	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -151,9 +150,7 @@ func CheckDocumented(fields []Field, doc map[string]string) (undocumented, unkno
 		if _, ok := doc[f.Path]; ok {
 			continue
 		}
-		if !f.Leaf && slices.ContainsFunc(slices.Collect(maps.Keys(doc)), func(p string) bool {
-			return strings.HasPrefix(p, f.Path+".") || strings.HasPrefix(p, f.Path+"[]")
-		}) {
+		if !f.Leaf && holdsDocumented(doc, f.Path) {
 			continue
 		}
 		_, key := splitLast(f.Path)
@@ -175,6 +172,17 @@ func CheckDocumented(fields []Field, doc map[string]string) (undocumented, unkno
 	}
 	slices.Sort(unknown)
 	return undocumented, unknown
+}
+
+// holdsDocumented reports whether doc has a path inside the mapping or list
+// at p.
+func holdsDocumented(doc map[string]string, p string) bool {
+	for d := range doc {
+		if strings.HasPrefix(d, p+".") || strings.HasPrefix(d, p+"[]") {
+			return true
+		}
+	}
+	return false
 }
 
 // trimContainer is the path of the key that holds p: "a[].b" -> "a",
