@@ -240,9 +240,7 @@ func (c *Config) Node(name string) (NodeConfig, bool) {
 	return NodeConfig{}, false
 }
 
-// --- environment expansion (the same rules as vnicd's config) ---
-
-// --- YAML decoding ---
+// --- YAML decoding (internal/yamlcfg, as vnicd's config) ---
 
 // leaf holds the YAML node of one value as written; a missing or null value
 // leaves it zero.
