@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -63,8 +65,16 @@ type UDP struct {
 	groMsgs int   // messages that held more than one datagram (tests)
 
 	// UDP GSO (send): runs of same-size datagrams to one endpoint go as one
-	// message with a UDP_SEGMENT cmsg. Off for good once the kernel refuses.
-	noGSO atomic.Bool
+	// message with a UDP_SEGMENT cmsg. Off for good once the kernel refuses
+	// GSO itself (EIO). gsoMax is the largest datagram sent with GSO: a
+	// datagram larger than the path MTU can go only alone, as IP fragments
+	// (the kernel refuses such a GSO send with EMSGSIZE, or EINVAL before
+	// 6.13), so a refusal lowers gsoMax below its size; gsoLowered is when
+	// (unix nanoseconds), and gsoProbeAfter later the limit is lifted
+	// again, in case the path MTU has grown.
+	noGSO      atomic.Bool
+	gsoMax     atomic.Int32
+	gsoLowered atomic.Int64
 
 	wpool sync.Pool // *udpWriteScratch
 }
@@ -84,6 +94,13 @@ const (
 const (
 	maxGSOSegs  = 64
 	maxGSOBytes = 65535 - 40 - 8
+)
+
+// gsoNoLimit is gsoMax while no GSO send has been refused for its size;
+// gsoProbeAfter is how long a lowered gsoMax holds.
+const (
+	gsoNoLimit    = math.MaxInt32
+	gsoProbeAfter = 30 * time.Second
 )
 
 // cmsgLen is the space of one UDP_SEGMENT (u16) or UDP_GRO (int) cmsg.
@@ -151,6 +168,7 @@ func listenUDP(addr netip.AddrPort, batch int, prebind func(fd int) error) (*UDP
 		rnames: make([]unix.RawSockaddrInet6, batch),
 	}
 	u.readFn = u.doRead
+	u.gsoMax.Store(gsoNoLimit)
 	u.wpool.New = func() any { return newUDPWriteScratch(u) }
 	u.setBuffers()
 	u.setGRO()
@@ -445,15 +463,19 @@ var ErrAddrFamily = errors.New("hfi: destination address family does not match t
 // Consecutive datagrams of one size to one endpoint (the last may be
 // shorter) and of one steering key (steerKey: one flow's, as a receiving
 // queue group sees it) go as one message with UDP GSO: the kernel cuts it
-// into the same datagrams before they leave. If the kernel refuses GSO (EIO, EINVAL), the
-// transport stops using it and sends those datagrams one by one.
+// into the same datagrams before they leave. If the kernel refuses GSO
+// (EIO), the transport stops using it; if it refuses a GSO send for its
+// datagrams' size (EMSGSIZE, or EINVAL before Linux 6.13: larger than the
+// path MTU), datagrams of that size or larger go without GSO for
+// gsoProbeAfter. Either way the refused datagrams are sent again, one by
+// one.
 func (u *UDP) WriteBatch(msgs []Message) (int, error) {
 	s := u.wpool.Get().(*udpWriteScratch)
 	defer u.wpool.Put(s)
 	var lastErr error
 	done := 0
 	for len(msgs) > 0 {
-		k, used, err := s.build(msgs, !u.noGSO.Load())
+		k, used, err := s.build(msgs, u.gsoLimit())
 		if err != nil {
 			lastErr = err
 		}
@@ -464,9 +486,13 @@ func (u *UDP) WriteBatch(msgs []Message) (int, error) {
 				return done, u.ioErr(err)
 			}
 			switch {
-			case s.err != nil && s.segs[start] > 1 && (s.err == unix.EIO || s.err == unix.EINVAL):
-				// No GSO here: send the rest again without it.
-				u.noGSO.Store(true)
+			case s.err != nil && s.segs[start] > 1 && (s.err == unix.EIO || s.err == unix.EMSGSIZE || s.err == unix.EINVAL):
+				// No GSO for these: send them, and the rest, again.
+				if s.err == unix.EIO {
+					u.noGSO.Store(true)
+				} else {
+					u.lowerGSOMax(msgs[s.first[start]].N - 1)
+				}
 				used, k = s.first[start], start
 			case s.err != nil:
 				// The first message was refused: skip it and go on.
@@ -487,10 +513,38 @@ func (u *UDP) WriteBatch(msgs []Message) (int, error) {
 	return done, lastErr
 }
 
+// gsoLimit is the largest datagram WriteBatch may send with GSO now (0:
+// none). A lowered gsoMax is lifted gsoProbeAfter after it was lowered.
+func (u *UDP) gsoLimit() int {
+	if u.noGSO.Load() {
+		return 0
+	}
+	m := u.gsoMax.Load()
+	if m != gsoNoLimit && time.Now().UnixNano()-u.gsoLowered.Load() >= int64(gsoProbeAfter) {
+		u.gsoMax.CompareAndSwap(m, gsoNoLimit)
+		return gsoNoLimit
+	}
+	return int(m)
+}
+
+// lowerGSOMax makes size the largest datagram sent with GSO, if it is lower
+// than the limit now.
+func (u *UDP) lowerGSOMax(size int) {
+	size = min(max(size, 0), gsoNoLimit)
+	u.gsoLowered.Store(time.Now().UnixNano())
+	for {
+		m := u.gsoMax.Load()
+		if int(m) <= size || u.gsoMax.CompareAndSwap(m, int32(size)) {
+			return
+		}
+	}
+}
+
 // build fills the scratch with messages for the first datagrams of msgs (at
 // most one batch of them) and returns how many messages and how many of
-// msgs they cover.
-func (s *udpWriteScratch) build(msgs []Message, gso bool) (k, used int, err error) {
+// msgs they cover. Runs of datagrams of at most gsoMax bytes go as GSO
+// messages.
+func (s *udpWriteScratch) build(msgs []Message, gsoMax int) (k, used int, err error) {
 	u := s.u
 	n := min(len(msgs), u.batch)
 	for i := 0; i < n; {
@@ -502,7 +556,7 @@ func (s *udpWriteScratch) build(msgs []Message, gso bool) (k, used int, err erro
 		}
 		size := msgs[i].N
 		j := i + 1
-		if gso && size > 0 {
+		if size > 0 && size <= gsoMax {
 			limit := i + min(maxGSOSegs, maxGSOBytes/size)
 			key := steerKey(msgs[i].Buf[:size])
 			for j < n && j < limit && msgs[j].N <= size && msgs[j].N > 0 && msgs[j].Addr == msgs[i].Addr &&
