@@ -11,8 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -75,31 +77,43 @@ var ErrBusy = fmt.Errorf("vnicd: busy: %d control connections are being served; 
 var ErrSocketInUse = errors.New("vnicd: control socket is in use by a running daemon")
 
 // ListenControl creates the control socket at path (making its directory),
-// replacing a stale socket file that nobody serves.
+// replacing a stale socket file that nobody serves. A path that starts with
+// "@" names a Linux abstract socket: it has no file, so there is no
+// directory to make, no stale file to replace and no mode to set; the
+// kernel frees the name when the listener is closed, and a name still bound
+// by a live daemon gives ErrSocketInUse.
 func ListenControl(path string, log *zap.Logger) (*ControlServer, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("vnicd: control socket directory: %w", err)
-	}
-	if _, err := os.Stat(path); err == nil {
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("%w: %s", ErrSocketInUse, path)
+	abstract := strings.HasPrefix(path, "@")
+	if !abstract {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, fmt.Errorf("vnicd: control socket directory: %w", err)
 		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("vnicd: removing stale control socket: %w", err)
+		if _, err := os.Stat(path); err == nil {
+			if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+				c.Close()
+				return nil, fmt.Errorf("%w: %s", ErrSocketInUse, path)
+			}
+			if err := os.Remove(path); err != nil {
+				return nil, fmt.Errorf("vnicd: removing stale control socket: %w", err)
+			}
 		}
 	}
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if abstract && errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("%w: %s", ErrSocketInUse, path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("vnicd: control socket: %w", err)
 	}
-	ln.SetUnlinkOnClose(true)
-	if err := os.Chmod(path, 0o660); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("vnicd: control socket: %w", err)
+	ln.SetUnlinkOnClose(true) // net never unlinks an abstract name
+	if !abstract {
+		if err := os.Chmod(path, 0o660); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("vnicd: control socket: %w", err)
+		}
 	}
 	s := &ControlServer{log: log.Named("control"), path: path, ln: ln, handlers: map[string]Handler{},
 		slots: make(chan struct{}, MaxControlConns)}
