@@ -22,7 +22,8 @@
 // and moves it into the container: its MAC, pkey, MTU and multicast DLID
 // are the EM's, so pkey, mtu and mcast_dlid may be left out (when given
 // they must match the EM's) and mac may not be given. socket defaults to
-// the only socket in /run/opavnic.
+// the only vnicd socket (vnicd-*.sock, vnicd's default name) in
+// /run/opavnic; other sockets there, such as opafm's, are not vnicd's.
 //
 // A VNIC is tagged in vnicd with the owner "cni:<network>:<container
 // id>:<ifname>", which is how DEL, CHECK and GC find it. vnicd keeps its
@@ -54,8 +55,19 @@ import (
 	"github.com/opavnic/opavnic/vnicd"
 )
 
-// socketDir is where vnicd puts its control socket by default.
-const socketDir = "/run/opavnic"
+// socketDir is where vnicd puts its control socket by default
+// (vnicd.DefaultControlSocket); a variable for the tests.
+var socketDir = vnicd.DefaultControlDir
+
+// socketGlob matches vnicd's default socket names in socketDir, and not the
+// opafm's (opafm-<name>.sock) that may be beside them.
+const socketGlob = "vnicd-*.sock"
+
+// errNoVnicd is the error of a network config without a socket when
+// socketDir holds no vnicd socket: vnicd is not running (a stopped vnicd
+// removes its socket), which DEL and GC treat like a vnicd that does not
+// answer.
+var errNoVnicd = fmt.Errorf("vnic-cni: no \"socket\" in the network config and no vnicd socket (%s) in %s; is vnicd running?", socketGlob, socketDir)
 
 // errPluginNotAvailable is the spec's well-known error 50 (STATUS: the
 // plugin cannot service ADD requests).
@@ -77,7 +89,20 @@ func main() {
 		version.PluginSupports("1.0.0", "1.1.0"), "vnic-cni: VNICs of opavnic's vnicd for containers")
 }
 
+// loadConf reads the network config and finds vnicd's socket.
 func loadConf(data []byte) (*NetConf, error) {
+	c, err := parseConf(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := findSocket(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// parseConf reads the network config; Socket stays empty if it names none.
+func parseConf(data []byte) (*NetConf, error) {
 	var c NetConf
 	if err := json.Unmarshal(data, &c); err != nil {
 		return nil, fmt.Errorf("vnic-cni: bad network config: %w", err)
@@ -85,14 +110,25 @@ func loadConf(data []byte) (*NetConf, error) {
 	if c.VESW == nil {
 		return nil, errors.New("vnic-cni: the network config needs vesw (and pkey, unless vnicd is managed by a fabric manager)")
 	}
-	if c.Socket == "" {
-		matches, _ := filepath.Glob(filepath.Join(socketDir, "*.sock"))
-		if len(matches) != 1 {
-			return nil, fmt.Errorf("vnic-cni: no \"socket\" in the network config and %d sockets in %s; name vnicd's control socket", len(matches), socketDir)
-		}
-		c.Socket = matches[0]
-	}
 	return &c, nil
+}
+
+// findSocket sets c.Socket, when the config names none, to the only vnicd
+// socket in socketDir. None gives errNoVnicd; several are an error that
+// asks for the socket to be named.
+func findSocket(c *NetConf) error {
+	if c.Socket != "" {
+		return nil
+	}
+	matches, _ := filepath.Glob(filepath.Join(socketDir, socketGlob))
+	switch len(matches) {
+	case 0:
+		return errNoVnicd
+	case 1:
+		c.Socket = matches[0]
+		return nil
+	}
+	return fmt.Errorf("vnic-cni: no \"socket\" in the network config and %d vnicd sockets (%s) in %s; name vnicd's control socket", len(matches), socketGlob, socketDir)
 }
 
 // owner is the tag of the VNIC of one attachment.
@@ -157,22 +193,34 @@ func cmdAdd(args *skel.CmdArgs) error {
 	return types.PrintResult(result, conf.CNIVersion)
 }
 
-// unreachable reports whether err means no vnicd serves the socket: then
-// the container's interface, if any, is a persistent TAP vnicd left.
+// unreachable reports whether err means no vnicd serves the socket, or
+// there is no vnicd socket to find: then the container's interface, if any,
+// is a persistent TAP vnicd left.
 func unreachable(err error) bool {
-	return errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT)
+	return errors.Is(err, errNoVnicd) || errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT)
 }
 
 // claimedAlias reports whether a netdev's alias is that of a port vnicd
 // left in a container (vnicd's claimTag: a claim or a runtime VNIC).
 func claimedAlias(alias string) bool { return strings.HasPrefix(alias, "opavnic:") }
 
+// where names the vnicd a DEL or GC talked to, for its errors.
+func where(conf *NetConf) string {
+	if conf.Socket == "" {
+		return "vnicd (no socket found in " + socketDir + ")"
+	}
+	return "vnicd at " + conf.Socket
+}
+
 func cmdDel(args *skel.CmdArgs) error {
-	conf, err := loadConf(args.StdinData)
+	conf, err := parseConf(args.StdinData)
 	if err != nil {
 		return err
 	}
-	err = vnicd.Call(conf.Socket, "vnic_del", vnicd.VNICDelArgs{Owner: owner(conf.Name, args.ContainerID, args.IfName)}, nil)
+	err = findSocket(conf)
+	if err == nil {
+		err = vnicd.Call(conf.Socket, "vnic_del", vnicd.VNICDelArgs{Owner: owner(conf.Name, args.ContainerID, args.IfName)}, nil)
+	}
 	switch {
 	case err != nil && unreachable(err) && args.Netns != "":
 		// No vnicd: its runtime VNIC (static) or claimed port (managed)
@@ -180,9 +228,12 @@ func cmdDel(args *skel.CmdArgs) error {
 		// it starts. Remove it here; vnicd drops the VNIC or ends the
 		// claim when it finds the netdev gone.
 		if err := vnicd.RemovePersistentTAP(args.Netns, args.IfName, claimedAlias); err != nil && !errors.Is(err, vnicd.ErrNotOurTAP) {
-			return fmt.Errorf("vnic-cni: vnicd at %s does not answer, and removing %s: %w", conf.Socket, args.IfName, err)
+			return fmt.Errorf("vnic-cni: %s does not answer, and removing %s: %w", where(conf), args.IfName, err)
 		}
 	case err != nil && !unreachable(err):
+		if conf.Socket == "" {
+			return err // findSocket's
+		}
 		return fmt.Errorf("vnic-cni: vnicd at %s: %w", conf.Socket, err)
 	}
 	if conf.IPAM.Type != "" {
@@ -297,7 +348,7 @@ func number(v any) (uint64, bool) {
 // runtime's valid list, and releases their addresses with the IPAM plugin's
 // DEL (host-local has no GC of its own).
 func cmdGC(args *skel.CmdArgs) error {
-	conf, err := loadConf(args.StdinData)
+	conf, err := parseConf(args.StdinData)
 	if err != nil {
 		return err
 	}
@@ -306,10 +357,16 @@ func cmdGC(args *skel.CmdArgs) error {
 		keep = append(keep, owner(conf.Name, a.ContainerID, a.IfName))
 	}
 	var del vnicd.VNICDeleted
-	err = vnicd.Call(conf.Socket, "vnic_gc", vnicd.VNICGCArgs{Prefix: ownerPrefix(conf.Name), Keep: keep}, &del)
+	err = findSocket(conf)
+	if err == nil {
+		err = vnicd.Call(conf.Socket, "vnic_gc", vnicd.VNICGCArgs{Prefix: ownerPrefix(conf.Name), Keep: keep}, &del)
+	}
 	if err != nil {
 		if unreachable(err) {
-			return nil
+			return nil // no vnicd, nothing it could give back
+		}
+		if conf.Socket == "" {
+			return err // findSocket's
 		}
 		return fmt.Errorf("vnic-cni: vnicd at %s: %w", conf.Socket, err)
 	}
