@@ -68,14 +68,8 @@ func run(args []string) int {
 		}
 		return 0
 	}
-	d, err := vnicd.NewDaemon(cfg, vnicd.TAPFactory(log), log)
-	if err != nil {
-		log.Error("cannot start", zap.Error(err))
-		if errors.Is(err, vnicd.ErrPortConfig) {
-			return 2
-		}
-		return 1
-	}
+	// The profile starts before NewDaemon, so that a failure to write it
+	// exits before vnicd has made anything to clean up.
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -88,6 +82,14 @@ func run(args []string) int {
 			return 1
 		}
 		defer pprof.StopCPUProfile()
+	}
+	d, err := vnicd.NewDaemon(cfg, vnicd.TAPFactory(log), log)
+	if err != nil {
+		log.Error("cannot start", zap.Error(err))
+		if errors.Is(err, vnicd.ErrPortConfig) {
+			return 2
+		}
+		return 1
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -113,5 +115,31 @@ func TestCheck(t *testing.T) {
 				t.Error("--check made the control socket")
 			}
 		})
+	}
+}
+
+// freeUDPPort returns a port of 127.0.0.1 that was free a moment ago, for a
+// vnicd that needs no root (no VNICs).
+func freeUDPPort(t *testing.T) int {
+	t.Helper()
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port
+}
+
+// A --cpuprofile that cannot be written is a bad flag found before vnicd
+// starts anything: exit 2 without the control socket (left behind when
+// the profile was opened after NewDaemon).
+func TestCPUProfileErrorBeforeStart(t *testing.T) {
+	bin := vnicdBinary(t)
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "p.sock")
+	cfg := clitest.WriteFile(t, dir, "c.yaml", fmt.Sprintf("node: {name: prof, lid: 0x10, listen: \"127.0.0.1:%d\"}\ncontrol: {socket: %s}\n", freeUDPPort(t), sock))
+	clitest.Expect(t, bin, []string{"--config", cfg, "--cpuprofile", filepath.Join(dir, "no", "such", "dir", "p")}, 2, "cannot write the CPU profile")
+	if _, err := os.Stat(sock); err == nil {
+		t.Error("vnicd exited with its control socket left behind")
 	}
 }
