@@ -105,28 +105,22 @@ func run(args []string) int {
 		}
 		fmOpts = append(fmOpts, fmd.WithRegistry(reg))
 	}
-	fmDone := make(chan error, 1)
+	var serveFM func(context.Context) error
 	if *fabricManager != "" {
 		// The embedded FM has its own HFI (LID and listen address from its
 		// config) and control socket; SIGHUP reloads its config.
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)
 		defer signal.Stop(hup)
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		go func() {
+		serveFM = func(ctx context.Context) error {
 			err := fmd.Serve(ctx, *fabricManager, log.Named("opafm"), hup, fmOpts...)
 			if err != nil {
 				log.Error("fabric manager stopped", zap.Error(err))
-				stop() // the host was asked to be the FM: without it, stop
 			}
-			fmDone <- err
-		}()
-	} else {
-		fmDone <- nil
+			return err
+		}
 	}
-	err = d.Run(ctx)
-	fmErr := <-fmDone
+	err, fmErr := runWithFM(ctx, stop, d.Run, serveFM)
 	if err != nil || fmErr != nil {
 		log.Error("stopped with an error", zap.Error(errors.Join(err, fmErr)))
 		if errors.Is(fmErr, fmd.ErrConfig) {
@@ -135,4 +129,29 @@ func run(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// runWithFM runs the daemon (run) until it returns and, when serveFM is not
+// nil, the fabric manager beside it, and returns both errors once both have
+// returned. Either one ending ends the other: an FM that fails calls stop,
+// which cancels ctx, the daemon's context (the host was asked to be the FM:
+// without it, vnicd stops), and a daemon that returns, whether stopped or
+// failed by itself, cancels the FM's context.
+func runWithFM(ctx context.Context, stop context.CancelFunc, run, serveFM func(context.Context) error) (err, fmErr error) {
+	if serveFM == nil {
+		return run(ctx), nil
+	}
+	fmCtx, cancelFM := context.WithCancel(ctx)
+	defer cancelFM()
+	fmDone := make(chan error, 1)
+	go func() {
+		err := serveFM(fmCtx)
+		if err != nil {
+			stop()
+		}
+		fmDone <- err
+	}()
+	err = run(ctx)
+	cancelFM()
+	return err, <-fmDone
 }
