@@ -14,6 +14,11 @@
 // With --fabric-manager the daemon also runs the fabric manager (as opafm
 // does, on its own HFI and control socket), so one host can be the FM.
 //
+// SIGINT and SIGTERM stop vnicd cleanly, also while it starts. SIGHUP
+// reloads the fabric config of --fabric-manager's FM; vnicd's own config
+// has no reload (restart vnicd to apply it), so without --fabric-manager
+// SIGHUP is logged and ignored.
+//
 // Exit codes: 0 clean stop (SIGINT/SIGTERM), 1 runtime failure, 2 bad config
 // or flags.
 package main
@@ -42,7 +47,7 @@ func main() { os.Exit(run(os.Args[1:])) }
 func run(args []string) int {
 	fs := flag.NewFlagSet("vnicd", flag.ContinueOnError)
 	flags := cli.CommonFlags(fs, "path of the YAML config")
-	fabricManager := fs.String("fabric-manager", "", "also run a fabric manager with this fabric config (as opafm does), so that this host is the FM")
+	fabricManager := fs.String("fabric-manager", "", "also run a fabric manager with this fabric config (as opafm does; SIGHUP reloads it), so that this host is the FM")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this file until vnicd stops (for performance work)")
 	log := flags.Start(fs, args)
 	if log == nil {
@@ -68,6 +73,29 @@ func run(args []string) int {
 		}
 		return 0
 	}
+	// Signals are handled from here on, NewDaemon included, so that none
+	// kills vnicd without Run's cleanup: SIGINT or SIGTERM while it starts
+	// stops it as soon as NewDaemon returns, and SIGHUP reloads the
+	// embedded FM's fabric config or, without one, is logged and ignored.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	if *fabricManager == "" {
+		quit := make(chan struct{})
+		defer close(quit)
+		go func() {
+			for {
+				select {
+				case <-hup:
+					log.Warn("SIGHUP ignored: vnicd has no config reload; restart it to apply a changed config")
+				case <-quit:
+					return
+				}
+			}
+		}()
+	}
 	// The profile starts before NewDaemon, so that a failure to write it
 	// exits before vnicd has made anything to clean up.
 	if *cpuProfile != "" {
@@ -91,8 +119,15 @@ func run(args []string) int {
 		}
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	if ctx.Err() != nil {
+		// Run with a done ctx only removes what NewDaemon made.
+		log.Info("stopping: a signal came while vnicd was starting")
+		if err := d.Run(ctx); err != nil {
+			log.Error("stopped with an error", zap.Error(err))
+			return 1
+		}
+		return 0
+	}
 	var fmOpts []fmd.Option
 	if *flags.MetricsListen != "" {
 		reg := metrics.NewRegistry()
@@ -109,9 +144,6 @@ func run(args []string) int {
 	if *fabricManager != "" {
 		// The embedded FM has its own HFI (LID and listen address from its
 		// config) and control socket; SIGHUP reloads its config.
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		defer signal.Stop(hup)
 		serveFM = func(ctx context.Context) error {
 			err := fmd.Serve(ctx, *fabricManager, log.Named("opafm"), hup, fmOpts...)
 			if err != nil {
