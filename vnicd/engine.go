@@ -65,9 +65,10 @@ type Engine struct {
 	hfi       *hfi.HFI
 	newDevice DeviceFactory
 
-	mu    sync.Mutex // control path: ports and the rx table
-	ports map[uint8]*Port
-	rx    atomic.Pointer[rxTable]
+	mu      sync.Mutex // control path: ports, closing and the rx table
+	ports   map[uint8]*Port
+	closing bool // Close has begun: SetPort creates no port any more
+	rx      atomic.Pointer[rxTable]
 
 	// rx0 is the receive state of queue 0 (the HFI's registered receiver,
 	// Engine.Receive); each further queue's loop has its own
@@ -93,6 +94,10 @@ type rxTable struct {
 
 // ErrPortConfig is wrapped by SetPort's validation errors.
 var ErrPortConfig = errors.New("vnicd: bad port config")
+
+// ErrEngineClosed is returned by SetPort for a new port once Close has
+// begun: a port made then would miss Close's removal of every port.
+var ErrEngineClosed = errors.New("vnicd: the engine is closed")
 
 // NewEngine makes an engine on h and registers it for L4 0x78.
 func NewEngine(h *hfi.HFI, newDevice DeviceFactory, log *zap.Logger) *Engine {
@@ -166,6 +171,9 @@ func (e *Engine) SetPort(vport uint8, cfg PortConfig, nd NetdevConfig, macs []MA
 	if p == nil {
 		if e.dp != nil && e.dp.isClosed() {
 			return fmt.Errorf("vnicd: vport %d: %w", vport, ErrDataPlaneStopped)
+		}
+		if e.closing {
+			return fmt.Errorf("vnicd: vport %d: %w", vport, ErrEngineClosed)
 		}
 		queues := 1
 		if e.dp != nil {
@@ -301,9 +309,11 @@ func (e *Engine) closePort(p *Port) error {
 	return err
 }
 
-// Close removes every port.
+// Close removes every port; SetPort creates none once Close has begun (a
+// management Set the poll loop handles while the engine shuts down).
 func (e *Engine) Close() error {
 	e.mu.Lock()
+	e.closing = true
 	ports := e.ports
 	e.ports = make(map[uint8]*Port)
 	e.rebuildRx()

@@ -3,6 +3,7 @@ package vnicd_test
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"net/netip"
 	"testing"
 	"time"
@@ -286,4 +287,27 @@ func BenchmarkInProcessPath(b *testing.B) {
 
 func sizeName(n int) string {
 	return map[int]string{64: "64", 512: "512", 1500: "1500", 9000: "9000"}[n]
+}
+
+// TestEngineNoPortAfterClose: once Close has begun, SetPort creates no port
+// (a VESWPortInfo Set handled during shutdown), so none outlives Close; the
+// device factory is not called.
+func TestEngineNoPortAfterClose(t *testing.T) {
+	n := hfitest.NewNetwork()
+	nd := newNode(t, n, tLIDA, tEPA)
+	cfg := portConfig(tLIDA, 1, 0x8001)
+	if err := nd.engine.SetPort(0, cfg, vnicd.NetdevConfig{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := nd.engine.Close(); err != nil {
+		t.Fatal(err)
+	}
+	made := len(nd.host)
+	err := nd.engine.SetPort(1, portConfig(tLIDA, 2, 0x8001), vnicd.NetdevConfig{}, nil)
+	if !errors.Is(err, vnicd.ErrEngineClosed) {
+		t.Errorf("SetPort after Close: %v, want ErrEngineClosed", err)
+	}
+	if ps := nd.engine.Ports(); len(ps) != 0 || len(nd.host) != made {
+		t.Errorf("after Close: %d ports, %d devices made (want 0, %d)", len(ps), len(nd.host), made)
+	}
 }
