@@ -31,8 +31,13 @@ import (
 	"github.com/opavnic/opavnic/vnicd"
 )
 
-// socketDir is where daemons put their control sockets by default.
-const socketDir = "/run/opavnic"
+// socketDir is where daemons put their control sockets by default; a
+// variable for the tests.
+var socketDir = "/run/opavnic"
+
+// errNoDaemon is defaultSocket's error when socketDir holds no socket: no
+// daemon runs to answer (exit 1, as for a socket nobody serves).
+var errNoDaemon = errors.New("no daemon socket")
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
@@ -81,7 +86,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		p, err := defaultSocket()
 		if err != nil {
 			fmt.Fprintf(stderr, "vnicctl: %v\n", err)
-			return 2
+			if errors.Is(err, errNoDaemon) {
+				return 1
+			}
+			return 2 // several: --socket must say which
 		}
 		path = p
 	}
@@ -229,7 +237,7 @@ func defaultSocket() (string, error) {
 	case 1:
 		return matches[0], nil
 	case 0:
-		return "", errors.New("no daemon socket in " + socketDir + "; is vnicd running? (--socket PATH)")
+		return "", fmt.Errorf("%w in %s; is vnicd running? (--socket PATH)", errNoDaemon, socketDir)
 	}
 	return "", fmt.Errorf("several daemon sockets in %s, choose one with --socket: %s", socketDir, strings.Join(matches, " "))
 }

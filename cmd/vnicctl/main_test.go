@@ -1,0 +1,44 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Without --socket: no socket in socketDir is a daemon that cannot answer
+// (exit 1, as with --socket naming a socket nobody serves); several are
+// bad usage (exit 2: --socket must say which).
+func TestDefaultSocketExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files []string
+		code  int
+		want  string
+	}{
+		{"none", nil, 1, "no daemon socket in"},
+		{"several", []string{"vnicd-a.sock", "opafm-fm.sock"}, 2, "several daemon sockets"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old := socketDir
+			socketDir = t.TempDir()
+			t.Cleanup(func() { socketDir = old })
+			for _, f := range tc.files {
+				if err := os.WriteFile(filepath.Join(socketDir, f), nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{"vnics"}, &stdout, &stderr); code != tc.code || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("vnicctl vnics: exit %d, %q; want %d, %q", code, stderr.String(), tc.code, tc.want)
+			}
+		})
+	}
+	// The same daemon-less case with --socket, for comparison.
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--socket", filepath.Join(t.TempDir(), "x.sock"), "vnics"}, &stdout, &stderr); code != 1 {
+		t.Errorf("vnicctl --socket (nobody) vnics: exit %d, %q; want 1", code, stderr.String())
+	}
+}
