@@ -42,7 +42,10 @@ import (
 // Restarts: a claimed TAP is persistent (TUNSETPERSIST) and carries an alias
 // naming this node and vport, so it outlives vnicd: the container keeps its
 // interface, addresses and routes, with carrier off, while vnicd is down.
-// The claims are kept in a state file beside the control socket (ClaimsPath).
+// The claims are kept in a state file beside the control socket (ClaimsPath),
+// a claim saved before its TAP is made persistent (a crash in between leaves
+// a claim whose TAP died with vnicd, ended at the next start, never a
+// persistent TAP that no claim names).
 // A restarted vnicd reads them back as pending; when the EM makes the port
 // again (it does for a rejoining node) on the claimed vesw, vnicd takes the
 // persistent TAP over in the container's namespace (AttachTAP) instead of
@@ -544,19 +547,31 @@ func (d *Daemon) claimAdd(args json.RawMessage) (any, error) {
 		return nil, err
 	}
 	c.IfName = p.dev.Name()
+	recorded := false // the state file names the claim
 	undo := func(cause error) (any, error) {
 		d.claims.drop(vport)
 		_ = d.setPersist(p, false)
 		if err := d.engine.MovePort(vport, "", home, nil); err != nil {
 			cause = errors.Join(cause, fmt.Errorf("moving it back: %w", err))
 		}
+		if recorded {
+			if err := d.claims.save(); err != nil {
+				cause = errors.Join(cause, fmt.Errorf("removing it from the state file: %w", err))
+			}
+		}
 		return nil, cause
 	}
-	if err := d.setPersist(p, true); err != nil {
-		return undo(err)
-	}
+	// The state file names the claim before its TAP is made persistent: a
+	// vnicd that dies in between leaves a claim whose TAP died with it (the
+	// next start fails to take it over and ends the claim), never a
+	// persistent TAP that no claim names, which no start would take over
+	// or remove.
 	d.claims.put(c, false)
 	if err := d.claims.save(); err != nil {
+		return undo(err)
+	}
+	recorded = true
+	if err := d.setPersist(p, true); err != nil {
 		return undo(err)
 	}
 	d.log.Info("port claimed", zap.Uint8("vnic", vport), zap.Uint16("vesw", r.vesw), zap.String("ifname", c.IfName),
@@ -698,7 +713,7 @@ func (d *Daemon) claimingFactory(base DeviceFactory) DeviceFactory {
 		as.Attach = tag
 		dev, err := base(as)
 		if err != nil {
-			return end("cannot take the claimed netdev over", err)
+			return end("cannot take the claimed netdev over (it was deleted while vnicd was down, or vnicd stopped before making it persistent)", err)
 		}
 		log.Info("claimed port taken over where it was left")
 		return dev, nil

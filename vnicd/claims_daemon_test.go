@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/taptest"
@@ -42,6 +44,35 @@ type fakeNode struct {
 	attachOK bool
 	removed  []string // netns/ifname the daemon asked to delete
 	stop     func()
+	// onPersist, when set, runs first in every SetPersist of a device; its
+	// error fails the call.
+	onPersist func(vport uint8, on bool) error
+	log       *zap.Logger // the next start's logger; nil for none
+}
+
+// hookedDevice is a fake device whose SetPersist runs the node's onPersist.
+type hookedDevice struct {
+	*taptest.Device
+	n     *fakeNode
+	vport uint8
+}
+
+func (h hookedDevice) SetPersist(on bool, tag string) error {
+	h.n.mu.Lock()
+	f := h.n.onPersist
+	h.n.mu.Unlock()
+	if f != nil {
+		if err := f(h.vport, on); err != nil {
+			return err
+		}
+	}
+	return h.Device.SetPersist(on, tag)
+}
+
+func (n *fakeNode) setOnPersist(f func(vport uint8, on bool) error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.onPersist = f
 }
 
 func newFakeNode(t *testing.T) *fakeNode {
@@ -95,7 +126,7 @@ func (n *fakeNode) start() {
 			_ = a.SetPersist(true, s.Attach)
 		}
 		n.devs[s.VPort] = a
-		return a, nil
+		return hookedDevice{Device: a, n: n, vport: s.VPort}, nil
 	}
 	vnicd.SetStartRemoveTAP(func(netns, name string, match func(string) bool) error {
 		n.mu.Lock()
@@ -103,7 +134,7 @@ func (n *fakeNode) start() {
 		n.removed = append(n.removed, netns+"/"+name)
 		return nil
 	})
-	d, err := vnicd.NewDaemon(cfg, factory, nil)
+	d, err := vnicd.NewDaemon(cfg, factory, n.log)
 	vnicd.SetStartRemoveTAP(nil)
 	if err != nil {
 		t.Fatal(err)

@@ -35,7 +35,9 @@ import (
 // with the namespace); one that no longer passes the checks (the config
 // changed) or whose TAP cannot be taken over (it was deleted) is dropped and
 // its TAP, if any, removed. vnic_del and vnic_gc delete the TAP and the
-// entry.
+// entry. The entry is saved before the TAP is made persistent, so a crash
+// in between leaves an entry without a TAP (dropped at the next start),
+// never a persistent TAP without an entry.
 
 // maxOwner bounds the owner tag of a runtime VNIC.
 const maxOwner = 512
@@ -412,11 +414,17 @@ func (d *Daemon) addRuntime(args json.RawMessage, saved *RuntimeEntry) (VNICStat
 		rv.entry.NSDev, rv.entry.NSIno = saved.NSDev, saved.NSIno
 	}
 	d.rt.set(v.VPort, rv)
+	recorded := false // the state file names the VNIC
 	undo := func(cause error) (VNICStatus, error) {
 		d.rt.set(v.VPort, nil)
 		if p := d.engine.Port(v.VPort); p != nil { // made, then a later step failed
 			_ = d.setPersist(p, false)
 			_ = d.removePort(v.VPort)
+		}
+		if recorded {
+			if err := d.rt.save(); err != nil {
+				cause = errors.Join(cause, fmt.Errorf("removing it from the state file: %w", err))
+			}
 		}
 		return VNICStatus{}, cause
 	}
@@ -440,11 +448,21 @@ func (d *Daemon) addRuntime(args json.RawMessage, saved *RuntimeEntry) (VNICStat
 				zap.Uint8("vnic", v.VPort), zap.String("netns", v.Netdev.NetNS), zap.Error(err))
 		}
 	}
-	if err := d.setPersist(p, true); err != nil {
-		return undo(err)
-	}
+	// The state file names the VNIC before its TAP is made persistent: a
+	// vnicd that dies in between leaves an entry whose TAP died with it (the
+	// next start fails to take it over and drops the entry), never a
+	// persistent TAP that no entry names, which no start would take over
+	// or remove. A restored VNIC is in the state file of the last run
+	// already, which loadRuntimeOnStart rewrites once every entry has been
+	// tried: a save here would drop those not tried yet.
 	d.rt.set(v.VPort, rv)
-	if err := d.rt.save(); err != nil {
+	if saved == nil {
+		if err := d.rt.save(); err != nil {
+			return undo(err)
+		}
+		recorded = true
+	}
+	if err := d.setPersist(p, true); err != nil {
 		return undo(err)
 	}
 	if saved == nil {
@@ -534,7 +552,7 @@ func (d *Daemon) loadRuntimeOnStart(es []RuntimeEntry, dropped int) {
 			continue
 		}
 		if errors.Is(err, errTakeOver) {
-			log.Warn("runtime VNIC of the last run dropped: its TAP cannot be taken over", zap.Error(err))
+			log.Warn("runtime VNIC of the last run dropped: its TAP cannot be taken over (it was deleted while vnicd was down, or vnicd stopped before making it persistent)", zap.Error(err))
 		} else {
 			log.Warn("runtime VNIC of the last run dropped: it no longer passes vnic_add's checks against the config", zap.Error(err))
 		}
