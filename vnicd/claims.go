@@ -358,8 +358,9 @@ func (c candidate) why() string {
 // pickPort chooses the port a claim on vesw gets among this node's ports:
 // want when given (it must be on vesw and free), else the lowest free one.
 // Its errors name the vesw and say how many ports it has here and why none
-// is free.
-func pickPort(node string, vesw uint16, want *uint8, ports []candidate) (uint8, error) {
+// is free; with none on vesw, whether the fabric manager has configured the
+// node yet (joined: Mgmt.joined) before blaming the fabric config.
+func pickPort(node string, vesw uint16, want *uint8, ports []candidate, joined bool) (uint8, error) {
 	var on []candidate
 	for _, p := range ports {
 		if p.vesw == vesw {
@@ -384,7 +385,14 @@ func pickPort(node string, vesw uint16, want *uint8, ports []candidate) (uint8, 
 			return p.vport, nil
 		}
 	}
-	if len(on) == 0 {
+	switch {
+	case len(on) == 0 && !joined:
+		return 0, fmt.Errorf("%w: vesw %d has no port on node %s: this node has not been configured by the fabric manager yet (not joined, or the FM is unreachable); try again",
+			ErrNoFreePort, vesw, node)
+	case len(ports) == 0:
+		return 0, fmt.Errorf("%w: vesw %d has no port on node %s: the EM has made no port on this node yet (it has not configured the node yet: try again; or the fabric config has no member on this node)",
+			ErrNoFreePort, vesw, node)
+	case len(on) == 0:
 		return 0, fmt.Errorf("%w: vesw %d has no port on node %s: the EM made none (the fabric config has no member of vesw %d on this node)",
 			ErrNoFreePort, vesw, node, vesw)
 	}
@@ -512,7 +520,7 @@ func (d *Daemon) claimAdd(args json.RawMessage) (any, error) {
 			return nil, fmt.Errorf("owner: %q already holds vport %d", r.owner, vps[0])
 		}
 	}
-	vport, err := pickPort(d.cfg.Node.Name, r.vesw, r.vport, d.candidates())
+	vport, err := pickPort(d.cfg.Node.Name, r.vesw, r.vport, d.candidates(), d.mgmt.joined())
 	if err != nil {
 		return nil, err
 	}

@@ -249,7 +249,7 @@ func TestClaimsManaged(t *testing.T) {
 	}{
 		{vnicd.VNICAddArgs{VESW: 1, NetNS: c1, IfName: "eth1"}, "no free port: vesw 1 has 1 port on node m: vport 0, claimed by cni:red:c1:eth0"},
 		{vnicd.VNICAddArgs{VESW: 3, NetNS: c1}, "vport 2, kept for the host"},
-		{vnicd.VNICAddArgs{VESW: 9, NetNS: c1}, "vesw 9 has no port on node m: the EM made none"},
+		{vnicd.VNICAddArgs{VESW: 9, NetNS: c1}, "vesw 9 has no port on node m: this node has not been configured by the fabric manager yet"},
 		{vnicd.VNICAddArgs{VESW: 2, PKey: "0x8001", NetNS: c1}, "pkey: 0x8001, but the EM gave vesw 2 pkey 0x8002"},
 		{vnicd.VNICAddArgs{VESW: 2, EthMTU: 1500, NetNS: c1}, "eth_mtu: 1500, but the EM gave vesw 2 eth_mtu 1400"},
 		{vnicd.VNICAddArgs{VESW: 2, NetNS: c1, Owner: "cni:red:c1:eth0"}, `owner: "cni:red:c1:eth0" already holds vport 0`},
@@ -413,5 +413,33 @@ func TestClaimsRestart(t *testing.T) {
 	_, removed = n.record()
 	if removed = removed[len(before):]; len(removed) != 1 || removed[0] != c1+"/vnic0" || len(n.claims()) != 0 {
 		t.Errorf("DEL of a pending claim removed %v, claims %+v", removed, n.claims())
+	}
+}
+
+// TestClaimNoPortMessages: a claim on a vesw with no port here says whether
+// the FM has configured the node yet (a LID, the SM heard within 3 s, a
+// port made) before it blames the fabric config.
+func TestClaimNoPortMessages(t *testing.T) {
+	n := newFakeNode(t)
+	c1 := nsFile(t, "c1")
+	add := func(what, want string) {
+		t.Helper()
+		err := vnicd.Call(n.sock, "vnic_add", vnicd.VNICAddArgs{VESW: 9, NetNS: c1}, nil)
+		if err == nil || !strings.Contains(err.Error(), "no free port: vesw 9 has no port on node m: "+want) {
+			t.Errorf("%s: %v; want %q", what, err, want)
+		}
+	}
+	notYet := "this node has not been configured by the fabric manager yet (not joined, or the FM is unreachable); try again"
+	add("before the FM", notYet)
+	n.emSet(0, 1) // ports, but no LID and no SM heard
+	add("with a port, no LID", notYet)
+	n.d.HeardFromSM(0x10)
+	add("joined, with a port on another vesw", "the EM made none (the fabric config has no member of vesw 9 on this node)")
+
+	m := newFakeNode(t)
+	m.d.HeardFromSM(0x11)
+	if err := vnicd.Call(m.sock, "vnic_add", vnicd.VNICAddArgs{VESW: 9, NetNS: c1}, nil); err == nil ||
+		!strings.Contains(err.Error(), "the EM has made no port on this node yet") {
+		t.Errorf("joined, no port: %v", err)
 	}
 }

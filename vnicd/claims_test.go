@@ -19,24 +19,37 @@ func TestPickPort(t *testing.T) {
 		{vport: 3, vesw: 5, claimed: true},
 	}
 	for _, tc := range []struct {
-		name  string
-		vesw  uint16
-		want  *uint8
-		vport uint8
-		err   string // substring; "" for success
+		name      string
+		vesw      uint16
+		want      *uint8
+		notJoined bool // the FM has not configured the node (Mgmt.joined)
+		noPorts   bool // the EM has made no port on the node
+		vport     uint8
+		err       string // substring; "" for success
 	}{
 		{name: "free port on the vesw", vesw: 1, vport: 0},
 		{name: "the free one beside a claimed one", vesw: 5, vport: 4},
 		{name: "asked-for free vport", vesw: 1, want: u8(0), vport: 0},
 		{name: "claimed", vesw: 2, err: "no free port: vesw 2 has 1 port on node n1: vport 1, claimed by cni:n:c1:eth0 (a node has one port per vesw"},
 		{name: "kept for the host", vesw: 3, err: "no free port: vesw 3 has 1 port on node n1: vport 2, kept for the host by vnicd's config (netdevs)"},
-		{name: "no port on the vesw", vesw: 7, err: "no free port: vesw 7 has no port on node n1: the EM made none"},
+		{name: "no port on the vesw", vesw: 7, err: "no free port: vesw 7 has no port on node n1: the EM made none (the fabric config has no member of vesw 7 on this node)"},
+		{name: "not configured by the FM yet", vesw: 7, notJoined: true, noPorts: true,
+			err: "no free port: vesw 7 has no port on node n1: this node has not been configured by the fabric manager yet (not joined, or the FM is unreachable); try again"},
+		{name: "FM unreachable, other ports made", vesw: 7, notJoined: true,
+			err: "no free port: vesw 7 has no port on node n1: this node has not been configured by the fabric manager yet (not joined, or the FM is unreachable); try again"},
+		{name: "joined, no port made yet", vesw: 7, noPorts: true,
+			err: "no free port: vesw 7 has no port on node n1: the EM has made no port on this node yet (it has not configured the node yet: try again; or the fabric config has no member on this node)"},
+		{name: "not joined, a free port on the vesw", vesw: 1, notJoined: true, vport: 0},
 		{name: "asked-for vport on another vesw", vesw: 1, want: u8(4), err: "vport: vport 4 is on vesw 5, not vesw 1"},
 		{name: "asked-for vport missing", vesw: 1, want: u8(9), err: "vport: node n1 has no vport 9"},
 		{name: "asked-for vport claimed", vesw: 5, want: u8(3), err: "no free port: vport 3, claimed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := pickPort("n1", tc.vesw, tc.want, ports)
+			ps := ports
+			if tc.noPorts {
+				ps = nil
+			}
+			got, err := pickPort("n1", tc.vesw, tc.want, ps, !tc.notJoined)
 			switch {
 			case tc.err == "" && (err != nil || got != tc.vport):
 				t.Errorf("got vport %d, %v; want %d", got, err, tc.vport)
@@ -49,7 +62,7 @@ func TestPickPort(t *testing.T) {
 	}
 	// Two ports on one vesw cannot happen on one node; the message still
 	// counts them.
-	_, err := pickPort("n1", 5, nil, []candidate{{vport: 3, vesw: 5, claimed: true, owner: "a"}, {vport: 4, vesw: 5, host: true}})
+	_, err := pickPort("n1", 5, nil, []candidate{{vport: 3, vesw: 5, claimed: true, owner: "a"}, {vport: 4, vesw: 5, host: true}}, true)
 	if err == nil || !strings.Contains(err.Error(), "vesw 5 has 2 ports on node n1: vport 3, claimed by a; vport 4, kept for the host") {
 		t.Errorf("two ports: %v", err)
 	}

@@ -1,6 +1,10 @@
 package vnicd
 
-import "github.com/opavnic/opavnic/vema"
+import (
+	"time"
+
+	"github.com/opavnic/opavnic/vema"
+)
 
 // Hooks for the external tests (package vnicd_test), which need taptest and
 // so cannot live in package vnicd.
@@ -46,3 +50,10 @@ func SetStartRemoveTAP(f func(netns, name string, match func(alias string) bool)
 
 // RuntimePathOf is the runtime state file of a control socket.
 func RuntimePathOf(socket string) string { return RuntimePath(socket) }
+
+// HeardFromSM makes the node look joined (Mgmt.joined): the SM gave it lid
+// and was heard just now.
+func (d *Daemon) HeardFromSM(lid uint32) {
+	d.hfi.SetLID(lid)
+	d.mgmt.lastSM.Store(time.Now().UnixNano())
+}

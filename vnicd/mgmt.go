@@ -315,6 +315,13 @@ func (m *Mgmt) Trap(vport, opcode uint8) {
 	m.send(mad, dlid.To16B(), 0, pkeyFull, encap.QPNGSI, encap.QPNGSI, ep)
 }
 
+// joined reports whether the node has joined the fabric and its manager
+// still talks to it: the SM gave it a LID and was heard within smSilence
+// (it polls every node each second).
+func (m *Mgmt) joined() bool {
+	return m.hfi.LID() != 0 && time.Since(time.Unix(0, m.lastSM.Load())) <= smSilence
+}
+
 // Run sends announces (managed mode) until ctx is done: every second while
 // the node has no LID or has not heard from the SM for 3 s.
 func (m *Mgmt) Run(ctx context.Context) {
@@ -324,8 +331,7 @@ func (m *Mgmt) Run(ctx context.Context) {
 	t := time.NewTicker(announceIv)
 	defer t.Stop()
 	for {
-		last := time.Unix(0, m.lastSM.Load())
-		if m.hfi.LID() == 0 || time.Since(last) > smSilence {
+		if !m.joined() {
 			tid := m.tid.Add(1)
 			m.pendMu.Lock()
 			m.announced[m.annNext] = tid // a TrapRepress is a response we asked for
