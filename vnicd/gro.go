@@ -16,8 +16,9 @@ import (
 // order of frames in the batch is kept exactly:
 //
 //   - Ethernet (with up to two VLAN tags) then IPv4 without options and not a
-//     fragment, or IPv6 whose next header is TCP; the frame ends where the IP
-//     length says (an Ethernet-padded frame is never coalesced);
+//     fragment, or IPv6 whose next header is TCP (no extension headers); the
+//     frame ends where the IP length says (an Ethernet-padded frame is never
+//     coalesced);
 //   - the Ethernet header and tags, and the IP header but for the length, ID
 //     and checksum, byte-equal to the run's first frame; IPv4 IDs incrementing
 //     unless DF is set (the kernel's rule);
@@ -40,8 +41,8 @@ import (
 // that the kernel's cutting gives back the very datagrams that came:
 //
 //   - Ethernet (with up to two VLAN tags) then IPv4 without options and not a
-//     fragment, or IPv6 whose next header is UDP; the frame ends where the IP
-//     length says, and the UDP length agrees;
+//     fragment, or IPv6 whose next header is UDP (no extension headers); the
+//     frame ends where the IP length says, and the UDP length agrees;
 //   - the Ethernet header and tags, the IP header but for the length, ID and
 //     checksum, and the UDP ports byte-equal to the run's first datagram's;
 //     IPv4 IDs incrementing by one (the kernel numbers the datagrams it cuts

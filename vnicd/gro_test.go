@@ -421,3 +421,39 @@ func TestGRORefusesUDP(t *testing.T) {
 		})
 	}
 }
+
+// TestGROPassesIPv6ExtHeaders: IPv6 TCP segments and UDP datagrams with
+// extension headers (valid frames, cut from a super-frame by the segmenter)
+// are never coalesced: each is written as it came, for the kernel to judge.
+// The same flow without them coalesces.
+func TestGROPassesIPv6ExtHeaders(t *testing.T) {
+	const mss = 1000
+	for _, udp := range []bool{false, true} {
+		for _, c := range ipv6Chains {
+			t.Run(fmt.Sprintf("udp %v, %s", udp, c.name), func(t *testing.T) {
+				f, h, _, _, hdrLen := extSuperFrame(udp, 4*mss, mss, c.chain)
+				var s gsoSegmenter
+				if err := s.start(f, h, hdrLen+mss); err != nil {
+					t.Fatal(err)
+				}
+				var frames [][]byte
+				for !s.done() {
+					b := make([]byte, hdrLen+mss)
+					frames = append(frames, b[:s.next(b)])
+				}
+				fr := withHeadroom(frames, 20)
+				if got := fmt.Sprint(runs(fr, 20)); got != "[1 1 1 1]" {
+					t.Fatalf("runs %s, want [1 1 1 1]", got)
+				}
+				for i := range frames {
+					if !bytes.Equal(fr[i][20:], frames[i]) {
+						t.Fatalf("frame %d changed", i)
+					}
+				}
+			})
+		}
+	}
+	if got := fmt.Sprint(runs(withHeadroom(datagrams(t, true, 1, 4*mss, mss), 20), 20)); got != "[4]" {
+		t.Fatalf("without extension headers: runs %s, want [4]", got)
+	}
+}

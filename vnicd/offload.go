@@ -120,6 +120,39 @@ func l3Offset(frame []byte) (int, uint16) {
 	return 0, 0
 }
 
+// IPv6 extension headers a super-frame may carry (RFC 8200 4.3, 4.6): each
+// starts with the next header and its length in 8-byte units, not counting
+// the first 8.
+const (
+	ipv6HopByHop = 0
+	ipv6DstOpts  = 60
+)
+
+// ipv6ExtChain reports whether the IPv6 header at frame[l3:] is followed by
+// Hop-by-Hop (first only) and Destination Options headers that end exactly at
+// l4 (csum_start, at most len(frame)) with proto as the last next header. The
+// kernel keeps TSO6 and USO6 for sockets with IPV6_HOPOPTS or IPV6_DSTOPTS,
+// and for CALIPSO labels (a hop-by-hop option), and hands such super-frames
+// to the TAP; the segmenter copies the headers from l3+40 to l4 unchanged into
+// every segment, and the payload length it writes counts them. Neither
+// option header changes the pseudo-header.
+//
+// A Routing header is refused: with segments left, the pseudo-header takes
+// the final destination, which sits where the routing type says (type 2 its
+// one address, a segment routing header its segment list[0]); only sockets
+// with IPV6_RTHDR send one, and their super-frames are dropped
+// (offload_drops), as they always were.
+func ipv6ExtChain(frame []byte, l3, l4 int, proto byte) bool {
+	nh, off := frame[l3+6], l3+40
+	for off < l4 {
+		if nh != ipv6DstOpts && (nh != ipv6HopByHop || off != l3+40) || off+2 > l4 {
+			return false
+		}
+		nh, off = frame[off], off+(int(frame[off+1])+1)*8
+	}
+	return off == l4 && nh == proto
+}
+
 // gsoSegmenter cuts one TCP (TSO) or UDP (USO) super-frame into frames; next
 // writes them one at a time, so that the frames of one super-frame may spread
 // over several Reads.
@@ -156,9 +189,7 @@ func (s *gsoSegmenter) start(frame []byte, h vnetHdr, maxFrame int) error {
 		}
 		id = binary.BigEndian.Uint16(frame[l3+4:])
 	case (h.gsoType == vnetGSOTCPv6 || udp) && et == etherTypeIPv6:
-		// Only a plain IPv6 header: the kernel never adds extension headers
-		// to a super-frame it hands a device with TSO6 or USO6.
-		if l3+40 != l4 || l4 > len(frame) || frame[l3]>>4 != 6 || frame[l3+6] != proto {
+		if l3+40 > l4 || l4 > len(frame) || frame[l3]>>4 != 6 || !ipv6ExtChain(frame, l3, l4, proto) {
 			return errOffload
 		}
 	default:
