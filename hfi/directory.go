@@ -22,9 +22,20 @@ type Directory struct {
 // ErrDirectory is wrapped by NewDirectory's errors.
 var ErrDirectory = errors.New("hfi: bad directory")
 
+// Scoped reports whether a is an IPv6 address that needs or carries a zone
+// (scope id): a link-local unicast address, or any address with a zone. The
+// UDP transport carries no scope id either way (it sends with
+// sin6_scope_id 0 and reports sources without a zone), so the kernel cannot
+// send to such an endpoint or bind such a listen address without one, and a
+// zoned endpoint never equals a received source (rcv_bad_source). NewDirectory
+// refuses such endpoints; configs refuse them with the key at fault.
+func Scoped(a netip.Addr) bool {
+	return a.Zone() != "" || a.Is6() && !a.Is4In6() && a.IsLinkLocalUnicast()
+}
+
 // NewDirectory validates and copies endpoints and groups. Endpoint addresses
 // are unmapped (an IPv4-mapped IPv6 address becomes IPv4), so they compare
-// equal to received source addresses.
+// equal to received source addresses; a Scoped address is refused.
 func NewDirectory(endpoints map[uint32]netip.AddrPort, groups map[uint32][]uint32) (*Directory, error) {
 	d := &Directory{
 		endpoints: make(map[uint32]netip.AddrPort, len(endpoints)),
@@ -36,6 +47,9 @@ func NewDirectory(endpoints map[uint32]netip.AddrPort, groups map[uint32][]uint3
 		}
 		if !ep.IsValid() || ep.Port() == 0 {
 			return nil, fmt.Errorf("%w: LID %#x: endpoint %v is not an address and port", ErrDirectory, lid, ep)
+		}
+		if Scoped(ep.Addr()) {
+			return nil, fmt.Errorf("%w: LID %#x: endpoint %v is IPv6 link-local or zoned, and the transport carries no zone", ErrDirectory, lid, ep)
 		}
 		d.endpoints[lid] = netip.AddrPortFrom(ep.Addr().Unmap(), ep.Port())
 	}

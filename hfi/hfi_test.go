@@ -242,10 +242,44 @@ func TestNewDirectoryRejects(t *testing.T) {
 		"unicast group":       {groups: map[uint32][]uint32{0x10: {1}}},
 		"multicast member":    {groups: map[uint32][]uint32{0xF00001: {0xF00002}}},
 		"permissive as group": {groups: map[uint32][]uint32{0xFFFFFF: {1}}},
+		// The transport carries no scope id: such a peer could not be sent
+		// to, and its datagrams would never match (rcv_bad_source).
+		"zoned link-local endpoint": {eps: map[uint32]netip.AddrPort{1: netip.MustParseAddrPort("[fe80::2%eth0]:4793")}},
+		"link-local endpoint":       {eps: map[uint32]netip.AddrPort{1: netip.MustParseAddrPort("[fe80::2]:4793")}},
+		"zoned ULA endpoint":        {eps: map[uint32]netip.AddrPort{1: netip.MustParseAddrPort("[fd00::2%eth0]:4793")}},
 	} {
 		if _, err := hfi.NewDirectory(tc.eps, tc.groups); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+func TestScoped(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		want bool
+	}{
+		{"fe80::2", true},
+		{"fe80::2%eth0", true},
+		{"fe80::2%2", true},
+		{"fd00::2%eth0", true},
+		{"fd00::2", false},
+		{"2001:db8::2", false},
+		{"::", false},
+		{"169.254.0.2", false}, // IPv4 link-local needs no zone
+		{"::ffff:169.254.0.2", false},
+		{"10.0.0.1", false},
+	} {
+		if got := hfi.Scoped(netip.MustParseAddr(tc.addr)); got != tc.want {
+			t.Errorf("Scoped(%s) = %v, want %v", tc.addr, got, tc.want)
+		}
+	}
+	d, err := hfi.NewDirectory(map[uint32]netip.AddrPort{1: netip.MustParseAddrPort("[::ffff:169.254.0.2]:4793")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep, _ := d.Endpoint(1); ep != netip.MustParseAddrPort("169.254.0.2:4793") {
+		t.Errorf("endpoint %v, want 169.254.0.2:4793", ep)
 	}
 }
 

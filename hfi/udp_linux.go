@@ -594,7 +594,9 @@ func (s *udpWriteScratch) build(msgs []Message, gsoMax int) (k, used int, err er
 	return k, n, err
 }
 
-// putSockaddr writes ap into sa in the socket's family and returns its length.
+// putSockaddr writes ap into sa in the socket's family and returns its
+// length. It sets no scope id: a directory holds no link-local or zoned
+// endpoint (Scoped).
 func (u *UDP) putSockaddr(sa *unix.RawSockaddrInet6, ap netip.AddrPort) (uint32, bool) {
 	port := ap.Port()
 	if u.v6 {
@@ -615,7 +617,8 @@ func (u *UDP) putSockaddr(sa *unix.RawSockaddrInet6, ap netip.AddrPort) (uint32,
 }
 
 // sockaddrToAddrPort decodes a received source address; IPv4-mapped IPv6
-// addresses come out as IPv4, so directory entries compare equal.
+// addresses come out as IPv4, so directory entries compare equal. The scope
+// id is not kept: a directory holds no link-local or zoned endpoint (Scoped).
 func sockaddrToAddrPort(sa *unix.RawSockaddrInet6) netip.AddrPort {
 	p := (*[2]byte)(unsafe.Pointer(&sa.Port))
 	port := uint16(p[0])<<8 | uint16(p[1])

@@ -485,7 +485,8 @@ func (c *checker) buildNode(r *rawNode) NodeConfig {
 
 // parseEndpoint parses an IP literal with an optional port ("10.0.0.1",
 // "10.0.0.1:4793", "::1", "[::1]", "[::1]:4793"). Host names are not
-// resolved. The port defaults to DefaultUDPPort and may not be 0.
+// resolved. The port defaults to DefaultUDPPort and may not be 0. An IPv6
+// link-local or zoned address is refused (errScoped).
 func parseEndpoint(s string) (netip.AddrPort, error) {
 	ap, err := netip.ParseAddrPort(s)
 	if err != nil {
@@ -505,8 +506,15 @@ func parseEndpoint(s string) (netip.AddrPort, error) {
 	if ap.Addr().IsMulticast() {
 		return netip.AddrPort{}, errors.New("a multicast address")
 	}
+	if hfi.Scoped(ap.Addr()) {
+		return netip.AddrPort{}, errScoped
+	}
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), nil
 }
+
+// errScoped refuses an underlay address the UDP transport cannot carry
+// (hfi.Scoped).
+var errScoped = errors.New("an IPv6 link-local or zoned address: the UDP transport carries no zone (scope id); use a global or ULA address")
 
 // parseListen is parseEndpoint that also takes ":port" for every address.
 func parseListen(s string) (netip.AddrPort, error) {
@@ -1143,8 +1151,8 @@ func (c *Config) Summary() string {
 // resolveEndpoint is parseEndpoint, and for a host name (host or host:port)
 // its first address.
 func resolveEndpoint(s string) (netip.AddrPort, error) {
-	if ap, err := parseEndpoint(s); err == nil {
-		return ap, nil
+	if ap, err := parseEndpoint(s); err == nil || err == errScoped {
+		return ap, err
 	}
 	host, port := s, strconv.Itoa(DefaultUDPPort)
 	if h, p, err := net.SplitHostPort(s); err == nil {
@@ -1157,6 +1165,9 @@ func resolveEndpoint(s string) (netip.AddrPort, error) {
 	ap := ua.AddrPort()
 	if ap.Port() == 0 {
 		return netip.AddrPort{}, errors.New("port 0")
+	}
+	if hfi.Scoped(ap.Addr()) {
+		return netip.AddrPort{}, errScoped
 	}
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), nil
 }

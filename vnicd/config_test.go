@@ -80,6 +80,15 @@ func TestParseConfigErrors(t *testing.T) {
 		{"listen port 0", `node: {name: a, lid: 1, listen: ":0"}`, "node.listen", "bad port"},
 		{"listen port range", `node: {name: a, lid: 1, listen: ":65536"}`, "node.listen", "bad port"},
 		{"listen multicast", `node: {name: a, lid: 1, listen: "224.0.0.1:4793"}`, "node.listen", "multicast"},
+		// The UDP transport carries no zone (scope id): no link-local or zoned IPv6 underlay address.
+		{"listen zoned link-local", `node: {name: a, lid: 1, listen: "[fe80::1%eth0]:99"}`, "node.listen", "use a global or ULA address"},
+		{"listen link-local", `node: {name: a, lid: 1, listen: "fe80::1"}`, "node.listen", "link-local or zoned"},
+		{"listen zoned ULA", `node: {name: a, lid: 1, listen: "[fd00::1%eth0]:99"}`, "node.listen", "link-local or zoned"},
+		{"fabric manager zoned", `node: {name: a, fabric_manager: "[fe80::9%eth0]:4793"}`, "node.fabric_manager", "use a global or ULA address"},
+		{"fabric manager link-local", `node: {name: a, fabric_manager: "fe80::9"}`, "node.fabric_manager", "link-local or zoned"},
+		{"peer zoned link-local", "node: {name: a, lid: 1}\npeers: [{lid: 2, address: \"[fe80::2%eth0]:4793\"}]", "peers[0].address", "use a global or ULA address"},
+		{"peer link-local", "node: {name: a, lid: 1}\npeers: [{lid: 2, address: \"[fe80::2]:4793\"}]", "peers[0].address", "link-local or zoned"},
+		{"trusted manager zoned", "node: {name: a, lid: 1}\ntrusted_managers: [\"[fe80::9%eth0]\"]", "trusted_managers[0]", "use a global or ULA address"},
 		{"subnet prefix low bits", `node: {name: a, lid: 1, subnet_prefix: "fe80::1"}`, "node.subnet_prefix", "low 64 bits"},
 		{"subnet prefix IPv4", `node: {name: a, lid: 1, subnet_prefix: "10.0.0.0"}`, "node.subnet_prefix", "IPv6"},
 		{"subnet prefix length", `node: {name: a, lid: 1, subnet_prefix: "fe80::/48"}`, "node.subnet_prefix", "64"},
@@ -524,7 +533,8 @@ func TestParseConfigAddresses(t *testing.T) {
 		{"[::1]", "[::1]:4793"},
 		{"[fd00::1]:99", "[fd00::1]:99"},
 		{"[::ffff:10.0.0.1]:99", "10.0.0.1:99"},
-		{"[fe80::1%eth0]:99", "[fe80::1%eth0]:99"},
+		{"169.254.0.2", "169.254.0.2:4793"},          // IPv4 link-local needs no zone
+		{"[::ffff:169.254.0.2]", "169.254.0.2:4793"}, // nor IPv4-mapped
 	} {
 		c := mustParse(t, `node: {name: a, lid: 1, listen: "`+tt.listen+`"}`)
 		if got := c.Node.Listen.String(); got != tt.want {

@@ -22,6 +22,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/internal/yamlcfg"
 	"github.com/opavnic/opavnic/vema"
 )
@@ -457,19 +458,24 @@ func (c *checker) buildFM(r *rawFM) FMConfig {
 }
 
 // parseListen parses HOST:PORT or HOST (port 4793); [::] and 0.0.0.0 listen
-// everywhere.
+// everywhere. An IPv6 link-local or zoned address is refused (hfi.Scoped):
+// the UDP transport carries no zone, and nodes could not reach it.
 func parseListen(s string) (netip.AddrPort, error) {
-	if ap, err := netip.ParseAddrPort(s); err == nil {
-		if ap.Port() == 0 {
-			return ap, errors.New("port 0")
-		}
-		return ap, nil
+	ap, err := netip.ParseAddrPort(s)
+	if err == nil && ap.Port() == 0 {
+		return ap, errors.New("port 0")
 	}
-	a, err := netip.ParseAddr(strings.Trim(s, "[]"))
 	if err != nil {
-		return netip.AddrPort{}, errors.New("expected ADDRESS:PORT or ADDRESS")
+		a, err := netip.ParseAddr(strings.Trim(s, "[]"))
+		if err != nil {
+			return netip.AddrPort{}, errors.New("expected ADDRESS:PORT or ADDRESS")
+		}
+		ap = netip.AddrPortFrom(a, DefaultUDPPort)
 	}
-	return netip.AddrPortFrom(a, DefaultUDPPort), nil
+	if hfi.Scoped(ap.Addr()) {
+		return netip.AddrPort{}, errors.New("an IPv6 link-local or zoned address: the UDP transport carries no zone (scope id); use a global or ULA address")
+	}
+	return ap, nil
 }
 
 func (c *checker) buildVESW(r *rawVESW, path string, nodes map[string]bool) VESWConfig {

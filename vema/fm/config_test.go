@@ -96,6 +96,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"unknown fm field", "fm: {name: x, lidd: 3}\n", "fm.lidd", "unknown field"},
 		{"missing fm name", "fm: {lid: 2}\n", "fm.name", "required"},
 		{"bad listen", "fm: {name: x, listen: 'nope:1:2'}\n", "fm.listen", "ADDRESS"},
+		{"listen zoned link-local", "fm: {name: x, listen: '[fe80::1%eth0]:4793'}\n", "fm.listen", "use a global or ULA address"},
+		{"listen link-local", "fm: {name: x, listen: 'fe80::1'}\n", "fm.listen", "link-local or zoned"},
 		{"bad prefix", "fm: {name: x, subnet_prefix: 'fe80::1'}\n", "fm.subnet_prefix", "interface ID half"},
 		{"vesws a mapping", "fm: {name: x}\nvesws: {id: 1}\n", "vesws", "must be a list, not a mapping"},
 		{"fm a string", "fm: x\n", "fm", "must be a mapping"},
