@@ -126,7 +126,7 @@ if ! modprobe vxlan 2>/dev/null && ! grep -qw vxlan /proc/modules 2>/dev/null; t
 fi
 
 say "bench: building vnicd"
-go build -o "$work/vnicd" ./cmd/vnicd
+go build -buildvcs=false -o "$work/vnicd" ./cmd/vnicd
 
 # setup MTU: the two hosts, the underlay, VXLAN and the two vnicds.
 setup() {
@@ -136,9 +136,7 @@ setup() {
 	ip netns add "$B"
 	inns "$A" ip link set lo up
 	inns "$B" ip link set lo up
-	ip link add "${run}ua" mtu "$mtu" type veth peer name "${run}ub" mtu "$mtu"
-	ip link set "${run}ua" netns "$A"
-	ip link set "${run}ub" netns "$B"
+	ip -n "$A" link add "${run}ua" mtu "$mtu" type veth peer name "${run}ub" mtu "$mtu" netns "$B"
 	local i ns dev peer p
 	for i in 1 2; do
 		if ((i == 1)); then ns=$A dev=${run}ua peer=2; else ns=$B dev=${run}ub peer=1; fi

@@ -76,9 +76,9 @@ inns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
 
 step "build"
 mkdir -p "$bin"
-go build -o "$bin/vnicd" ./cmd/vnicd
-go build -o "$bin/vnicctl" ./cmd/vnicctl
-go build -o "$bin/opafm" ./cmd/opafm
+go build -buildvcs=false -o "$bin/vnicd" ./cmd/vnicd
+go build -buildvcs=false -o "$bin/vnicctl" ./cmd/vnicctl
+go build -buildvcs=false -o "$bin/opafm" ./cmd/opafm
 echo "built vnicd, vnicctl and opafm in $bin"
 
 for ns in "$A" "$B" "$A-blue" "$B-blue"; do
@@ -102,9 +102,8 @@ if ((managed)); then
 	done
 else
 	step "two hosts ($A, $B) joined by a veth underlay 10.200.0.0/24, MTU 9000 (an OPA link carries 10 KB packets)"
-	ip link add "${run}ua" mtu 9000 type veth peer name "${run}ub" mtu 9000
-	ip link set "${run}ua" netns "$A"
-	ip link set "${run}ub" netns "$B"
+	# Made in place, so that no end is ever left in the root namespace.
+	ip -n "$A" link add "${run}ua" mtu 9000 type veth peer name "${run}ub" mtu 9000 netns "$B"
 	inns "$A" ip addr add 10.200.0.1/24 dev "${run}ua"
 	inns "$B" ip addr add 10.200.0.2/24 dev "${run}ub"
 	inns "$A" ip link set "${run}ua" up

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what opavnic's scripts need on a Debian/Ubuntu machine, only what is
 # missing: Go modules, and (as root) iproute2, iperf3, ping, tcpdump, ethtool, jq, curl,
-# tshark (the Lua dissector's test). promtool is optional (Debian's prometheus package, which
-# also installs a server, so it is not installed here): the metrics test lints with it when present.
+# tshark (the Lua dissector's test), gcc and libc6-dev (cgo, which `go test -race` needs).
+# promtool is optional (Debian's prometheus package, which also installs a server, so it is
+# not installed here): the metrics test lints with it when present.
 # Sourced by demo.sh and test.sh; safe to run on its own.
 set -euo pipefail
 
@@ -15,6 +16,7 @@ command -v ethtool >/dev/null 2>&1 || need_pkgs+=(ethtool)
 command -v jq >/dev/null 2>&1 || need_pkgs+=(jq)
 command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
 command -v tshark >/dev/null 2>&1 || need_pkgs+=(tshark)
+command -v gcc >/dev/null 2>&1 || need_pkgs+=(gcc libc6-dev)
 
 if ((${#need_pkgs[@]})); then
 	if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then

@@ -15,6 +15,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
 
+# The race detector needs cgo, and Go turns cgo off when there is no C
+# compiler; say so now rather than after the plain test pass.
+if [[ $(go env CGO_ENABLED) != 1 ]]; then
+	echo "test.sh: go test -race needs cgo, which is off here (no C compiler?):" \
+		"install gcc and libc6-dev (as root, scripts/deps.sh does) or set CGO_ENABLED=1" >&2
+	exit 1
+fi
+
 echo "== gofmt"
 unformatted=$(gofmt -l . | grep -v '^vendor/' || true)
 if [[ -n $unformatted ]]; then
