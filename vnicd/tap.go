@@ -22,6 +22,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/internal/fdwait"
 	"github.com/opavnic/opavnic/vnicd/internal/nlutil"
 )
@@ -104,7 +105,6 @@ type TAP struct {
 	// f, the others (a multiqueue TAP, TAPConfig.Queues) are read and
 	// written through Queue. Fixed once the TAP is made.
 	queues []*TAPQueue
-	maxSeg int // longest frame a segment may be: MTU + 18
 
 	// OffloadDrops counts frames from the kernel that could not be finished
 	// (segmented or checksummed) and were dropped.
@@ -176,7 +176,7 @@ func OpenTAP(cfg TAPConfig) (*TAP, error) {
 		return nil, fmt.Errorf("vnicd: open TAP %s: create: %w", name, err)
 	}
 
-	t, err := tapFromFiles(files, created, here, cfg.MTU)
+	t, err := tapFromFiles(files, created, here)
 	if err != nil {
 		here.Close()
 		return nil, fmt.Errorf("vnicd: open TAP %s: %w", name, err)
@@ -254,22 +254,18 @@ func OpenTAP(cfg TAPConfig) (*TAP, error) {
 	return t, nil
 }
 
-// newTAP wraps a TAP fd; the netdev is name in ns, its MTU mtu (0: 1500).
-func newTAP(f *os.File, rc syscall.RawConn, name string, ns netns.NsHandle, mtu int) *TAP {
+// newTAP wraps a TAP fd; the netdev is name in ns.
+func newTAP(f *os.File, rc syscall.RawConn, name string, ns netns.NsHandle) *TAP {
 	t := &TAP{f: f, rc: rc, ns: ns, done: make(chan struct{}), moved: make(chan struct{})}
 	t.place.Store(&tapPlace{name: name})
 	t.queues = []*TAPQueue{newTAPQueue(t, f, rc)}
-	t.maxSeg = 1500 + maxFrameOverMTU
-	if mtu != 0 {
-		t.maxSeg = mtu + maxFrameOverMTU
-	}
 	return t
 }
 
 // tapFromFiles wraps the fds createTAP opened, a queue each, the first
 // being the TAP's own. On an error it closes them all (a TAP that is not
 // persistent goes with them) and ns stays the caller's.
-func tapFromFiles(files []*os.File, name string, ns netns.NsHandle, mtu int) (*TAP, error) {
+func tapFromFiles(files []*os.File, name string, ns netns.NsHandle) (*TAP, error) {
 	rcs := make([]syscall.RawConn, len(files))
 	for i, f := range files {
 		rc, err := f.SyscallConn()
@@ -281,7 +277,7 @@ func tapFromFiles(files []*os.File, name string, ns netns.NsHandle, mtu int) (*T
 		}
 		rcs[i] = rc
 	}
-	t := newTAP(files[0], rcs[0], name, ns, mtu)
+	t := newTAP(files[0], rcs[0], name, ns)
 	for i, f := range files[1:] {
 		t.queues = append(t.queues, newTAPQueue(t, f, rcs[i+1]))
 	}
@@ -458,8 +454,11 @@ func (t *TAP) BatchSize() int { return TAPBatchSize }
 // Read implements Device. One frame from the kernel is one read(2); a batch
 // is the frames the kernel has queued when the first arrives, so a batch costs
 // one wake-up. A TCP super-frame comes out as the frames it is cut into, in
-// this Read and, when they do not all fit, the next ones. The kernel cuts a
-// frame too long for its buffer to the buffer's length.
+// this Read and, when they do not all fit, the next ones; it is dropped
+// (OffloadDrops) if its segments are longer than a buffer takes with one
+// spare byte and encap.Tailroom after the frame, as a port's buffers are
+// made (txBufLen). The kernel cuts a frame too long for its buffer to the
+// buffer's length.
 func (t *TAP) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 	return t.queues[0].Read(bufs, sizes, offset)
 }
@@ -573,7 +572,12 @@ func (q *TAPQueue) frameIn(b []byte) {
 	h := parseVnetHdr(b)
 	frame := b[vnetHdrLen:]
 	if h.gsoType != vnetGSONone {
-		if err := q.seg.start(frame, h, t.maxSeg); err != nil {
+		// A segment may be as long as a frame the caller's buffers take
+		// (readBatch has room for one more): the port's eth_mtu + 18 when
+		// they were made. Not the netdev's MTU when the TAP was made: the
+		// admin may raise that later, with eth_mtu.
+		maxSeg := len(q.rbufs[q.rn]) - q.roff - 1 - encap.Tailroom
+		if err := q.seg.start(frame, h, maxSeg); err != nil {
 			t.OffloadDrops.Add(1)
 			return
 		}
@@ -615,8 +619,9 @@ var zeroVnetHdr [vnetHdrLen]byte
 // Write implements Device: one writev(2) per frame, behind a zero
 // virtio_net_hdr, except that runs of consecutive TCP segments of one flow
 // are coalesced into one super-frame (gro.go) unless the kernel refused one.
-// The frames' bytes are never changed. A refused super-frame turns
-// coalescing off for the TAP and its frames are written one by one.
+// The frames' bytes are never changed. A refused super-frame's frames are
+// written one by one; if the kernel takes them so, it refused that kind of
+// super-frame, and coalescing of that kind stops for the TAP.
 func (t *TAP) Write(bufs [][]byte, offset int) (int, error) { return t.queues[0].Write(bufs, offset) }
 
 // Write is TAP.Write on the queue: the frames go into the kernel as
@@ -626,9 +631,12 @@ func (q *TAPQueue) Write(bufs [][]byte, offset int) (int, error) {
 	w := tapWrites.Get().(*tapWrite)
 	defer tapWrites.Put(w)
 	gro, udp := !t.noGRO.Load(), !t.noUDPGRO.Load()
+	// A refused run's frames go one by one: plain of them are left, and
+	// refused is the run's GSO type.
+	plain, refused := 0, byte(0)
 	for i := 0; i < len(bufs); {
 		n, hl := 1, 0
-		if gro {
+		if plain == 0 && gro {
 			n, hl = groRun(bufs[i:], offset, &w.hdr, udp)
 		}
 		if n == 1 {
@@ -636,6 +644,19 @@ func (q *TAPQueue) Write(bufs [][]byte, offset int) (int, error) {
 				return i, err
 			}
 			i++
+			if plain > 0 {
+				if plain--; plain == 0 {
+					// The kernel took every frame of the run it refused
+					// whole: it refuses that kind of super-frame.
+					if refused == vnetGSOUDPL4 {
+						t.noUDPGRO.Store(true)
+						udp = false
+					} else {
+						t.noGRO.Store(true)
+						gro = false
+					}
+				}
+			}
 			continue
 		}
 		w.iov = append(w.iov[:0], unix.Iovec{Base: &w.hdr[0]})
@@ -650,14 +671,13 @@ func (q *TAPQueue) Write(bufs [][]byte, offset int) (int, error) {
 			if t.closed.Load() {
 				return i, err
 			}
-			if w.hdr[1] == vnetGSOUDPL4 {
-				t.noUDPGRO.Store(true)
-				udp = false
-			} else {
-				t.noGRO.Store(true)
-				gro = false
-			}
-			continue // write the run's frames one by one
+			// Write the run's frames one by one. If the kernel takes
+			// them all, it refused the super-frame itself (GSO UDP
+			// before 6.2, say), and coalescing of that kind stops for the
+			// TAP; if it refuses a frame too (EIO while the TAP is down),
+			// the error was not about coalescing, and Write returns it.
+			plain, refused = n, w.hdr[1]
+			continue
 		}
 		t.RxCoalesced.Add(uint64(n))
 		i += n

@@ -4,11 +4,14 @@ package vnicd
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/opavnic/opavnic/encap"
 )
 
 // TestWriteRefusedSuperFrame: when the kernel refuses a coalesced
@@ -39,7 +42,7 @@ func TestWriteRefusedSuperFrame(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tp := newTAP(f, rc, "test", -1, 1500)
+		tp := newTAP(f, rc, "test", -1)
 
 		var frames [][]byte
 		if udp {
@@ -86,5 +89,95 @@ func TestWriteRefusedSuperFrame(t *testing.T) {
 		}
 		_ = tp.Close()
 		_ = peer.Close()
+	}
+}
+
+// TestWriteFailedRunKeepsCoalescing: a run the kernel refuses whose frames
+// are then refused one by one too (as a TAP that is down refuses every
+// write with EIO) says nothing about coalescing: Write returns the error
+// at the run's first frame and coalescing stays on. A peer that has gone
+// (EPIPE for every write) stands in for the TAP that is down.
+func TestWriteFailedRunKeepsCoalescing(t *testing.T) {
+	for _, udp := range []bool{false, true} {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.SetNonblock(fds[0], true); err != nil {
+			t.Fatal(err)
+		}
+		_ = unix.Close(fds[1])
+		f := os.NewFile(uintptr(fds[0]), "seqpacket")
+		rc, err := f.SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp := newTAP(f, rc, "test", -1)
+		var frames [][]byte
+		if udp {
+			frames = datagrams(t, false, 0, 1400*4, 1400)
+		} else {
+			frames = segments(t, false, 1376*4, 1376, 0, tcpFlagACK)
+		}
+		if n, err := tp.Write(withHeadroom(frames, 20), 20); n != 0 || err == nil {
+			t.Errorf("udp %v: Write to a gone peer = %d, %v; want 0 and an error", udp, n, err)
+		}
+		if tp.noUDPGRO.Load() || tp.noGRO.Load() {
+			t.Errorf("udp %v: a write error that every frame meets turned coalescing off (UDP %v, all %v)",
+				udp, tp.noUDPGRO.Load(), tp.noGRO.Load())
+		}
+		_ = tp.Close()
+	}
+}
+
+// TestReadSegmentsFollowBuffers: a super-frame's segments are bounded by
+// the reader's buffers (the port's eth_mtu + 18), not by the netdev's MTU
+// when the TAP was made: after eth_mtu and the netdev's MTU are raised from
+// 1500 to 9000, the kernel's 8948-byte segments come through; into buffers
+// for eth_mtu 1500 the same super-frame is dropped, and counted.
+func TestReadSegmentsFollowBuffers(t *testing.T) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fds[1])
+	if err := unix.SetNonblock(fds[0], true); err != nil {
+		t.Fatal(err)
+	}
+	f := os.NewFile(uintptr(fds[0]), "seqpacket")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := newTAP(f, rc, "test", -1)
+	defer tp.Close()
+
+	const mss = 9000 - 20 - 32 // IPv4, TCP with timestamps: what MTU 9000 gives
+	sf := superFrame(false, 3*mss, tcpFlagACK)
+	vh := make([]byte, vnetHdrLen)
+	vh[0], vh[1] = vnetFNeedsCsum, vnetGSOTCPv4
+	binary.LittleEndian.PutUint16(vh[2:], 14+20+32)
+	binary.LittleEndian.PutUint16(vh[4:], mss)
+	binary.LittleEndian.PutUint16(vh[6:], 14+20)
+	binary.LittleEndian.PutUint16(vh[8:], 16)
+	for _, x := range []struct {
+		ethMTU, frames int
+		drops          uint64
+	}{{9000, 3, 0}, {1500, 0, 1}} {
+		if _, err := unix.Write(fds[1], append(vh, sf...)); err != nil {
+			t.Fatal(err)
+		}
+		before := tp.OffloadDrops.Load()
+		tx := newTxState(TAPBatchSize, x.ethMTU+maxFrameOverMTU)
+		n, err := tp.TryRead(tx.bufs, tx.sizes, encap.Headroom)
+		if err != nil || n != x.frames || tp.OffloadDrops.Load()-before != x.drops {
+			t.Errorf("eth_mtu %d: TryRead = %d frames, %v, offload_drops +%d; want %d frames, +%d",
+				x.ethMTU, n, err, tp.OffloadDrops.Load()-before, x.frames, x.drops)
+		}
+		for i := range n {
+			if tx.sizes[i] != 14+20+32+mss {
+				t.Errorf("eth_mtu %d: segment %d is %d bytes, want %d", x.ethMTU, i, tx.sizes[i], 14+20+32+mss)
+			}
+		}
 	}
 }

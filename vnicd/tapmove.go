@@ -291,7 +291,7 @@ func AttachTAP(cfg TAPConfig, tag string) (*TAP, error) {
 		release()
 		return fail("open", fmt.Errorf("the netdev went away meanwhile: %w", errors.Join(err, os.ErrNotExist)))
 	}
-	t, err := tapFromFiles(files, cfg.Name, ns, cfg.MTU)
+	t, err := tapFromFiles(files, cfg.Name, ns)
 	if err != nil {
 		release()
 		return fail("open", err)
