@@ -14,6 +14,35 @@ import (
 	"github.com/opavnic/opavnic/encap"
 )
 
+// seqpacketTAP is a TAP on one end of a SEQPACKET socket pair, which keeps
+// message boundaries as a TAP's fd does, so no root is needed; sndbuf > 0
+// sets that end's send buffer. Both ends are non-blocking (the runtime's
+// poller, and deadlines); peer is the other end's fd, for the caller to
+// close.
+func seqpacketTAP(t *testing.T, sndbuf int) (tp *TAP, peer int) {
+	t.Helper()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sndbuf > 0 {
+		if err := unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_SNDBUF, sndbuf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, fd := range fds {
+		if err := unix.SetNonblock(fd, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := os.NewFile(uintptr(fds[0]), "seqpacket")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newTAP(f, rc, "test", -1), fds[1]
+}
+
 // TestWriteRefusedSuperFrame: when the kernel refuses a coalesced
 // super-frame (a kernel before 6.2 refuses GSO_UDP_L4), Write writes the
 // run's frames one by one, as they came, and coalesces no more runs of that
@@ -22,27 +51,10 @@ import (
 // whose send buffer takes a frame but not a run of them, so no root is needed.
 func TestWriteRefusedSuperFrame(t *testing.T) {
 	for _, udp := range []bool{false, true} {
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
 		// The kernel doubles it: messages up to about 16 KB pass, a run of
 		// 16 frames of 1376 or 1400 bytes does not (EMSGSIZE).
-		if err := unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_SNDBUF, 8192); err != nil {
-			t.Fatal(err)
-		}
-		for _, fd := range fds { // non-blocking: the runtime's poller, and deadlines
-			if err := unix.SetNonblock(fd, true); err != nil {
-				t.Fatal(err)
-			}
-		}
-		f := os.NewFile(uintptr(fds[0]), "seqpacket")
-		peer := os.NewFile(uintptr(fds[1]), "peer")
-		rc, err := f.SyscallConn()
-		if err != nil {
-			t.Fatal(err)
-		}
-		tp := newTAP(f, rc, "test", -1)
+		tp, pfd := seqpacketTAP(t, 8192)
+		peer := os.NewFile(uintptr(pfd), "peer")
 
 		var frames [][]byte
 		if udp {
@@ -99,20 +111,8 @@ func TestWriteRefusedSuperFrame(t *testing.T) {
 // (EPIPE for every write) stands in for the TAP that is down.
 func TestWriteFailedRunKeepsCoalescing(t *testing.T) {
 	for _, udp := range []bool{false, true} {
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := unix.SetNonblock(fds[0], true); err != nil {
-			t.Fatal(err)
-		}
-		_ = unix.Close(fds[1])
-		f := os.NewFile(uintptr(fds[0]), "seqpacket")
-		rc, err := f.SyscallConn()
-		if err != nil {
-			t.Fatal(err)
-		}
-		tp := newTAP(f, rc, "test", -1)
+		tp, peer := seqpacketTAP(t, 0)
+		_ = unix.Close(peer)
 		var frames [][]byte
 		if udp {
 			frames = datagrams(t, false, 0, 1400*4, 1400)
@@ -136,20 +136,8 @@ func TestWriteFailedRunKeepsCoalescing(t *testing.T) {
 // 1500 to 9000, the kernel's 8948-byte segments come through; into buffers
 // for eth_mtu 1500 the same super-frame is dropped, and counted.
 func TestReadSegmentsFollowBuffers(t *testing.T) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fds[1])
-	if err := unix.SetNonblock(fds[0], true); err != nil {
-		t.Fatal(err)
-	}
-	f := os.NewFile(uintptr(fds[0]), "seqpacket")
-	rc, err := f.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp := newTAP(f, rc, "test", -1)
+	tp, peer := seqpacketTAP(t, 0)
+	defer unix.Close(peer)
 	defer tp.Close()
 
 	const mss = 9000 - 20 - 32 // IPv4, TCP with timestamps: what MTU 9000 gives
@@ -164,7 +152,7 @@ func TestReadSegmentsFollowBuffers(t *testing.T) {
 		ethMTU, frames int
 		drops          uint64
 	}{{9000, 3, 0}, {1500, 0, 1}} {
-		if _, err := unix.Write(fds[1], append(vh, sf...)); err != nil {
+		if _, err := unix.Write(peer, append(vh, sf...)); err != nil {
 			t.Fatal(err)
 		}
 		before := tp.OffloadDrops.Load()
