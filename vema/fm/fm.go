@@ -131,12 +131,16 @@ type node struct {
 	name               string // NodeDescription
 	cfgName            string // the config node it matched, "" if none
 	lid                uint32 // assigned LID, kept while lost so it comes back
-	ep                 netip.AddrPort
-	state              string
-	lostAt             time.Time // when it was last marked lost (eviction order)
-	joining            bool
-	misses             int
-	pollOut            bool
+	// pendingLID is the LID chosen for the PortInfo Set in flight: reserved
+	// from chooseLID until the Set is answered or the join fails, so that
+	// joins that overlap never pick the same LID.
+	pendingLID uint32
+	ep         netip.AddrPort
+	state      string
+	lostAt     time.Time // when it was last marked lost (eviction order)
+	joining    bool
+	misses     int
+	pollOut    bool
 }
 
 type memberKey struct {
@@ -520,6 +524,7 @@ func (f *FM) join(n *node, held uint32) {
 	}
 	fail := func() {
 		n.joining = false
+		n.pendingLID = 0
 		if n.state == NodeJoining {
 			if n.lid == 0 && f.nodes[n.portGUID] == n {
 				// It never held a LID: nothing to keep it for, and it
@@ -546,12 +551,14 @@ func (f *FM) join(n *node, held uint32) {
 			}
 			n.name = nd.String()
 			n.cfgName = f.matchConfig(n)
-			lid := f.chooseLID(n, held)
-			if lid == 0 {
-				f.warn("pool", "LID pool exhausted; node not joined", zap.String("node", n.name))
+			lid, err := f.chooseLID(n, held)
+			if err != nil {
+				f.warn("lid", "node not joined", zap.String("node", n.name), zap.Uint64("guid", n.portGUID),
+					zap.Stringer("peer", n.ep), zap.Error(err))
 				fail()
 				return
 			}
+			n.pendingLID = lid
 			f.setPortInfo(n, lid, fail)
 		}, fail)
 	}, fail)
@@ -575,7 +582,17 @@ func (f *FM) setPortInfo(n *node, lid uint32, fail func()) {
 				fail()
 				return
 			}
+			if n.pendingLID != lid {
+				// Its configured owner claimed the LID while the Set was
+				// in flight (chooseLID): join again for another one.
+				f.log.Info("LID taken by its configured owner; joining again", zap.String("node", n.name),
+					zap.Stringer("lid", encap.LID(lid)))
+				n.joining = false
+				f.join(n, 0)
+				return
+			}
 			n.joining = false
+			n.pendingLID = 0
 			n.lid = lid
 			n.state = NodeActive
 			n.misses = 0
@@ -607,33 +624,53 @@ func (f *FM) matchConfig(n *node) string {
 	return ""
 }
 
+// Why chooseLID gives a node no LID.
+var (
+	errPoolExhausted = errors.New("fm: LID pool exhausted")
+	errDuplicateNode = errors.New("fm: another node holds this config node's fixed LID")
+)
+
 // chooseLID applies §2.3: the fixed LID; else the LID the node holds if it is
 // in the pool and free; else the LID this GUID had before; else the lowest
-// free pool LID.
-func (f *FM) chooseLID(n *node, held uint32) uint32 {
+// free pool LID. A LID counts as taken from the moment it is chosen for
+// another node (pendingLID), not only once that node's PortInfo Set is
+// answered. A fixed LID is taken from a node that no longer matches its
+// config entry; a second node that matches the same entry (two hosts with
+// one name) while the first is active or joining gets none.
+func (f *FM) chooseLID(n *node, held uint32) (uint32, error) {
 	if c, ok := f.cfg.Node(n.cfgName); ok && n.cfgName != "" && c.LID != 0 {
 		for _, o := range f.nodes {
-			if o != n && o.lid == c.LID {
-				o.lid = 0 // the configured owner wins; the other rejoins with another LID
+			if o == n || (o.lid != c.LID && o.pendingLID != c.LID) {
+				continue
+			}
+			if o.cfgName == n.cfgName && (o.state == NodeActive || o.joining) {
+				return 0, fmt.Errorf("%w: %s (port GUID %#x, %v) is active as %q", errDuplicateNode,
+					encap.LID(c.LID), o.portGUID, o.ep, n.cfgName)
+			}
+		}
+		for _, o := range f.nodes {
+			if o != n && (o.lid == c.LID || o.pendingLID == c.LID) {
+				// The configured owner wins; the other rejoins with another LID.
+				o.lid, o.pendingLID = 0, 0
 				if o.state == NodeActive {
 					f.join(o, 0)
 				}
 			}
 		}
-		return c.LID
+		return c.LID, nil
 	}
 	if held != 0 && f.cfg.Pool.Contains(held) && f.lidFree(held, n) {
-		return held
+		return held, nil
 	}
 	if n.lid != 0 && f.lidFree(n.lid, n) {
-		return n.lid
+		return n.lid, nil
 	}
 	for l := f.cfg.Pool.Start; l <= f.cfg.Pool.End && l != 0; l++ {
 		if f.lidFree(l, n) {
-			return l
+			return l, nil
 		}
 	}
-	return 0
+	return 0, errPoolExhausted
 }
 
 // makeRoom reports whether the node table has room for one more node,
@@ -664,7 +701,7 @@ func (f *FM) lidFree(l uint32, n *node) bool {
 		return false
 	}
 	for _, o := range f.nodes {
-		if o != n && o.lid == l {
+		if o != n && (o.lid == l || o.pendingLID == l) {
 			return false
 		}
 	}

@@ -1,0 +1,135 @@
+package fm
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/hfi"
+	"github.com/opavnic/opavnic/hfi/hfitest"
+	"github.com/opavnic/opavnic/vema"
+)
+
+// answerSMPs answers, through f.handle, every pending SMP of attr as the
+// node at the request's endpoint would, with data(ep).
+func answerSMPs(t *testing.T, f *FM, attr uint16, data func(ep netip.AddrPort) []byte) {
+	t.Helper()
+	for _, r := range f.pending {
+		mp, err := encap.MgmtPayload(r.pkt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s vema.SMP
+		if s.UnmarshalBinary(mp.MAD) != nil || s.AttrID != attr {
+			continue
+		}
+		s.Method = vema.MethodGetResp
+		s.Status = vema.StatusDirection
+		s.Data = data(r.ep)
+		mad, _ := s.MarshalBinary()
+		in := inbound{mad: mad, slid: encap.LID16BPermissive, src: r.ep}
+		f.handle(&in)
+	}
+}
+
+// pendingPortInfoLIDs counts the PortInfo Sets in flight by LID.
+func pendingPortInfoLIDs(f *FM) map[uint32]int {
+	lids := map[uint32]int{}
+	for _, r := range f.pending {
+		mp, _ := encap.MgmtPayload(r.pkt)
+		var s vema.SMP
+		if s.UnmarshalBinary(mp.MAD) != nil || s.AttrID != vema.SMPAttrPortInfo || s.Method != vema.MethodSet {
+			continue
+		}
+		var pi vema.PortInfo
+		pi.UnmarshalBinary(s.Data)
+		lids[uint32(pi.LID)]++
+	}
+	return lids
+}
+
+// Joins that overlap (both NodeDescriptions answered before either PortInfo
+// Set) must not be given the same LID: the LID is reserved when chosen.
+func TestOverlappingJoinsGetDistinctLIDs(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		nodes map[netip.AddrPort]string // endpoint -> NodeDescription
+	}{
+		{"pool", map[netip.AddrPort]string{silentEP(1): "new-1", silentEP(2): "new-2"}},
+		{"fixed LID, one name twice", map[netip.AddrPort]string{silentEP(1): "host-a", silentEP(2): "host-a"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			net := hfitest.NewNetwork()
+			cfg := mustConfig(t, testFabric)
+			f := New(hfi.New(net.Listen(fmEP), hfi.Config{LID: cfg.FM.LID, TrustAnyMgmtSource: true}), cfg, nil)
+			f.settled = true
+			guid := func(ep netip.AddrPort) uint64 { return 0x1000 + uint64(ep.Addr().As4()[3]) }
+			for ep := range tc.nodes {
+				p := announceFrom(guid(ep), ep)
+				f.handle(&p)
+			}
+			answerSMPs(t, f, vema.SMPAttrNodeInfo, func(ep netip.AddrPort) []byte {
+				ni := vema.NodeInfo{BaseVersion: 0x80, ClassVersion: 0x80, NodeType: 1, NumPorts: 1, NodeGUID: guid(ep), PortGUID: guid(ep)}
+				b, _ := ni.MarshalBinary()
+				return b
+			})
+			answerSMPs(t, f, vema.SMPAttrNodeDescription, func(ep netip.AddrPort) []byte {
+				nd := vema.NodeDescriptionFrom(tc.nodes[ep])
+				b, _ := nd.MarshalBinary()
+				return b
+			})
+			lids := pendingPortInfoLIDs(f)
+			for l, k := range lids {
+				if k > 1 {
+					t.Errorf("LID %#x set on %d nodes at once (%v)", l, k, lids)
+				}
+			}
+			answerSMPs(t, f, vema.SMPAttrPortInfo, func(ep netip.AddrPort) []byte {
+				for _, r := range f.pending {
+					if r.ep == ep {
+						mp, _ := encap.MgmtPayload(r.pkt)
+						var s vema.SMP
+						s.UnmarshalBinary(mp.MAD)
+						return s.Data // the SMA answers with the state it took
+					}
+				}
+				return nil
+			})
+			held := map[uint32]int{}
+			for _, n := range f.nodes {
+				if n.state == NodeActive {
+					held[n.lid]++
+				}
+			}
+			for l, k := range held {
+				if k > 1 {
+					t.Errorf("LID %#x held by %d active nodes", l, k)
+				}
+			}
+		})
+	}
+}
+
+// A second host with a config node's name (another GUID) must not be given
+// that node's fixed LID while the first is active.
+func TestDuplicateNameDoesNotShareFixedLID(t *testing.T) {
+	fb := newFabric(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d := newFakeNode(t, ctx, fb.net, "host-a", netip.MustParseAddrPort("10.9.0.30:4793"), fmEP, 0)
+	d.mu.Lock()
+	d.guid = 0x0200000000000abc
+	d.mu.Unlock()
+	end := time.Now().Add(1500 * time.Millisecond)
+	for time.Now().Before(end) {
+		if la, _, _, _, _, _ := fb.a.snapshot(); la != 0x10 {
+			t.Fatalf("host-a lost its fixed LID 0x10 (holds %#x)", la)
+		}
+		if ld, _, _, _, _, _ := d.snapshot(); ld == 0x10 {
+			t.Fatalf("the second host-a was given host-a's fixed LID 0x10")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
