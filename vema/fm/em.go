@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"net"
+	"strconv"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -15,6 +17,36 @@ import (
 
 // The EM (PROTOCOL.md §4): it configures every member (node, vport) of every
 // vesw through the node's VEMA and keeps it right.
+//
+// Every push is a request tried f.tries times. One whose tries all go
+// unanswered is pushed again from a later poll of the node, after
+// emBackoff; emMaxFails such failures in a row declare the node lost, and
+// it is configured afresh when it joins again. A push the node refuses (it
+// answered) is not repeated until a reload or the node's next join.
+
+// emMaxFails is how many unanswered pushes in a row (to one member, or one
+// DeleteVESW) declare the node lost: with the backoff, some 15 polls.
+const emMaxFails = 5
+
+// emBackoff is how long after its fails-th unanswered push in a row a push
+// is tried again: a poll interval, doubling, at most 8.
+func (f *FM) emBackoff(fails int) time.Duration {
+	return f.pollEvery << min(max(fails-1, 0), 3)
+}
+
+// emFailed counts an unanswered push (what) to n: the poll tries again after
+// the backoff, or, at emMaxFails, n is declared lost.
+func (f *FM) emFailed(n *node, fails *int, retryAt *time.Time, what string) {
+	*fails++
+	if *fails >= emMaxFails {
+		*fails = 0
+		f.loseNode(n, what+" unanswered "+strconv.Itoa(emMaxFails)+" times in a row; node dropped")
+		return
+	}
+	*retryAt = time.Now().Add(f.emBackoff(*fails))
+	f.log.Info(what+" unanswered; will retry", zap.String("node", n.name), zap.Int("fails", *fails),
+		zap.Duration("after", f.emBackoff(*fails)))
+}
 
 // memberKeys returns the keys of the config members on node n.
 func (f *FM) memberKeys(n *node) []memberKey {
@@ -58,7 +90,14 @@ func (f *FM) member(k memberKey) (*VESWConfig, *Member, bool) {
 // configureNode sets the node's VEMA ClassPortInfo (trap_lid = FM LID) and
 // pushes every member on it; force pushes even what looks unchanged.
 func (f *FM) configureNode(n *node, force bool) {
+	f.sendDeletes(n)
 	keys := f.memberKeys(n)
+	if force {
+		for _, k := range keys { // a (re)join starts the counts afresh
+			st := f.members[k]
+			st.fails, st.retryAt, st.infoRefused, st.tableRefused = 0, time.Time{}, false, false
+		}
+	}
 	if len(keys) == 0 {
 		return
 	}
@@ -85,12 +124,14 @@ func (f *FM) adoptThenPush(n *node, k memberKey, force bool) {
 		}
 	}
 	st := f.members[k]
-	if st == nil || st.learned != ([6]byte{}) {
+	if st == nil || st.learned != ([6]byte{}) || st.reading {
 		push()
 		return
 	}
+	st.reading = true
 	f.vendorMAD(n, vema.ClassVEMA, vema.MethodGet, vema.AttrVESWPortInfo, uint32(k.vport), nil,
 		func(p *inbound, s vema.Status) {
+			st.reading = false
 			var pi vema.VESWPortInfo
 			if s == vema.StatusSuccess && len(p.mad) >= vema.VendorHeaderLen &&
 				pi.UnmarshalBinary(p.mad[vema.VendorHeaderLen:]) == nil {
@@ -104,7 +145,10 @@ func (f *FM) adoptThenPush(n *node, k memberKey, force bool) {
 				}
 			}
 			push()
-		}, push)
+		}, func() {
+			st.reading = false
+			push()
+		})
 }
 
 // memberMAC is a member's MAC: learned from a trap, else fixed, else derived
@@ -154,7 +198,8 @@ func (f *FM) portInfo(v *VESWConfig, m *Member, n *node) vema.VESWPortInfo {
 	return pi
 }
 
-// pushMember sets the member's VESWPortInfo when it changed (or force).
+// pushMember sets the member's VESWPortInfo when it differs from what the
+// node acknowledged and from the Set in flight (or force).
 func (f *FM) pushMember(n *node, k memberKey, force bool) {
 	v, m, ok := f.member(k)
 	st := f.members[k]
@@ -163,22 +208,35 @@ func (f *FM) pushMember(n *node, k memberKey, force bool) {
 	}
 	pi := f.portInfo(v, m, n)
 	data, _ := pi.MarshalBinary()
-	if !force && bytes.Equal(data, st.info) {
+	if !force && (bytes.Equal(data, st.info) || st.infoOut && bytes.Equal(data, st.infoSent)) {
 		return
 	}
+	st.infoSeq++
+	seq := st.infoSeq
+	st.infoSent, st.infoOut, st.infoRefused = data, true, false
 	f.log.Debug("VESWPortInfo Set", zap.String("node", n.name), zap.Uint16("vesw", uint16(k.vesw)), zap.Uint8("vport", k.vport))
 	f.vendorMAD(n, vema.ClassVEMA, vema.MethodSet, vema.AttrVESWPortInfo, uint32(k.vport), data,
 		func(_ *inbound, s vema.Status) {
+			if seq != st.infoSeq {
+				return // a later Set's answer decides
+			}
+			st.infoOut = false
 			if s != vema.StatusSuccess {
-				f.log.Warn("VESWPortInfo Set refused", zap.String("node", n.name), zap.Stringer("status", s))
+				f.log.Warn("VESWPortInfo Set refused", zap.String("node", n.name), zap.Uint16("vesw", uint16(k.vesw)),
+					zap.Uint8("vport", k.vport), zap.Stringer("status", s))
+				st.infoRefused = true
 				return
 			}
-			st.info = data
+			st.info, st.fails = data, 0
 			// The vesw's table may have changed while the port was being
 			// made (pushVESWTables skips a member until then).
 			f.pushTable(n, k, false)
 		}, func() {
-			f.log.Warn("VESWPortInfo Set unanswered", zap.String("node", n.name), zap.Uint16("vesw", uint16(k.vesw)))
+			if seq != st.infoSeq {
+				return
+			}
+			st.infoOut = false
+			f.emFailed(n, &st.fails, &st.retryAt, "VESWPortInfo Set")
 		})
 }
 
@@ -216,9 +274,11 @@ func macDigest(ents []vema.MACTableEntry) uint32 {
 	return 1
 }
 
-// pushTable sets the member's MAC table when its digest changed (or force):
-// 125 entries per MAD, and zero-MAC entries deleting what an older, longer
-// table left behind.
+// pushTable sets the member's MAC table when its digest differs from what
+// the node acknowledged and from the push in flight (or force): 125 entries
+// per MAD, and zero-MAC entries deleting what an older, longer table left
+// behind. The digest counts as the node's only once every chunk is
+// answered.
 func (f *FM) pushTable(n *node, k memberKey, force bool) {
 	v, _, ok := f.member(k)
 	st := f.members[k]
@@ -226,13 +286,18 @@ func (f *FM) pushTable(n *node, k memberKey, force bool) {
 		return
 	}
 	ents, digest := f.macTable(v)
-	if !force && digest == st.digest && len(ents) == st.tableLen {
+	if !force && (st.tableOut == 0 && digest == st.digest && len(ents) == st.tableLen ||
+		st.tableOut > 0 && digest == st.tableDigest) {
 		return
 	}
 	all := ents
 	for len(all) < st.tableLen {
 		all = append(all, vema.MACTableEntry{})
 	}
+	st.tableSeq++
+	seq := st.tableSeq
+	st.tableOut, st.tableDigest, st.tableRefused = 0, digest, false
+	st.tableLen = max(st.tableLen, len(ents))
 	for off := 0; off == 0 || off < len(all); off += vema.MaxMACEntriesPerMAD {
 		chunk := all[off:min(off+vema.MaxMACEntriesPerMAD, len(all))]
 		t := vema.VESWPortMACEntries{MACTableHeader: vema.MACTableHeader{Offset: uint16(off),
@@ -240,17 +305,32 @@ func (f *FM) pushTable(n *node, k memberKey, force bool) {
 		data, err := t.MarshalBinary()
 		if err != nil {
 			f.log.Error("MAC table", zap.Error(err))
+			st.tableOut = 0
 			return
 		}
+		st.tableOut++
 		f.vendorMAD(n, vema.ClassVEMA, vema.MethodSet, vema.AttrVESWPortMACEntries, uint32(k.vport), data,
 			func(_ *inbound, s vema.Status) {
-				if s != vema.StatusSuccess {
-					f.log.Warn("MAC table Set refused", zap.String("node", n.name), zap.Stringer("status", s))
-					st.digest = 0 // not there: the next push must not look unchanged
+				if seq != st.tableSeq || st.tableOut == 0 {
+					return // a later push's answers decide, or this one failed already
 				}
-			}, nil)
+				if s != vema.StatusSuccess {
+					f.log.Warn("MAC table Set refused", zap.String("node", n.name), zap.Uint16("vesw", uint16(k.vesw)),
+						zap.Uint8("vport", k.vport), zap.Stringer("status", s))
+					st.tableOut, st.digest, st.tableRefused = 0, 0, true
+					return
+				}
+				if st.tableOut--; st.tableOut == 0 {
+					st.digest, st.tableLen, st.fails = digest, len(ents), 0
+				}
+			}, func() {
+				if seq != st.tableSeq || st.tableOut == 0 {
+					return
+				}
+				st.tableOut, st.digest = 0, 0 // not known to be there: the poll pushes it again
+				f.emFailed(n, &st.fails, &st.retryAt, "MAC table Set")
+			})
 	}
-	st.tableLen, st.digest = len(ents), digest
 }
 
 // pushVESWTables pushes v's MAC table to every active member whose port
@@ -300,34 +380,99 @@ func (f *FM) repushDefaultPortsReferencing(n *node) {
 	}
 }
 
-// checkMembers reads each member's VESWPortInfo (every poll) and re-pushes
-// the node when one shows a digest of 0, another SLID or an error: the node
-// lost its VNIC state (§4.3).
+// checkMembers runs on every poll answer of n: it sends the DeleteVESWs n
+// is owed, pushes again what was not acknowledged (once its backoff is
+// over), and reads each configured member's VESWPortInfo: an error, another
+// SLID or a digest of 0 means the node lost its VNIC state (§4.3) and is
+// configured again; another digest means a MAC table the node did not take,
+// pushed again.
 func (f *FM) checkMembers(n *node) {
+	f.sendDeletes(n)
+	now := time.Now()
 	for _, k := range f.memberKeys(n) {
 		st := f.members[k]
-		if st.info == nil || st.pushing {
-			continue // not configured yet: the push in flight will do
+		v, m, ok := f.member(k)
+		if !ok || st.infoOut || st.reading || now.Before(st.retryAt) {
+			continue
 		}
-		st.pushing = true
+		pi := f.portInfo(v, m, n)
+		if data, _ := pi.MarshalBinary(); !bytes.Equal(data, st.info) {
+			if !st.infoRefused {
+				f.pushMember(n, k, false)
+			}
+			continue
+		}
+		st.reading = true
 		f.vendorMAD(n, vema.ClassVEMA, vema.MethodGet, vema.AttrVESWPortInfo, uint32(k.vport), nil,
 			func(p *inbound, s vema.Status) {
-				st.pushing = false
+				st.reading = false
+				if n.state != NodeActive || st.info == nil {
+					return
+				}
 				var pi vema.VESWPortInfo
 				err := errors.New("short")
 				if len(p.mad) >= vema.VendorHeaderLen {
 					err = pi.UnmarshalBinary(p.mad[vema.VendorHeaderLen:])
 				}
-				if s == vema.StatusSuccess && err == nil && pi.VPort.MACTblDigest != 0 &&
-					uint32(pi.VPort.EncapSLID) == n.lid {
-					return
+				lost := s != vema.StatusSuccess || err != nil || uint32(pi.VPort.EncapSLID) != n.lid
+				if !lost && (st.tableOut > 0 || st.tableRefused) {
+					return // the table's answer is to come, or it was refused
 				}
-				f.log.Info("vport lost its state; configuring again", zap.String("node", n.name),
-					zap.Uint16("vesw", uint16(k.vesw)), zap.Uint8("vport", k.vport), zap.Stringer("status", s))
-				st.learned = [6]byte{}
-				st.info = nil
-				f.configureNode(n, true)
-			}, func() { st.pushing = false })
+				switch got := pi.VPort.MACTblDigest; {
+				case lost || got == 0 && st.digest != 0:
+					f.log.Info("vport lost its state; configuring again", zap.String("node", n.name),
+						zap.Uint16("vesw", uint16(k.vesw)), zap.Uint8("vport", k.vport), zap.Stringer("status", s))
+					st.learned = [6]byte{}
+					st.info = nil
+					f.configureNode(n, true)
+				case got != st.digest:
+					f.log.Info("MAC table not as pushed; pushing it again", zap.String("node", n.name),
+						zap.Uint16("vesw", uint16(k.vesw)), zap.Uint8("vport", k.vport))
+					f.pushTable(n, k, true)
+				}
+			}, func() { st.reading = false })
+	}
+}
+
+// sendDeletes sends n the DeleteVESWs it is owed and not waiting on, once
+// their backoff is over. A vport the config now gives n again (another vesw)
+// is deleted once, not retried: the member's Set, sent after, makes it anew,
+// and a late retry of the deletion would undo that.
+func (f *FM) sendDeletes(n *node) {
+	dels := f.deletes[n.portGUID]
+	if n.state != NodeActive || len(dels) == 0 {
+		return
+	}
+	now := time.Now()
+	used := map[uint8]bool{}
+	for _, k := range f.memberKeys(n) {
+		used[k.vport] = true
+	}
+	for vport, d := range dels {
+		if used[vport] {
+			delete(dels, vport)
+			f.log.Info("DeleteVESW", zap.String("node", n.name), zap.Uint16("vesw", uint16(d.vesw)), zap.Uint8("vport", vport))
+			f.vendorMAD(n, vema.ClassVEMA, vema.MethodSet, vema.AttrDeleteVESW, uint32(vport), nil, nil, nil)
+			continue
+		}
+		if d.out || now.Before(d.retryAt) {
+			continue
+		}
+		d.out = true
+		f.log.Info("DeleteVESW", zap.String("node", n.name), zap.Uint16("vesw", uint16(d.vesw)), zap.Uint8("vport", vport))
+		f.vendorMAD(n, vema.ClassVEMA, vema.MethodSet, vema.AttrDeleteVESW, uint32(vport), nil,
+			func(_ *inbound, s vema.Status) {
+				// 0x001C: no such vport, which is as good.
+				if dels[vport] == d {
+					delete(dels, vport)
+				}
+			}, func() {
+				d.out = false
+				f.emFailed(n, &d.fails, &d.retryAt, "DeleteVESW")
+			})
+	}
+	if len(dels) == 0 {
+		delete(f.deletes, n.portGUID)
 	}
 }
 
@@ -406,7 +551,8 @@ func (f *FM) Reload(cfg *Config) error {
 	for _, n := range f.nodes {
 		n.cfgName = f.matchConfig(n)
 	}
-	// Removed members: DeleteVESW to the node, if it is there.
+	// Removed members: the node is owed a DeleteVESW, sent now if it is
+	// active, else when it is again.
 	for _, v := range old.VESWs {
 		for _, m := range v.Members {
 			k := memberKey{v.ID, m.Node, m.VPort}
@@ -414,13 +560,18 @@ func (f *FM) Reload(cfg *Config) error {
 				continue
 			}
 			delete(f.members, k)
-			n := f.activeNodeIn(m.Node, old)
+			n := f.nodeIn(m.Node, old)
 			if n == nil {
 				continue
 			}
-			f.log.Info("DeleteVESW", zap.String("node", n.name), zap.Uint16("vesw", uint16(v.ID)), zap.Uint8("vport", m.VPort))
-			f.vendorMAD(n, vema.ClassVEMA, vema.MethodSet, vema.AttrDeleteVESW, uint32(m.VPort), nil, nil, nil)
+			if f.deletes[n.portGUID] == nil {
+				f.deletes[n.portGUID] = map[uint8]*pendingDelete{}
+			}
+			f.deletes[n.portGUID][m.VPort] = &pendingDelete{vesw: v.ID}
 		}
+	}
+	for _, st := range f.members { // a new config is worth trying what was refused
+		st.infoRefused, st.tableRefused = false, false
 	}
 	for _, n := range f.nodes {
 		if n.state == NodeActive {
@@ -432,14 +583,14 @@ func (f *FM) Reload(cfg *Config) error {
 	return nil
 }
 
-// activeNodeIn finds the active node that was config node name under cfg
-// (before a reload renamed or removed it).
-func (f *FM) activeNodeIn(name string, cfg *Config) *node {
+// nodeIn finds the node, active or lost, that was config node name under
+// cfg (before a reload renamed or removed it), preferring an active one.
+func (f *FM) nodeIn(name string, cfg *Config) *node {
 	cur := f.cfg
 	f.cfg = cfg
 	var found *node
 	for _, n := range f.nodes {
-		if n.state == NodeActive && n.lid != 0 && f.matchConfig(n) == name {
+		if n.lid != 0 && f.matchConfig(n) == name && (found == nil || n.state == NodeActive) {
 			found = n
 		}
 	}

@@ -40,6 +40,24 @@ type fakeNode struct {
 	// refusedTables counts MAC table Sets for a vport that does not exist,
 	// which the agent refuses (0x001C) as the kernel's did.
 	refusedTables int
+	// drop, when set, loses the incoming MADs it matches (counted in
+	// dropped): packet loss, or a node that stops answering.
+	drop    func(class vema.Class, method vema.Method, attr uint16) bool
+	dropped int
+}
+
+// setDrop makes the node lose the incoming MADs d matches (nil: none).
+func (f *fakeNode) setDrop(d func(class vema.Class, method vema.Method, attr uint16) bool) {
+	f.mu.Lock()
+	f.drop = d
+	f.mu.Unlock()
+}
+
+// dropping matches MADs of class, and of method and attr unless 0.
+func dropping(class vema.Class, method vema.Method, attr uint16) func(vema.Class, vema.Method, uint16) bool {
+	return func(c vema.Class, m vema.Method, a uint16) bool {
+		return c == class && (method == 0 || m == method) && (attr == 0 || a == attr)
+	}
 }
 
 func newFakeNode(t *testing.T, ctx context.Context, n *hfitest.Network, name string, ep, fmEP netip.AddrPort, lid uint32) *fakeNode {
@@ -113,6 +131,10 @@ func (f *fakeNode) Receive(pkt []byte, h encap.Header16B, src netip.AddrPort) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.drop != nil && f.drop(hdr.MgmtClass, hdr.Method, hdr.AttrID) {
+		f.dropped++
+		return
+	}
 	switch hdr.MgmtClass {
 	case vema.ClassSubnDirectedRoute:
 		f.heard = time.Now()

@@ -91,7 +91,10 @@ type FM struct {
 	dirtyAt  time.Time
 	lastPoll time.Time
 	members  map[memberKey]*memberState
-	lastDir  []dirBlock
+	// deletes holds the DeleteVESWs not yet answered, by port GUID and
+	// vport: sent when the node is active, retried on its polls.
+	deletes map[uint64]map[uint8]*pendingDelete
+	lastDir []dirBlock
 	// settleBy ends the start-up sweep: until every configured node has
 	// joined or this time has passed, the FM learns and pushes nothing, so a
 	// restarted FM never hands a node a directory or MAC table that lacks
@@ -149,12 +152,42 @@ type memberKey struct {
 	vport uint8
 }
 
+// memberState is what the EM knows of one member's port. Every push
+// carries a sequence number per kind: only the answer to the latest one
+// counts, so a late answer to an older push never commits stale state.
 type memberState struct {
-	learned  [6]byte // MAC learned from a trap, zero if none
-	info     []byte  // last VESWPortInfo pushed and acknowledged
-	tableLen int     // MAC-table entries last pushed
-	digest   uint32
-	pushing  bool
+	learned [6]byte // MAC learned from a trap, zero if none
+	info    []byte  // last VESWPortInfo pushed and acknowledged
+	// infoSent is the VESWPortInfo Set in flight (infoOut), infoSeq its
+	// sequence number; infoRefused says the node refused the latest one.
+	infoSent    []byte
+	infoSeq     uint32
+	infoOut     bool
+	infoRefused bool
+	// digest is the MAC table the node acknowledged (every chunk), 0 when
+	// none or unknown; tableLen the entries that may be on the node (a
+	// later, shorter table deletes the rest). tableOut counts the chunks of
+	// the push in flight (tableSeq, of digest tableDigest).
+	digest       uint32
+	tableLen     int
+	tableSeq     uint32
+	tableOut     int
+	tableDigest  uint32
+	tableRefused bool
+	reading      bool // a VESWPortInfo Get in flight
+	// fails counts the member's consecutive unanswered pushes; retryAt is
+	// when the poll may push again (emBackoff).
+	fails   int
+	retryAt time.Time
+}
+
+// pendingDelete is a DeleteVESW the EM owes a node (by port GUID) until the
+// node answers it.
+type pendingDelete struct {
+	vesw    encap.VESWID
+	out     bool
+	fails   int
+	retryAt time.Time
 }
 
 type inbound struct {
@@ -197,6 +230,7 @@ func New(h *hfi.HFI, cfg *Config, log *zap.Logger) *FM {
 		gen:      uint32(time.Now().Unix()),
 		settleBy: time.Now().Add(settleGrace),
 		members:  map[memberKey]*memberState{},
+		deletes:  map[uint64]map[uint8]*pendingDelete{},
 		warned:   map[string]*warnState{},
 	}
 	h.Register(encap.L4FabricMgt, f)
@@ -693,6 +727,7 @@ func (f *FM) makeRoom() bool {
 	f.log.Info("node table full; forgetting the node lost longest ago", zap.String("node", oldest.name),
 		zap.Uint64("guid", oldest.portGUID), zap.Stringer("lid", encap.LID(oldest.lid)))
 	delete(f.nodes, oldest.portGUID)
+	delete(f.deletes, oldest.portGUID)
 	return true
 }
 
@@ -747,13 +782,23 @@ func (f *FM) poll() {
 			}, func() {
 				n.pollOut = false
 				n.misses++
-				if n.misses >= MissedPollsToDrop && n.state == NodeActive {
-					f.log.Warn("node stopped answering; dropped", zap.String("node", n.name), zap.Stringer("lid", encap.LID(n.lid)))
-					n.state, n.lostAt = NodeLost, time.Now()
-					f.markDirty()
+				if n.misses >= MissedPollsToDrop {
+					f.loseNode(n, "node stopped answering polls; dropped")
 				}
 			})
 	}
+}
+
+// loseNode marks an active node lost (it leaves the directory, the EM stops
+// pushing to it). It keeps its LID; when it announces again it joins again
+// and the EM configures it afresh.
+func (f *FM) loseNode(n *node, why string) {
+	if n.state != NodeActive {
+		return
+	}
+	f.log.Warn(why, zap.String("node", n.name), zap.Stringer("lid", encap.LID(n.lid)), zap.Stringer("peer", n.ep))
+	n.state, n.lostAt = NodeLost, time.Now()
+	f.markDirty()
 }
 
 // --- directory ---
