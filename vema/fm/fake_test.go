@@ -26,6 +26,8 @@ type fakeNode struct {
 	mu       sync.Mutex
 	send     *hfi.Sender
 	lid      uint32
+	smLID    encap.LID // from the SM's PortInfo Set; 0 until then
+	prefix   uint64
 	heard    time.Time
 	vports   map[uint8]vema.VESWPortInfo
 	tables   map[uint8][]vema.MACTableEntry // by vport, index = table index
@@ -167,9 +169,10 @@ func (f *fakeNode) smp(mad []byte, fmLID uint32) {
 			var pi vema.PortInfo
 			pi.UnmarshalBinary(s.Data)
 			f.lid = uint32(pi.LID)
+			f.smLID, f.prefix = pi.SMLID, pi.SubnetPrefix
 			f.h.SetLID(f.lid)
 		}
-		pi := vema.PortInfo{LID: encap.LID(f.lid), SMLID: 1}
+		pi := vema.PortInfo{LID: encap.LID(f.lid), SMLID: f.smLID, SubnetPrefix: f.prefix}
 		pi.SetPortState(4)
 		attr, _ = pi.MarshalBinary()
 	default:
@@ -289,8 +292,22 @@ func (f *fakeNode) restart() {
 	defer f.mu.Unlock()
 	f.lid = 0
 	f.h.SetLID(0)
+	f.forget()
+}
+
+// restartKeepingLID forgets everything but the LID, as a restarted vnicd
+// with node.lid in its config would: it starts with that LID and no SM LID.
+func (f *fakeNode) restartKeepingLID() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.forget()
+}
+
+func (f *fakeNode) forget() {
+	f.smLID, f.prefix = 0, 0
 	f.vports = map[uint8]vema.VESWPortInfo{}
 	f.tables = map[uint8][]vema.MACTableEntry{}
+	f.dir, f.groups, f.dirGen, f.blocks = nil, nil, 0, map[uint32][]dirBlock{}
 }
 
 // trap sends a VEMA unicast-MAC-change trap for vport after setting its MAC.

@@ -94,7 +94,11 @@ type FM struct {
 	// deletes holds the DeleteVESWs not yet answered, by port GUID and
 	// vport: sent when the node is active, retried on its polls.
 	deletes map[uint64]map[uint8]*pendingDelete
-	lastDir []dirBlock
+	// lastDir is the current generation's blocks and lastData their MAD
+	// data: a node that missed them (a lost block, a restart) is sent them
+	// again from its poll.
+	lastDir  []dirBlock
+	lastData [][]byte
 	// settleBy ends the start-up sweep: until every configured node has
 	// joined or this time has passed, the FM learns and pushes nothing, so a
 	// restarted FM never hands a node a directory or MAC table that lacks
@@ -144,6 +148,13 @@ type node struct {
 	joining    bool
 	misses     int
 	pollOut    bool
+	// dirGen is the generation the node answered every block of, 0 when it
+	// needs the current one from scratch (it (re)joined); dirSending is the
+	// generation being sent to it, dirRefused one it refused a block of.
+	// dirFails and dirRetryAt pace sending it again (emBackoff).
+	dirGen, dirSending, dirRefused uint32
+	dirFails                       int
+	dirRetryAt                     time.Time
 }
 
 type memberKey struct {
@@ -540,8 +551,16 @@ func (f *FM) announce(p *inbound) {
 		n.misses = 0
 		f.markDirty()
 	}
-	if n.state == NodeActive && held == n.lid && held != 0 {
-		return // the polls decide whether it is still there
+	if n.state == NodeActive && !n.joining {
+		// A node announces only when it has no LID or has not heard from
+		// the SM for a while: it restarted (perhaps keeping a configured
+		// LID), or lost the SM. Either way it needs its PortInfo and the
+		// directory again.
+		f.log.Info("active node announced; joining it again", zap.String("node", n.name),
+			zap.Stringer("lid", encap.LID(n.lid)), zap.Stringer("held", encap.LID(held)))
+		if held != n.lid {
+			f.forgetLearned(n) // it restarted: its netdevs carry their base MACs
+		}
 	}
 	f.join(n, held)
 }
@@ -630,6 +649,7 @@ func (f *FM) setPortInfo(n *node, lid uint32, fail func()) {
 			n.lid = lid
 			n.state = NodeActive
 			n.misses = 0
+			n.dirGen, n.dirFails, n.dirRetryAt, n.dirRefused = 0, 0, time.Time{}, 0 // it gets the whole generation
 			f.log.Info("node joined", zap.String("node", n.name), zap.Stringer("lid", encap.LID(lid)),
 				zap.Bool("extended", encap.LID(lid).IsExtended()), zap.Stringer("peer", n.ep))
 			f.markDirty()
@@ -769,15 +789,16 @@ func (f *FM) poll() {
 				if pi.UnmarshalBinary(r.Data) != nil {
 					return
 				}
-				if uint32(pi.LID) != n.lid {
-					f.log.Info("node lost its LID (restarted?); joining it again", zap.String("node", n.name),
-						zap.Stringer("lid", encap.LID(n.lid)), zap.Stringer("got", pi.LID))
-					for _, k := range f.memberKeys(n) {
-						f.members[k].learned = [6]byte{}
-					}
+				if uint32(pi.LID) != n.lid || uint32(pi.SMLID) != f.cfg.FM.LID || pi.SubnetPrefix != f.cfg.FM.SubnetPrefix {
+					// A node that restarted with a LID from its own config
+					// keeps the LID but not the SM LID.
+					f.log.Info("node lost its PortInfo (restarted?); joining it again", zap.String("node", n.name),
+						zap.Stringer("lid", encap.LID(n.lid)), zap.Stringer("got", pi.LID), zap.Stringer("sm_lid", pi.SMLID))
+					f.forgetLearned(n)
 					f.join(n, uint32(pi.LID))
 					return
 				}
+				f.resendDirectory(n)
 				f.checkMembers(n)
 			}, func() {
 				n.pollOut = false
@@ -786,6 +807,14 @@ func (f *FM) poll() {
 					f.loseNode(n, "node stopped answering polls; dropped")
 				}
 			})
+	}
+}
+
+// forgetLearned forgets the MACs learned from n's traps: n restarted, and
+// its netdevs carry the EM's base MACs again.
+func (f *FM) forgetLearned(n *node) {
+	for _, k := range f.memberKeys(n) {
+		f.members[k].learned = [6]byte{}
 	}
 }
 
@@ -847,7 +876,6 @@ func (f *FM) pushDirectory() {
 		f.log.Error("cannot push the directory", zap.Error(err))
 		return
 	}
-	f.lastDir = blocks
 	eps := map[uint32]netip.AddrPort{}
 	for _, e := range ents {
 		eps[e.LID] = e.EP
@@ -867,30 +895,69 @@ func (f *FM) pushDirectory() {
 			return
 		}
 	}
+	f.lastDir, f.lastData = blocks, data
 	for _, n := range f.nodes {
 		if n.state == NodeActive {
+			n.dirFails, n.dirRetryAt = 0, time.Time{}
 			f.sendDirectory(n, f.gen, blocks, data, 0)
 		}
 	}
 }
 
+// resendDirectory sends n the current generation again (on its poll) when
+// n has not answered all of it and none of it is on its way: a block whose
+// tries were all lost, or a node that rejoined. Paced by emBackoff; after
+// emMaxFails failed sends in a row n is dropped, and gets the directory when
+// it joins again.
+func (f *FM) resendDirectory(n *node) {
+	if !f.settled || f.lastDir == nil || n.dirGen == f.gen || n.dirSending == f.gen || n.dirRefused == f.gen ||
+		time.Now().Before(n.dirRetryAt) {
+		return
+	}
+	f.log.Info("sending the directory again", zap.String("node", n.name), zap.Uint32("generation", f.gen),
+		zap.Uint32("node_has", n.dirGen))
+	f.sendDirectory(n, f.gen, f.lastDir, f.lastData, 0)
+}
+
 // sendDirectory sends block i of generation gen to n and, once n answers,
 // the next: a push holds one request per node, not one per block (at
 // MaxNodes nodes, 51 blocks each would be some 200000, far beyond
-// maxPending). It stops when a newer generation is being pushed, when n is
-// no longer active, or when n refuses a block.
+// maxPending). It stops when a newer generation is being pushed or n is no
+// longer active; a block refused or unanswered stops it too, and the poll
+// decides when to send the generation again (resendDirectory).
 func (f *FM) sendDirectory(n *node, gen uint32, blocks []dirBlock, data [][]byte, i int) {
-	if i == len(blocks) || gen != f.gen || n.state != NodeActive {
+	if i == 0 {
+		n.dirSending = gen
+	}
+	if gen != f.gen || n.state != NodeActive || n.dirSending != gen {
+		if n.dirSending == gen {
+			n.dirSending = 0
+		}
+		return
+	}
+	if i == len(blocks) {
+		n.dirSending, n.dirGen, n.dirFails = 0, gen, 0
 		return
 	}
 	b := &blocks[i]
 	f.vendorMAD(n, classDirectory, vema.MethodSet, b.Attr, uint32(b.Block), data[i], func(_ *inbound, st vema.Status) {
 		if st != vema.StatusSuccess {
 			f.log.Warn("directory block refused", zap.String("node", n.name), zap.Uint16("block", b.Block), zap.Stringer("status", st))
+			if n.dirSending == gen {
+				n.dirSending, n.dirRefused = 0, gen
+			}
 			return
 		}
 		f.sendDirectory(n, gen, blocks, data, i+1)
-	}, nil)
+	}, func() {
+		if n.dirSending != gen {
+			return
+		}
+		n.dirSending = 0
+		if gen == f.gen {
+			f.emFailed(n, &n.dirFails, &n.dirRetryAt, "directory block")
+		}
+	})
 }
 
 // activeNode returns the active node matched to a config node name.
