@@ -586,6 +586,11 @@ func (f *FM) join(n *node, held uint32) {
 			}
 			n.state, n.lostAt = NodeLost, time.Now()
 		}
+		// An active node joined again (it announced, or its PortInfo
+		// changed) that fails the join is dropped as three missed polls
+		// would drop it: polls skip a joining node, and one that keeps
+		// announcing but never answers must not stay active.
+		f.loseNode(n, "node failed to join again; dropped")
 		f.warn("join", "join failed; waiting for the next announce", zap.String("node", n.name), zap.Stringer("peer", n.ep))
 	}
 	f.drSMP(n, vema.MethodGet, vema.SMPAttrNodeInfo, 0, nil, f.tries, f.retryTimeout, func(_ *inbound, r *vema.SMP) {
