@@ -110,11 +110,16 @@ func (f *FM) configureNode(n *node, force bool) {
 	}
 }
 
-// adoptThenPush reads the member's VESWPortInfo first: a port that already
-// runs this vesw with a base MAC other than the derived or fixed one carries a
-// MAC the EM learned before (an FM restart forgets it), so the EM adopts it
-// rather than reset the netdev's MAC. Then it pushes the member and the vesw's
-// MAC tables.
+// adoptThenPush, the first time this FM configures a member (after its
+// start, or when a reload adds the member), first reads the port: one that
+// already runs this vesw on this LID with a MAC other than the config's
+// carries a MAC the EM learned before (an FM restart forgets it): the
+// netdev's MAC (IfaceUcastMacs) when a user changed it since (its trap may
+// be lost), else the port's base_mac_addr, which the EM sets to what it
+// learns. The EM adopts it rather than reset the netdev's MAC. Later
+// configures (a reload, a rejoin) never adopt: the EM heard every change,
+// and the port's MAC may be an old fixed one that the push must replace.
+// Then it pushes the member and the vesw's MAC tables.
 func (f *FM) adoptThenPush(n *node, k memberKey, force bool) {
 	push := func() {
 		f.pushMember(n, k, force)
@@ -124,31 +129,48 @@ func (f *FM) adoptThenPush(n *node, k memberKey, force bool) {
 		}
 	}
 	st := f.members[k]
-	if st == nil || st.learned != ([6]byte{}) || st.reading {
+	if st == nil || st.adopted || st.learned != ([6]byte{}) || st.reading {
 		push()
 		return
 	}
 	st.reading = true
+	done := func() { st.reading = false; push() }
 	f.vendorMAD(n, vema.ClassVEMA, vema.MethodGet, vema.AttrVESWPortInfo, uint32(k.vport), nil,
 		func(p *inbound, s vema.Status) {
-			st.reading = false
 			var pi vema.VESWPortInfo
-			if s == vema.StatusSuccess && len(p.mad) >= vema.VendorHeaderLen &&
-				pi.UnmarshalBinary(p.mad[vema.VendorHeaderLen:]) == nil {
+			if s != vema.StatusSuccess || len(p.mad) < vema.VendorHeaderLen ||
+				pi.UnmarshalBinary(p.mad[vema.VendorHeaderLen:]) != nil {
+				st.adopted = s != vema.StatusSuccess // answered: no such port
+				done()
+				return
+			}
+			st.adopted = true
+			if pi.VESW.VESWID != k.vesw || uint32(pi.VPort.EncapSLID) != n.lid {
+				done()
+				return
+			}
+			base := pi.VPort.BaseMACAddr
+			req, _ := (&vema.IfaceMACsHeader{}).MarshalBinary()
+			adopt := func(mac [6]byte) {
 				v, m, ok := f.member(k)
-				mac := pi.VPort.BaseMACAddr
-				if ok && pi.VESW.VESWID == k.vesw && uint32(pi.VPort.EncapSLID) == n.lid &&
-					mac != ([6]byte{}) && mac[0]&1 == 0 && mac != f.memberMAC(*v, *m, n) {
+				if ok && mac != ([6]byte{}) && mac[0]&1 == 0 && mac != f.configMAC(v, m, n) {
 					st.learned = mac
 					f.log.Info("adopted the MAC a port already carries", zap.String("node", n.name),
 						zap.Uint16("vesw", uint16(k.vesw)), zap.Uint8("vport", k.vport), zap.String("mac", net.HardwareAddr(mac[:]).String()))
 				}
+				done()
 			}
-			push()
-		}, func() {
-			st.reading = false
-			push()
-		})
+			f.vendorMAD(n, vema.ClassVEMA, vema.MethodGet, vema.AttrIfaceUcastMACs, uint32(k.vport), req,
+				func(p *inbound, s vema.Status) {
+					var l vema.IfaceMACs
+					if s == vema.StatusSuccess && len(p.mad) >= vema.VendorHeaderLen &&
+						l.UnmarshalBinary(p.mad[vema.VendorHeaderLen:]) == nil && len(l.MACs) > 0 && l.MACs[0] != ([6]byte{}) {
+						adopt(l.MACs[0])
+						return
+					}
+					adopt(base)
+				}, func() { adopt(base) })
+		}, done)
 }
 
 // memberMAC is a member's MAC: learned from a trap, else fixed, else derived
@@ -157,6 +179,12 @@ func (f *FM) memberMAC(v VESWConfig, m Member, n *node) [6]byte {
 	if st := f.members[memberKey{v.ID, m.Node, m.VPort}]; st != nil && st.learned != [6]byte{} {
 		return st.learned
 	}
+	return f.configMAC(&v, &m, n)
+}
+
+// configMAC is the MAC the config gives a member: fixed, else derived from
+// its node's LID. It is the port's base_mac_addr.
+func (f *FM) configMAC(v *VESWConfig, m *Member, n *node) [6]byte {
 	if m.MAC != [6]byte{} {
 		return m.MAC
 	}
@@ -422,7 +450,6 @@ func (f *FM) checkMembers(n *node) {
 				case lost || got == 0 && st.digest != 0:
 					f.log.Info("vport lost its state; configuring again", zap.String("node", n.name),
 						zap.Uint16("vesw", uint16(k.vesw)), zap.Uint8("vport", k.vport), zap.Stringer("status", s))
-					st.learned = [6]byte{}
 					st.info = nil
 					f.configureNode(n, true)
 				case got != st.digest:
@@ -520,7 +547,14 @@ func (f *FM) vemaTrap(p *inbound) {
 				f.members[k] = st
 			}
 			st.learned = l.MACs[0]
-			if v, ok := f.vesw(k.vesw); ok {
+			if v, m, ok := f.member(k); ok {
+				if st.learned == f.configMAC(v, m, n) {
+					st.learned = [6]byte{} // back to the config's MAC
+				}
+				// base_mac_addr follows, so that a restarted FM finds the
+				// MAC on the port (adoptThenPush) and a restarted node gets
+				// it back.
+				f.pushMember(n, k, false)
 				f.pushVESWTables(v)
 			}
 		}, nil)
@@ -570,8 +604,13 @@ func (f *FM) Reload(cfg *Config) error {
 			f.deletes[n.portGUID][m.VPort] = &pendingDelete{vesw: v.ID}
 		}
 	}
-	for _, st := range f.members { // a new config is worth trying what was refused
-		st.infoRefused, st.tableRefused = false, false
+	for k, st := range f.members {
+		st.infoRefused, st.tableRefused = false, false // a new config is worth trying what was refused
+		if _, m, ok := f.member(k); ok && st.learned != ([6]byte{}) {
+			if om := memberOf(old, k); om != nil && om.MAC != m.MAC {
+				st.learned = [6]byte{} // the config's new MAC replaces the one learned
+			}
+		}
 	}
 	for _, n := range f.nodes {
 		if n.state == NodeActive {
@@ -580,6 +619,20 @@ func (f *FM) Reload(cfg *Config) error {
 	}
 	f.markDirty()
 	f.log.Info("config reloaded", zap.Int("vesws", len(cfg.VESWs)), zap.Int("nodes", len(cfg.Nodes)))
+	return nil
+}
+
+// memberOf returns member k of cfg, nil if none.
+func memberOf(cfg *Config, k memberKey) *Member {
+	for i := range cfg.VESWs {
+		if v := &cfg.VESWs[i]; v.ID == k.vesw {
+			for j := range v.Members {
+				if v.Members[j].Node == k.node && v.Members[j].VPort == k.vport {
+					return &v.Members[j]
+				}
+			}
+		}
+	}
 	return nil
 }
 

@@ -23,13 +23,17 @@ type fakeNode struct {
 	ep, fmEP netip.AddrPort
 	h        *hfi.HFI
 
-	mu       sync.Mutex
-	send     *hfi.Sender
-	lid      uint32
-	smLID    encap.LID // from the SM's PortInfo Set; 0 until then
-	prefix   uint64
-	heard    time.Time
-	vports   map[uint8]vema.VESWPortInfo
+	mu     sync.Mutex
+	send   *hfi.Sender
+	lid    uint32
+	smLID  encap.LID // from the SM's PortInfo Set; 0 until then
+	prefix uint64
+	heard  time.Time
+	vports map[uint8]vema.VESWPortInfo
+	// netdevs is each vport's netdev MAC: base_mac_addr when the EM sets a
+	// new one, the user's after trapMACChange (which, as vnicd, leaves
+	// base_mac_addr as the EM set it).
+	netdevs  map[uint8][6]byte
 	tables   map[uint8][]vema.MACTableEntry // by vport, index = table index
 	deleted  []uint8
 	trapLID  encap.LID
@@ -64,7 +68,7 @@ func dropping(class vema.Class, method vema.Method, attr uint16) func(vema.Class
 
 func newFakeNode(t *testing.T, ctx context.Context, n *hfitest.Network, name string, ep, fmEP netip.AddrPort, lid uint32) *fakeNode {
 	f := &fakeNode{t: t, name: name, guid: DeriveGUID(name), ep: ep, fmEP: fmEP, lid: lid,
-		vports: map[uint8]vema.VESWPortInfo{}, tables: map[uint8][]vema.MACTableEntry{},
+		vports: map[uint8]vema.VESWPortInfo{}, netdevs: map[uint8][6]byte{}, tables: map[uint8][]vema.MACTableEntry{},
 		blocks: map[uint32][]dirBlock{}, saResp: make(chan []byte, 4)}
 	f.h = hfi.New(n.Listen(ep), hfi.Config{LID: lid, VerifyICRC: true})
 	d, _ := hfi.NewDirectory(map[uint32]netip.AddrPort{1: fmEP}, nil)
@@ -208,6 +212,11 @@ func (f *fakeNode) vema(mad []byte, fmLID uint32) {
 		pi.UnmarshalBinary(m.Data[:])
 		if old, ok := f.vports[vp]; ok {
 			pi.VPort.MACTblDigest = old.VPort.MACTblDigest
+			if old.VPort.BaseMACAddr != pi.VPort.BaseMACAddr {
+				f.netdevs[vp] = pi.VPort.BaseMACAddr
+			}
+		} else {
+			f.netdevs[vp] = pi.VPort.BaseMACAddr
 		}
 		f.vports[vp] = pi
 		pi.AppendBinary(m.Data[:0])
@@ -243,10 +252,14 @@ func (f *fakeNode) vema(mad []byte, fmLID uint32) {
 	case m.AttrID == vema.AttrDeleteVESW:
 		delete(f.vports, vp)
 		delete(f.tables, vp)
+		delete(f.netdevs, vp)
 		f.deleted = append(f.deleted, vp)
 	case m.AttrID == vema.AttrIfaceUcastMACs:
 		l := vema.IfaceMACs{IfaceMACsHeader: vema.IfaceMACsHeader{NumMACsInMsg: 1, TotMACsInLst: 1},
-			MACs: [][6]byte{f.vports[vp].VPort.BaseMACAddr}}
+			MACs: [][6]byte{f.netdevs[vp]}}
+		if !exists {
+			m.Status = vema.StatusInvalidAttrValue
+		}
 		l.AppendBinary(m.Data[:0])
 	}
 	f.reply(&m, fmLID)
@@ -306,6 +319,7 @@ func (f *fakeNode) restartKeepingLID() {
 func (f *fakeNode) forget() {
 	f.smLID, f.prefix = 0, 0
 	f.vports = map[uint8]vema.VESWPortInfo{}
+	f.netdevs = map[uint8][6]byte{}
 	f.tables = map[uint8][]vema.MACTableEntry{}
 	f.dir, f.groups, f.dirGen, f.blocks = nil, nil, 0, map[uint32][]dirBlock{}
 }
@@ -315,8 +329,7 @@ func (f *fakeNode) trapMACChange(vport uint8, mac [6]byte) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	pi := f.vports[vport]
-	pi.VPort.BaseMACAddr = mac
-	f.vports[vport] = pi
+	f.netdevs[vport] = mac
 	var t vema.TrapMAD
 	t.VendorHeader = vema.VendorHeader{MADHeader: vema.MADHeader{BaseVersion: 0x80, MgmtClass: vema.ClassVEMA,
 		ClassVersion: 0x80, Method: vema.MethodTrap, TID: 77, AttrID: vema.AttrNotice}, OUI: vema.IntelOUI}

@@ -186,6 +186,7 @@ type memberState struct {
 	tableDigest  uint32
 	tableRefused bool
 	reading      bool // a VESWPortInfo Get in flight
+	adopted      bool // adoptThenPush read the port (once per FM and member)
 	// fails counts the member's consecutive unanswered pushes; retryAt is
 	// when the poll may push again (emBackoff).
 	fails   int
@@ -558,9 +559,6 @@ func (f *FM) announce(p *inbound) {
 		// directory again.
 		f.log.Info("active node announced; joining it again", zap.String("node", n.name),
 			zap.Stringer("lid", encap.LID(n.lid)), zap.Stringer("held", encap.LID(held)))
-		if held != n.lid {
-			f.forgetLearned(n) // it restarted: its netdevs carry their base MACs
-		}
 	}
 	f.join(n, held)
 }
@@ -799,7 +797,6 @@ func (f *FM) poll() {
 					// keeps the LID but not the SM LID.
 					f.log.Info("node lost its PortInfo (restarted?); joining it again", zap.String("node", n.name),
 						zap.Stringer("lid", encap.LID(n.lid)), zap.Stringer("got", pi.LID), zap.Stringer("sm_lid", pi.SMLID))
-					f.forgetLearned(n)
 					f.join(n, uint32(pi.LID))
 					return
 				}
@@ -812,14 +809,6 @@ func (f *FM) poll() {
 					f.loseNode(n, "node stopped answering polls; dropped")
 				}
 			})
-	}
-}
-
-// forgetLearned forgets the MACs learned from n's traps: n restarted, and
-// its netdevs carry the EM's base MACs again.
-func (f *FM) forgetLearned(n *node) {
-	for _, k := range f.memberKeys(n) {
-		f.members[k].learned = [6]byte{}
 	}
 }
 
