@@ -41,13 +41,18 @@ var (
 //	  4    2 block        (0-based)
 //	  6    2 num_blocks   (of this kind in the generation, >= 1)
 //	  8    2 count        (num_entries or num_groups)
-//	 10    6 reserved
+//	 10    4 fm_instance  (the FM run that made the generation; 0: none)
+//	 14    2 reserved
+//
+// Generations are ordered within one fm_instance only: a restarted FM (a
+// new instance) may count from below what its predecessor reached.
 type DirBlockHeader struct {
 	Generation uint32
 	Block      uint16
 	NumBlocks  uint16
 	Count      uint16
-	Reserved   [6]byte
+	Instance   uint32
+	Reserved   [2]byte
 }
 
 func (h *DirBlockHeader) appendTo(b []byte) []byte {
@@ -55,7 +60,8 @@ func (h *DirBlockHeader) appendTo(b []byte) []byte {
 	b = be.AppendUint16(b, h.Block)      // 4
 	b = be.AppendUint16(b, h.NumBlocks)  // 6
 	b = be.AppendUint16(b, h.Count)      // 8
-	return append(b, h.Reserved[:]...)   // 10
+	b = be.AppendUint32(b, h.Instance)   // 10
+	return append(b, h.Reserved[:]...)   // 14
 }
 
 func (h *DirBlockHeader) decode(d *dec) {
@@ -63,6 +69,7 @@ func (h *DirBlockHeader) decode(d *dec) {
 	h.Block = d.u16()
 	h.NumBlocks = d.u16()
 	h.Count = d.u16()
+	h.Instance = d.u32()
 	d.read(h.Reserved[:])
 }
 
@@ -241,24 +248,28 @@ func (m *MulticastBlock) UnmarshalBinary(b []byte) error {
 // DirAssembler is the node side of the directory class: it collects the
 // blocks of a generation and hands out the whole generation once it holds
 // every DirectoryBlock and every MulticastBlock of it (each kind has at
-// least one block; an empty one has count 0). A newer generation discards a
-// partial older one; a generation below the installed one is ignored. Not
-// safe for concurrent use.
+// least one block; an empty one has count 0). Within one FM instance, a
+// newer generation discards a partial older one, and a block of the
+// installed generation or an older one (a late retry) is ignored, as is a
+// block older than the partial generation. A block from another FM instance
+// (a restarted FM) counts as newer whatever its generation. Not safe for
+// concurrent use.
 type DirAssembler struct {
-	installed uint32
-	have      bool // a generation was installed
-	gen       uint32
-	uni       map[uint16][]DirEntry
-	uniN      uint16
-	mc        map[uint16][]DirGroup
-	mcN       uint16
+	installed     uint32
+	installedInst uint32
+	have          bool // a generation was installed
+	gen, inst     uint32
+	uni           map[uint16][]DirEntry
+	uniN          uint16
+	mc            map[uint16][]DirGroup
+	mcN           uint16
 }
 
 // Installed returns the generation last completed (0, false before any).
 func (a *DirAssembler) Installed() (uint32, bool) { return a.installed, a.have }
 
-func (a *DirAssembler) start(gen uint32) {
-	a.gen, a.uni, a.mc, a.uniN, a.mcN = gen, map[uint16][]DirEntry{}, map[uint16][]DirGroup{}, 0, 0
+func (a *DirAssembler) start(gen, inst uint32) {
+	a.gen, a.inst, a.uni, a.mc, a.uniN, a.mcN = gen, inst, map[uint16][]DirEntry{}, map[uint16][]DirGroup{}, 0, 0
 }
 
 // AddDirectoryBlock adds a DirectoryBlock. done is true when it completed a
@@ -266,7 +277,7 @@ func (a *DirAssembler) start(gen uint32) {
 // directory. An error means the block is out of bounds (status 0x001C); a
 // stale block is ignored with no error.
 func (a *DirAssembler) AddDirectoryBlock(b *DirectoryBlock) (endpoints map[uint32]netip.AddrPort, groups map[uint32][]uint32, done bool, err error) {
-	if !a.accept(b.Generation) {
+	if !a.accept(&b.DirBlockHeader) {
 		return nil, nil, false, nil
 	}
 	if a.uniN != 0 && a.uniN != b.NumBlocks {
@@ -290,7 +301,7 @@ func (a *DirAssembler) AddDirectoryBlock(b *DirectoryBlock) (endpoints map[uint3
 
 // AddMulticastBlock adds a MulticastBlock; as AddDirectoryBlock.
 func (a *DirAssembler) AddMulticastBlock(b *MulticastBlock) (endpoints map[uint32]netip.AddrPort, groups map[uint32][]uint32, done bool, err error) {
-	if !a.accept(b.Generation) {
+	if !a.accept(&b.DirBlockHeader) {
 		return nil, nil, false, nil
 	}
 	if a.mcN != 0 && a.mcN != b.NumBlocks {
@@ -322,15 +333,24 @@ func (a *DirAssembler) AddMulticastBlock(b *MulticastBlock) (endpoints map[uint3
 	return a.complete()
 }
 
-// accept reports whether a block of gen is to be kept, starting a new
-// partial generation when gen differs from the one being assembled.
-func (a *DirAssembler) accept(gen uint32) bool {
-	if a.have && gen < a.installed {
+// accept reports whether a block is to be kept, starting a new partial
+// generation when it is newer than the one being assembled. A late retry of
+// an older generation must not discard a newer partial one: that one would
+// then never complete, every block of it having been answered.
+func (a *DirAssembler) accept(h *DirBlockHeader) bool {
+	gen, inst := h.Generation, h.Instance
+	if a.have && inst == a.installedInst && gen <= a.installed {
 		return false
 	}
-	if a.uni == nil || gen != a.gen {
-		a.start(gen)
+	if a.uni != nil && inst == a.inst {
+		if gen < a.gen {
+			return false
+		}
+		if gen == a.gen {
+			return true
+		}
 	}
+	a.start(gen, inst)
 	return true
 }
 
@@ -350,7 +370,7 @@ func (a *DirAssembler) complete() (map[uint32]netip.AddrPort, map[uint32][]uint3
 			groups[g.MLID] = append(groups[g.MLID], g.Members...)
 		}
 	}
-	a.installed, a.have = a.gen, true
+	a.installed, a.installedInst, a.have = a.gen, a.inst, true
 	a.uni, a.mc = nil, nil
 	return eps, groups, true, nil
 }

@@ -184,3 +184,56 @@ func FuzzAgentSMA(f *testing.F) {
 		}
 	})
 }
+
+// A late retry of an older generation (the FM retries a block whose answer
+// was lost) must not discard the newer generation being assembled; a block
+// from another FM instance (a restarted FM) is taken whatever its
+// generation.
+func TestDirAssemblerGenerations(t *testing.T) {
+	ep := netip.MustParseAddrPort("10.0.0.1:4793")
+	uni := func(gen, inst uint32) *DirectoryBlock {
+		return &DirectoryBlock{DirBlockHeader: DirBlockHeader{Generation: gen, NumBlocks: 1, Instance: inst},
+			Entries: []DirEntry{{LID: 0x10, Addr: ep}}}
+	}
+	mc := func(gen, inst uint32) *MulticastBlock {
+		return &MulticastBlock{DirBlockHeader: DirBlockHeader{Generation: gen, NumBlocks: 1, Instance: inst}}
+	}
+	type add struct {
+		mc        bool
+		gen, inst uint32
+	}
+	for _, tc := range []struct {
+		name string
+		adds []add // after generation 9 of instance 7 is installed
+		want uint32
+	}{
+		{"a retry of the installed generation amid a newer one", []add{{false, 10, 7}, {true, 9, 7}, {true, 10, 7}}, 10},
+		{"a retry of an older generation amid a newer one", []add{{false, 10, 7}, {true, 8, 7}, {true, 10, 7}}, 10},
+		{"an older partial one amid a newer one", []add{{false, 11, 7}, {true, 10, 7}, {true, 11, 7}}, 11},
+		{"a newer generation replaces a partial one", []add{{false, 10, 7}, {false, 11, 7}, {true, 11, 7}}, 11},
+		{"an older generation alone", []add{{false, 8, 7}, {true, 8, 7}}, 9},
+		{"a restarted FM counting from below", []add{{false, 5, 8}, {true, 5, 8}}, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var a DirAssembler
+			a.AddDirectoryBlock(uni(9, 7))
+			if _, _, done, _ := a.AddMulticastBlock(mc(9, 7)); !done {
+				t.Fatal("generation 9 not installed")
+			}
+			for _, x := range tc.adds {
+				var err error
+				if x.mc {
+					_, _, _, err = a.AddMulticastBlock(mc(x.gen, x.inst))
+				} else {
+					_, _, _, err = a.AddDirectoryBlock(uni(x.gen, x.inst))
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if g, _ := a.Installed(); g != tc.want {
+				t.Errorf("installed %d, want %d", g, tc.want)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package fm
 
 import (
 	"bytes"
+	"context"
 	"testing"
 	"time"
 )
@@ -58,6 +59,43 @@ func TestLostDirectoryBlockResent(t *testing.T) {
 	time.Sleep(700 * time.Millisecond)
 	fb.a.setDrop(nil)
 	waitFor(t, "host-a directory with 1 group", 3*time.Second, func() bool {
+		_, _, _, _, g, _ := fb.a.snapshot()
+		return len(g) == 1
+	})
+}
+
+// A restarted FM's directory is taken although its generations start below
+// what the last run reached (they run ahead of the clock under churn).
+func TestFMRestartDirectoryTakenBelowOldGeneration(t *testing.T) {
+	fb := newFabric(t)
+	waitFor(t, "host-a directory", 5*time.Second, func() bool {
+		_, _, _, d, _, _ := fb.a.snapshot()
+		return len(d) == 4
+	})
+	fb.fm.mu.Lock()
+	fb.fm.gen += 1000 // as some 1000 pushes in a few minutes would
+	ahead := fb.fm.gen + 1
+	fb.fm.mu.Unlock()
+	if err := fb.fm.Reload(mustConfig(t, testFabric)); err != nil { // a push
+		t.Fatal(err)
+	}
+	waitFor(t, "host-a on the generation ahead of the clock", 3*time.Second, func() bool {
+		fb.a.mu.Lock()
+		defer fb.a.mu.Unlock()
+		return fb.a.dirGen >= ahead
+	})
+	fb.stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f2, stop2 := startFM(t, ctx, fb.net, mustConfig(t, testFabric))
+	defer stop2()
+	fb.fm = f2
+	fb.waitActive(t, 3)
+	noBlue := mustConfig(t, testFabric[:bytes.Index([]byte(testFabric), []byte("  - id: 2"))])
+	if err := f2.Reload(noBlue); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "host-a with the new FM's directory (1 group)", 3*time.Second, func() bool {
 		_, _, _, _, g, _ := fb.a.snapshot()
 		return len(g) == 1
 	})

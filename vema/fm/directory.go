@@ -11,7 +11,7 @@ import (
 // The directory class (PROTOCOL.md §3, emulation): class 0x3F, class version
 // 0x80, vendor header as VEMA's (OUI 00 06 6A at MAD bytes 37-39), Sets of
 // DirectoryBlock and MulticastBlock with attr_mod = block index. This is the
-// FM's own encoder (and a decoder for tests); the node side has its own.
+// FM's own encoder; the node side is vema.DirAssembler.
 // The directory class's wire format is package vema's (DirectoryBlock,
 // MulticastBlock); here the FM splits a generation into blocks.
 const (
@@ -44,6 +44,7 @@ type dirGroup struct {
 type dirBlock struct {
 	Attr       uint16
 	Generation uint32
+	Instance   uint32 // the FM run's fm_instance
 	Block      uint16
 	NumBlocks  uint16
 	Entries    []dirEntry // DirectoryBlock
@@ -95,7 +96,7 @@ func directoryBlocks(gen uint32, entries []dirEntry, groups []dirGroup) ([]dirBl
 
 // appendData appends the block's MAD data area (vema's codecs).
 func (b *dirBlock) appendData(dst []byte) ([]byte, error) {
-	h := vema.DirBlockHeader{Generation: b.Generation, Block: b.Block, NumBlocks: b.NumBlocks}
+	h := vema.DirBlockHeader{Generation: b.Generation, Block: b.Block, NumBlocks: b.NumBlocks, Instance: b.Instance}
 	var err error
 	if b.Attr == attrDirectoryBlock {
 		m := vema.DirectoryBlock{DirBlockHeader: h, Entries: make([]vema.DirEntry, len(b.Entries))}
@@ -111,31 +112,4 @@ func (b *dirBlock) appendData(dst []byte) ([]byte, error) {
 		dst, err = m.AppendBinary(dst)
 	}
 	return dst, err
-}
-
-// parseDirBlock decodes a block's data area (vema's codecs).
-func parseDirBlock(attr uint16, d []byte) (dirBlock, error) {
-	switch attr {
-	case attrDirectoryBlock:
-		var m vema.DirectoryBlock
-		if err := m.UnmarshalBinary(d); err != nil {
-			return dirBlock{}, err
-		}
-		b := dirBlock{Attr: attr, Generation: m.Generation, Block: m.Block, NumBlocks: m.NumBlocks}
-		for _, e := range m.Entries {
-			b.Entries = append(b.Entries, dirEntry{LID: e.LID, EP: e.Addr})
-		}
-		return b, nil
-	case attrMulticastBlock:
-		var m vema.MulticastBlock
-		if err := m.UnmarshalBinary(d); err != nil {
-			return dirBlock{}, err
-		}
-		b := dirBlock{Attr: attr, Generation: m.Generation, Block: m.Block, NumBlocks: m.NumBlocks}
-		for _, g := range m.Groups {
-			b.Groups = append(b.Groups, dirGroup{MLID: g.MLID, Members: g.Members})
-		}
-		return b, nil
-	}
-	return dirBlock{}, errors.New("fm: not a directory attribute")
 }

@@ -1,8 +1,10 @@
 package fm
 
 import (
+	"cmp"
 	"context"
 	"net/netip"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -37,8 +39,8 @@ type fakeNode struct {
 	tables   map[uint8][]vema.MACTableEntry // by vport, index = table index
 	deleted  []uint8
 	trapLID  encap.LID
-	blocks   map[uint32][]dirBlock // by generation
-	dirGen   uint32
+	asm      vema.DirAssembler
+	dirGen   uint32 // installed
 	dir      []dirEntry
 	groups   []dirGroup
 	saResp   chan []byte
@@ -69,7 +71,7 @@ func dropping(class vema.Class, method vema.Method, attr uint16) func(vema.Class
 func newFakeNode(t *testing.T, ctx context.Context, n *hfitest.Network, name string, ep, fmEP netip.AddrPort, lid uint32) *fakeNode {
 	f := &fakeNode{t: t, name: name, guid: DeriveGUID(name), ep: ep, fmEP: fmEP, lid: lid,
 		vports: map[uint8]vema.VESWPortInfo{}, netdevs: map[uint8][6]byte{}, tables: map[uint8][]vema.MACTableEntry{},
-		blocks: map[uint32][]dirBlock{}, saResp: make(chan []byte, 4)}
+		saResp: make(chan []byte, 4)}
 	f.h = hfi.New(n.Listen(ep), hfi.Config{LID: lid, VerifyICRC: true})
 	d, _ := hfi.NewDirectory(map[uint32]netip.AddrPort{1: fmEP}, nil)
 	f.h.SetDirectory(d)
@@ -265,36 +267,45 @@ func (f *fakeNode) vema(mad []byte, fmLID uint32) {
 	f.reply(&m, fmLID)
 }
 
+// directory takes a block as vnicd does, with vema's DirAssembler.
 func (f *fakeNode) directory(mad []byte, fmLID uint32) {
 	var m vema.MAD
 	if m.UnmarshalBinary(mad) != nil {
 		return
 	}
-	b, err := parseDirBlock(m.AttrID, m.Data[:])
+	var (
+		eps    map[uint32]netip.AddrPort
+		groups map[uint32][]uint32
+		done   bool
+		err    error
+	)
+	switch m.AttrID {
+	case attrDirectoryBlock:
+		var b vema.DirectoryBlock
+		if err = b.UnmarshalBinary(m.Data[:]); err == nil {
+			eps, groups, done, err = f.asm.AddDirectoryBlock(&b)
+		}
+	case attrMulticastBlock:
+		var b vema.MulticastBlock
+		if err = b.UnmarshalBinary(m.Data[:]); err == nil {
+			eps, groups, done, err = f.asm.AddMulticastBlock(&b)
+		}
+	}
 	if err != nil {
 		f.t.Errorf("%s: directory block: %v", f.name, err)
-		return
+		m.Status = vema.StatusInvalidAttrValue
 	}
-	if b.Generation >= f.dirGen {
-		bs := f.blocks[b.Generation]
-		bs = append(bs, b)
-		f.blocks[b.Generation] = bs
-		// Installed when every block of both kinds is there.
-		var nu, nm, hu, hm int
-		for _, x := range bs {
-			if x.Attr == attrDirectoryBlock {
-				nu, hu = int(x.NumBlocks), hu+1
-			} else {
-				nm, hm = int(x.NumBlocks), hm+1
-			}
+	if done {
+		f.dirGen, _ = f.asm.Installed()
+		f.dir, f.groups = nil, nil
+		for l, ep := range eps {
+			f.dir = append(f.dir, dirEntry{l, ep})
 		}
-		if hu == nu && hm == nm {
-			f.dirGen, f.dir, f.groups = b.Generation, nil, nil
-			for _, x := range bs {
-				f.dir = append(f.dir, x.Entries...)
-				f.groups = append(f.groups, x.Groups...)
-			}
+		slices.SortFunc(f.dir, func(a, b dirEntry) int { return cmp.Compare(a.LID, b.LID) })
+		for l, ms := range groups {
+			f.groups = append(f.groups, dirGroup{l, slices.Sorted(slices.Values(ms))})
 		}
+		slices.SortFunc(f.groups, func(a, b dirGroup) int { return cmp.Compare(a.MLID, b.MLID) })
 	}
 	f.reply(&m, fmLID)
 }
@@ -321,7 +332,7 @@ func (f *fakeNode) forget() {
 	f.vports = map[uint8]vema.VESWPortInfo{}
 	f.netdevs = map[uint8][6]byte{}
 	f.tables = map[uint8][]vema.MACTableEntry{}
-	f.dir, f.groups, f.dirGen, f.blocks = nil, nil, 0, map[uint32][]dirBlock{}
+	f.dir, f.groups, f.dirGen, f.asm = nil, nil, 0, vema.DirAssembler{}
 }
 
 // trap sends a VEMA unicast-MAC-change trap for vport after setting its MAC.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -80,13 +81,19 @@ type FM struct {
 	retryTimeout time.Duration
 	tries        int
 
-	mu       sync.Mutex
-	cfg      *Config
-	send     *hfi.Sender
-	nodes    map[uint64]*node // by port GUID
-	pending  map[uint64]*request
-	tid      uint64
-	gen      uint32
+	mu      sync.Mutex
+	cfg     *Config
+	send    *hfi.Sender
+	nodes   map[uint64]*node // by port GUID
+	pending map[uint64]*request
+	tid     uint64
+	gen     uint32
+	// instance is this FM run's fm_instance in every directory block: nodes
+	// order generations within one instance only, so a restarted FM's
+	// directory is taken even when its generation is below what the last
+	// run reached (generations can run ahead of the clock under churn, or
+	// the FM moves to a host whose clock is behind).
+	instance uint32
 	dirty    bool
 	dirtyAt  time.Time
 	lastPoll time.Time
@@ -237,9 +244,10 @@ func New(h *hfi.HFI, cfg *Config, log *zap.Logger) *FM {
 		nodes:        map[uint64]*node{},
 		pending:      map[uint64]*request{},
 		tid:          uint64(time.Now().UnixNano()) << 16,
-		// Generations start at the clock so that a restarted FM's
-		// directory is newer than what nodes hold (lower ones are ignored).
+		// Generations start at the clock, which orders them across FM
+		// runs for nodes that predate fm_instance.
 		gen:      uint32(time.Now().Unix()),
+		instance: rand.Uint32() | 1,
 		settleBy: time.Now().Add(settleGrace),
 		members:  map[memberKey]*memberState{},
 		deletes:  map[uint64]map[uint8]*pendingDelete{},
@@ -869,6 +877,9 @@ func (f *FM) pushDirectory() {
 	if err != nil {
 		f.log.Error("cannot push the directory", zap.Error(err))
 		return
+	}
+	for i := range blocks {
+		blocks[i].Instance = f.instance
 	}
 	eps := map[uint32]netip.AddrPort{}
 	for _, e := range ents {
