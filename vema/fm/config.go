@@ -374,12 +374,24 @@ func (r *rawConfig) build() (*Config, error) {
 		cfg.Nodes = append(cfg.Nodes, n)
 	}
 	ids := map[encap.VESWID]bool{}
+	type port struct {
+		node  string
+		vport uint8
+	}
+	ports := map[port]encap.VESWID{} // a VEMA vport is one port of one vesw
 	for i := range r.VESWs {
 		v := c.buildVESW(&r.VESWs[i], fmt.Sprintf("vesws[%d]", i), names)
 		if ids[v.ID] && !c.Failed() {
 			c.Failf(fmt.Sprintf("vesws[%d].id", i), r.VESWs[i].ID, "vesw %d is declared twice", v.ID)
 		}
 		ids[v.ID] = true
+		for j, m := range v.Members {
+			if o, dup := ports[port{m.Node, m.VPort}]; dup && o != v.ID && !c.Failed() {
+				c.Failf(fmt.Sprintf("vesws[%d].members[%d]", i, j), r.VESWs[i].Members[j].Node,
+					"node %q vport %d is already a member of vesw %d: a vport belongs to one vesw", m.Node, m.VPort, o)
+			}
+			ports[port{m.Node, m.VPort}] = v.ID
+		}
 		cfg.VESWs = append(cfg.VESWs, v)
 	}
 	if !c.Failed() {
@@ -497,8 +509,8 @@ func (c *checker) buildVESW(r *rawVESW, path string, nodes map[string]bool) VESW
 	v.EthMTU = uint16(c.Ranged(r.EthMTU, path+".eth_mtu", minEthMTU, maxEthMTU, DefaultEthMTU, false))
 	if r.McastDLID.Present() {
 		m := uint32(c.Ranged(r.McastDLID, path+".mcast_dlid", 0, 0xFFFFFF, 0, true))
-		if m != 0 && !encap.Is16BMulticast(m) {
-			c.Failf(path+".mcast_dlid", r.McastDLID, "0x%X is not a 16B multicast LID (0xF00000..0xFFFFFE)", m)
+		if m != 0 && (m < encap.LID16BMulticast || m >= encap.LID16BCollective) {
+			c.Failf(path+".mcast_dlid", r.McastDLID, "0x%X is not a 16B multicast LID (0xF00000..0xF7FFFF; collective and permissive LIDs are not groups)", m)
 		}
 		v.McastDLID = m
 	}

@@ -177,7 +177,8 @@ func TestLimitFabricConfig(t *testing.T) {
 	manyVESWs := func(n int) []string {
 		vs := make([]string, n)
 		for i := range vs {
-			vs[i] = vesw(i+1, uint32(0xF00001+i), onePerNode(1, 0))
+			// A vport is one vesw's port: 255 per node.
+			vs[i] = vesw(i+1, uint32(0xF00001+i), [][2]int{{i / (MaxVPort + 1), i % (MaxVPort + 1)}})
 		}
 		return vs
 	}
@@ -201,8 +202,8 @@ func TestLimitFabricConfig(t *testing.T) {
 			fabricText(vema.MaxDirGroupMembers+1, vesw(1, 0xF00001, onePerNode(300, 0)), vesw(2, 0xF00001, onePerNode(197, 300))),
 			"vesws[1].members[196].node", "member 497 of multicast group 0xF00001"},
 		{"multicast groups",
-			fabricText(1, manyVESWs(vema.MaxDirGroups)...),
-			fabricText(1, manyVESWs(vema.MaxDirGroups+1)...),
+			fabricText(2, manyVESWs(vema.MaxDirGroups)...),
+			fabricText(2, manyVESWs(vema.MaxDirGroups+1)...),
 			"vesws[256].mcast_dlid", "would be multicast group 257"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
