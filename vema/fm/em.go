@@ -508,6 +508,7 @@ func (f *FM) sendDeletes(n *node) {
 func (f *FM) vemaTrap(p *inbound) {
 	var t vema.TrapMAD
 	if t.UnmarshalBinary(p.mad) != nil {
+		f.BadMADs.Add(1)
 		return
 	}
 	var n *node

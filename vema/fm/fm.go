@@ -76,6 +76,9 @@ type FM struct {
 	// RequestsDropped counts requests not sent because maxPending requests
 	// were outstanding.
 	RequestsDropped atomic.Uint64
+	// BadMADs counts management packets dropped because they could not be
+	// decoded (truncated, malformed, or a MAD the FM does not take).
+	BadMADs atomic.Uint64
 
 	pollEvery    time.Duration
 	retryTimeout time.Duration
@@ -294,6 +297,7 @@ func (f *FM) Config() *Config {
 func (f *FM) Receive(pkt []byte, h encap.Header16B, src netip.AddrPort) {
 	mp, err := encap.MgmtPayload(pkt)
 	if err != nil || len(mp.MAD) < vema.MADHeaderLen {
+		f.BadMADs.Add(1)
 		return
 	}
 	p := inbound{mad: append([]byte(nil), mp.MAD...), slid: h.SLID(), srcQPN: mp.SrcQPN, src: src}
@@ -495,6 +499,7 @@ func (f *FM) markDirty() {
 func (f *FM) handle(p *inbound) {
 	var h vema.MADHeader
 	if err := h.UnmarshalBinary(p.mad); err != nil {
+		f.BadMADs.Add(1)
 		return
 	}
 	if h.Method.IsResponse() {
@@ -515,6 +520,7 @@ func (f *FM) handle(p *inbound) {
 	case h.MgmtClass == vema.ClassSubnAdm:
 		f.sa(p)
 	default:
+		f.BadMADs.Add(1)
 		f.log.Debug("unexpected MAD", zap.Stringer("peer", p.src), zap.Uint8("class", uint8(h.MgmtClass)),
 			zap.Stringer("method", h.Method), zap.Uint16("attr", h.AttrID))
 	}
@@ -528,6 +534,7 @@ func (f *FM) announce(p *inbound) {
 	var s vema.SMP
 	var ntc vema.SMPNotice
 	if err := s.UnmarshalBinary(p.mad); err != nil || ntc.UnmarshalBinary(s.Data) != nil {
+		f.BadMADs.Add(1)
 		return
 	}
 	rep := s

@@ -93,6 +93,7 @@ func (f *FM) lidFromGID(g encap.GID) encap.LID {
 func (f *FM) sa(p *inbound) {
 	var req vema.SAMAD
 	if req.UnmarshalBinary(p.mad) != nil {
+		f.BadMADs.Add(1)
 		return
 	}
 	resp := vema.SAMAD{SAHeader: req.SAHeader}

@@ -90,6 +90,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.drops, prometheus.CounterValue, float64(c.f.Dropped.Load()), "inbound_queue")
 	ch <- prometheus.MustNewConstMetric(c.drops, prometheus.CounterValue, float64(c.f.NodesRefused.Load()), "nodes_full")
 	ch <- prometheus.MustNewConstMetric(c.drops, prometheus.CounterValue, float64(c.f.RequestsDropped.Load()), "pending_full")
+	ch <- prometheus.MustNewConstMetric(c.drops, prometheus.CounterValue, float64(c.f.BadMADs.Load()), "bad_mad")
 	cfg := c.f.Config()
 	ch <- prometheus.MustNewConstMetric(c.fmInfo, prometheus.GaugeValue, 1,
 		cfg.FM.Name, encap.LID(cfg.FM.LID).String(), encap.GUID(cfg.FM.GUID).String())
