@@ -583,8 +583,12 @@ func (f *FM) Reload(cfg *Config) error {
 	}
 	old := f.cfg
 	f.cfg = cfg
+	var relid []*node
 	for _, n := range f.nodes {
 		n.cfgName = f.matchConfig(n)
+		if c, ok := cfg.Node(n.cfgName); ok && n.cfgName != "" && c.LID != 0 && c.LID != n.lid && n.state == NodeActive {
+			relid = append(relid, n) // given a fixed LID it does not hold
+		}
 	}
 	// Removed members: the node is owed a DeleteVESW, sent now if it is
 	// active, else when it is again.
@@ -617,6 +621,11 @@ func (f *FM) Reload(cfg *Config) error {
 		if n.state == NodeActive {
 			f.configureNode(n, false)
 		}
+	}
+	for _, n := range relid {
+		f.log.Info("fixed LID changed; joining the node again", zap.String("node", n.name),
+			zap.Stringer("lid", encap.LID(n.lid)))
+		f.join(n, n.lid) // chooseLID gives it the fixed LID, taking it from a node that holds it
 	}
 	f.markDirty()
 	f.log.Info("config reloaded", zap.Int("vesws", len(cfg.VESWs)), zap.Int("nodes", len(cfg.Nodes)))
