@@ -37,6 +37,10 @@ func (f *FM) emBackoff(fails int) time.Duration {
 // emFailed counts an unanswered push (what) to n: the poll tries again after
 // the backoff, or, at emMaxFails, n is declared lost.
 func (f *FM) emFailed(n *node, fails *int, retryAt *time.Time, what string) {
+	if f.notSent { // never sent (maxPending): try again, without blame
+		*retryAt = time.Now().Add(f.emBackoff(*fails + 1))
+		return
+	}
 	*fails++
 	if *fails >= emMaxFails {
 		*fails = 0

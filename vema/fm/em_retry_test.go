@@ -139,3 +139,31 @@ func TestEMDropsNodeThatNeverAnswersThenReconfigures(t *testing.T) {
 		return n.State == NodeActive && vp[2].VPort.MACTblDigest != 0 && memberConfigured(fb.fm, "host-b", 2)
 	})
 }
+
+// A push the FM could not send (maxPending requests outstanding) is tried
+// again later but does not count against the node.
+func TestEMPushNotSentDoesNotDropNode(t *testing.T) {
+	fb := newFabric(t)
+	waitFor(t, "host-b configured", 5*time.Second, func() bool {
+		_, vp, _, _, _, _ := fb.b.snapshot()
+		return len(vp) == 2
+	})
+	fb.fm.mu.Lock()
+	var n *node
+	for _, o := range fb.fm.nodes {
+		if o.cfgName == "host-b" {
+			n = o
+		}
+	}
+	fails, at := 0, time.Time{}
+	for range 2 * emMaxFails {
+		fb.fm.notSent = true
+		fb.fm.emFailed(n, &fails, &at, "test push")
+		fb.fm.notSent = false
+	}
+	st := n.state
+	fb.fm.mu.Unlock()
+	if st != NodeActive {
+		t.Errorf("host-b %s after pushes that were never sent", st)
+	}
+}

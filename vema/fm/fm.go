@@ -117,6 +117,9 @@ type FM struct {
 	settled  bool
 	// warned rate-limits the warnings about refused input, by kind.
 	warned map[string]*warnState
+	// notSent is set while request calls the onFail of a request it did
+	// not send (maxPending): the node is not to blame (emFailed).
+	notSent bool
 }
 
 // warnState is one kind of rate-limited warning: when it last went out and
@@ -376,7 +379,9 @@ func (f *FM) request(ep netip.AddrPort, p encap.MgmtParams, tid uint64, mad []by
 		f.RequestsDropped.Add(1)
 		f.warn("pending", "too many outstanding requests; dropping", zap.Int("max", maxPending), zap.Stringer("peer", ep))
 		if onFail != nil {
+			f.notSent = true
 			onFail()
+			f.notSent = false
 		}
 		return
 	}
