@@ -161,6 +161,7 @@ type node struct {
 	joining    bool
 	misses     int
 	pollOut    bool
+	answeredAt time.Time // its last poll answer
 	// dirGen is the generation the node answered every block of, 0 when it
 	// needs the current one from scratch (it (re)joined); dirSending is the
 	// generation being sent to it, dirRefused one it refused a block of.
@@ -564,6 +565,15 @@ func (f *FM) announce(p *inbound) {
 		f.nodes[guid] = n
 		f.log.Debug("node announced", zap.Uint64("guid", guid), zap.Stringer("peer", p.src), zap.Stringer("lid", encap.LID(held)))
 	}
+	if n.ep != p.src && n.state == NodeActive && n.misses == 0 && time.Since(n.answeredAt) < 2*f.pollEvery {
+		// The node answers its polls at its endpoint: this is another
+		// host with the same port GUID (a cloned config, two hosts with
+		// one name and a derived GUID), not the node moving, which would
+		// have stopped answering there.
+		f.warn("guid", "port GUID announced from a second endpoint while the node answers at its own; ignored",
+			zap.String("node", n.name), zap.Uint64("guid", guid), zap.Stringer("peer", p.src), zap.Stringer("node_peer", n.ep))
+		return
+	}
 	if n.ep != p.src {
 		f.log.Info("node moved", zap.String("node", n.name), zap.Stringer("peer", p.src), zap.Stringer("old", n.ep))
 		n.ep = p.src
@@ -627,6 +637,14 @@ func (f *FM) join(n *node, held uint32) {
 			}
 			n.name = nd.String()
 			n.cfgName = f.matchConfig(n)
+			if o := f.otherNodeAs(n); o != nil {
+				f.warn("dup", "a second node matches an active config node; not joined", zap.String("node", n.cfgName),
+					zap.Uint64("guid", n.portGUID), zap.Stringer("peer", n.ep),
+					zap.Uint64("active_guid", o.portGUID), zap.Stringer("active_peer", o.ep))
+				n.cfgName = ""
+				fail()
+				return
+			}
 			lid, err := f.chooseLID(n, held)
 			if err != nil {
 				f.warn("lid", "node not joined", zap.String("node", n.name), zap.Uint64("guid", n.portGUID),
@@ -683,6 +701,20 @@ func (f *FM) setPortInfo(n *node, lid uint32, fail func()) {
 				f.checkSettled(time.Now()) // configures every active node when the sweep ends
 			}
 		}, fail)
+}
+
+// otherNodeAs returns another node that matches n's config node and is
+// active or joining: two hosts with one name. The first keeps the entry.
+func (f *FM) otherNodeAs(n *node) *node {
+	if n.cfgName == "" {
+		return nil
+	}
+	for _, o := range f.nodes {
+		if o != n && o.cfgName == n.cfgName && (o.state == NodeActive || o.joining) {
+			return o
+		}
+	}
+	return nil
 }
 
 // matchConfig returns the name of the config node n is: by GUID when the
@@ -803,6 +835,7 @@ func (f *FM) poll() {
 			func(p *inbound, r *vema.SMP) {
 				n.pollOut = false
 				n.misses = 0
+				n.answeredAt = time.Now()
 				if p.src != n.ep {
 					f.log.Info("node moved", zap.String("node", n.name), zap.Stringer("peer", p.src), zap.Stringer("old", n.ep))
 					n.ep = p.src

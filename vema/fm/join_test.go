@@ -133,3 +133,55 @@ func TestDuplicateNameDoesNotShareFixedLID(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A second host with a config node's name (another GUID, no fixed LID) is
+// not joined while the first is active: the config node stays one host.
+func TestDuplicateNameNotJoined(t *testing.T) {
+	fb := newFabric(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d := newFakeNode(t, ctx, fb.net, "host-b", netip.MustParseAddrPort("10.9.0.31:4793"), fmEP, 0)
+	d.mu.Lock()
+	d.guid = 0x0200000000000abd
+	d.mu.Unlock()
+	time.Sleep(time.Second)
+	active := 0
+	for _, n := range fb.fm.Nodes() {
+		if n.Config == "host-b" && n.State == NodeActive {
+			active++
+			if n.Endpoint != epB {
+				t.Errorf("host-b active at %v, want %v", n.Endpoint, epB)
+			}
+		}
+	}
+	if lid, _, _, _, _, _ := d.snapshot(); active != 1 || lid != 0 {
+		t.Errorf("%d active host-b nodes; the second holds LID %#x", active, lid)
+	}
+}
+
+// A second host announcing an active node's port GUID (two hosts with one
+// name and a derived GUID) does not move the node while it answers its
+// polls.
+func TestDuplicateGUIDDoesNotMoveNode(t *testing.T) {
+	fb := newFabric(t)
+	waitFor(t, "host-b polled", 3*time.Second, func() bool {
+		fb.fm.mu.Lock()
+		defer fb.fm.mu.Unlock()
+		for _, n := range fb.fm.nodes {
+			if n.cfgName == "host-b" {
+				return !n.answeredAt.IsZero()
+			}
+		}
+		return false
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	newFakeNode(t, ctx, fb.net, "host-b", netip.MustParseAddrPort("10.9.0.32:4793"), fmEP, 0)
+	end := time.Now().Add(time.Second)
+	for time.Now().Before(end) {
+		if n, _ := fb.fm.Node("host-b"); n.Endpoint != epB || n.State != NodeActive {
+			t.Fatalf("host-b %s at %v, want active at %v", n.State, n.Endpoint, epB)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
