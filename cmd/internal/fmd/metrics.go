@@ -71,14 +71,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	count := map[string]int{}
 	for _, n := range nodes {
 		count[n.State]++
-		name := n.Config
-		if name == "" {
-			name = n.Name
-		}
-		ch <- prometheus.MustNewConstMetric(c.nodeLID, prometheus.GaugeValue, float64(n.LID), name)
-		ch <- prometheus.MustNewConstMetric(c.nodeUp, prometheus.GaugeValue, b2f(n.State == fm.NodeActive), name)
 		ch <- prometheus.MustNewConstMetric(c.nodeInfo, prometheus.GaugeValue, 1,
-			name, n.Config, n.NodeGUID.String(), n.PortGUID.String(), n.LID.String(), n.Endpoint.String(), n.State)
+			nodeLabel(n), n.Config, n.NodeGUID.String(), n.PortGUID.String(), n.LID.String(), n.Endpoint.String(), n.State)
+	}
+	for _, n := range onePerName(nodes) {
+		ch <- prometheus.MustNewConstMetric(c.nodeLID, prometheus.GaugeValue, float64(n.LID), nodeLabel(n))
+		ch <- prometheus.MustNewConstMetric(c.nodeUp, prometheus.GaugeValue, b2f(n.State == fm.NodeActive), nodeLabel(n))
 	}
 	for _, s := range nodeStates {
 		ch <- prometheus.MustNewConstMetric(c.nodes, prometheus.GaugeValue, float64(count[s]), s)
@@ -131,4 +129,33 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// nodeLabel is a node's node label: its config name, else its description.
+func nodeLabel(n fm.NodeStatus) string {
+	if n.Config != "" {
+		return n.Config
+	}
+	return n.Name
+}
+
+// onePerName keeps one node per node label, an active one if any: two
+// hosts with one name (one of them lost, or not joined) would otherwise
+// give opafm_node_lid and opafm_node_active two series with the same
+// labels, which fails the whole scrape. opafm_node_info, labelled with the
+// GUIDs, keeps every node.
+func onePerName(nodes []fm.NodeStatus) []fm.NodeStatus {
+	at := map[string]int{}
+	var out []fm.NodeStatus
+	for _, n := range nodes {
+		i, seen := at[nodeLabel(n)]
+		switch {
+		case !seen:
+			at[nodeLabel(n)] = len(out)
+			out = append(out, n)
+		case n.State == fm.NodeActive && out[i].State != fm.NodeActive:
+			out[i] = n
+		}
+	}
+	return out
 }
