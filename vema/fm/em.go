@@ -105,13 +105,34 @@ func (f *FM) configureNode(n *node, force bool) {
 	if len(keys) == 0 {
 		return
 	}
-	cpi := vema.ClassPortInfo{BaseVersion: vema.BaseVersion, ClassVersion: vema.VEMAClassVersion,
-		TrapLID: encap.LID(f.cfg.FM.LID), TrapHLQP: encap.QPNGSI, TrapPKey: 0xFFFF}
-	data, _ := cpi.MarshalBinary()
-	f.vendorMAD(n, vema.ClassVEMA, vema.MethodSet, vema.AttrClassPortInfo, 0, data, nil, nil)
+	if force {
+		n.cpiDone, n.cpiFails, n.cpiRetryAt = false, 0, time.Time{}
+	}
+	f.setClassPortInfo(n)
 	for _, k := range keys {
 		f.adoptThenPush(n, k, force)
 	}
+}
+
+// setClassPortInfo sets the node's VEMA ClassPortInfo: trap_lid = FM LID,
+// where the node sends its traps. Sent again from a later poll when lost.
+func (f *FM) setClassPortInfo(n *node) {
+	if n.cpiOut {
+		return
+	}
+	n.cpiOut = true
+	cpi := vema.ClassPortInfo{BaseVersion: vema.BaseVersion, ClassVersion: vema.VEMAClassVersion,
+		TrapLID: encap.LID(f.cfg.FM.LID), TrapHLQP: encap.QPNGSI, TrapPKey: 0xFFFF}
+	data, _ := cpi.MarshalBinary()
+	f.vendorMAD(n, vema.ClassVEMA, vema.MethodSet, vema.AttrClassPortInfo, 0, data, func(_ *inbound, s vema.Status) {
+		n.cpiOut, n.cpiDone, n.cpiFails = false, true, 0
+		if s != vema.StatusSuccess {
+			f.log.Warn("ClassPortInfo Set refused", zap.String("node", n.name), zap.Stringer("status", s))
+		}
+	}, func() {
+		n.cpiOut = false
+		f.emFailed(n, &n.cpiFails, &n.cpiRetryAt, "ClassPortInfo Set")
+	})
 }
 
 // adoptThenPush, the first time this FM configures a member (after its
@@ -421,11 +442,18 @@ func (f *FM) repushDefaultPortsReferencing(n *node) {
 func (f *FM) checkMembers(n *node) {
 	f.sendDeletes(n)
 	now := time.Now()
-	for _, k := range f.memberKeys(n) {
+	keys := f.memberKeys(n)
+	if len(keys) > 0 && !n.cpiDone && !now.Before(n.cpiRetryAt) {
+		f.setClassPortInfo(n)
+	}
+	for _, k := range keys {
 		st := f.members[k]
 		v, m, ok := f.member(k)
 		if !ok || st.infoOut || st.reading || now.Before(st.retryAt) {
 			continue
+		}
+		if st.learnPending {
+			f.learnMAC(n, k, st)
 		}
 		pi := f.portInfo(v, m, n)
 		if data, _ := pi.MarshalBinary(); !bytes.Equal(data, st.info) {
@@ -527,29 +555,43 @@ func (f *FM) vemaTrap(p *inbound) {
 		return
 	}
 	k := memberKey{tr.VESWID, n.cfgName, tr.VESWPortIndex}
-	v, _, ok := f.member(k)
+	_, _, ok := f.member(k)
 	f.log.Info("VEMA trap", zap.String("node", n.name), zap.Uint16("vesw", uint16(tr.VESWID)),
 		zap.Uint8("vport", tr.VESWPortIndex), zap.Uint8("opcode", tr.Opcode))
 	if !ok || tr.Opcode != vema.TrapIfaceUcastMACChange {
 		return
 	}
+	st := f.members[k]
+	if st == nil {
+		st = &memberState{}
+		f.members[k] = st
+	}
+	f.learnMAC(n, k, st)
+}
+
+// learnMAC reads the netdev MAC of member k (IfaceUcastMacs) after a trap
+// said it changed, records it as the member's MAC and pushes it: the port's
+// base_mac_addr and the vesw's MAC tables (§4.4). A Get whose tries are all
+// lost is sent again from a later poll (learnPending, emFailed).
+func (f *FM) learnMAC(n *node, k memberKey, st *memberState) {
+	if st.learnOut {
+		st.learnPending = true // read again once this one is answered
+		return
+	}
+	st.learnOut, st.learnPending = true, false
 	req := vema.IfaceMACsHeader{}
 	data, _ := req.MarshalBinary()
 	f.vendorMAD(n, vema.ClassVEMA, vema.MethodGet, vema.AttrIfaceUcastMACs, uint32(k.vport), data,
 		func(p *inbound, s vema.Status) {
+			st.learnOut = false
+			if f.members[k] != st {
+				return // removed by a reload meanwhile: keep no state for it
+			}
 			var l vema.IfaceMACs
 			if s != vema.StatusSuccess || len(p.mad) < vema.VendorHeaderLen ||
 				l.UnmarshalBinary(p.mad[vema.VendorHeaderLen:]) != nil || len(l.MACs) == 0 {
 				f.log.Warn("IfaceUcastMacs Get failed", zap.String("node", n.name), zap.Stringer("status", s))
 				return
-			}
-			st := f.members[k]
-			if st == nil {
-				if _, _, still := f.member(k); !still {
-					return // removed by a reload meanwhile: keep no state for it
-				}
-				st = &memberState{}
-				f.members[k] = st
 			}
 			st.learned = l.MACs[0]
 			if v, m, ok := f.member(k); ok {
@@ -562,8 +604,13 @@ func (f *FM) vemaTrap(p *inbound) {
 				f.pushMember(n, k, false)
 				f.pushVESWTables(v)
 			}
-		}, nil)
-	_ = v
+			if st.learnPending { // another trap came meanwhile
+				f.learnMAC(n, k, st)
+			}
+		}, func() {
+			st.learnOut, st.learnPending = false, true
+			f.emFailed(n, &st.fails, &st.retryAt, "IfaceUcastMacs Get")
+		})
 }
 
 // Reload applies a new config (§4.5): removed members and the members of

@@ -167,3 +167,47 @@ func TestEMPushNotSentDoesNotDropNode(t *testing.T) {
 		t.Errorf("host-b %s after pushes that were never sent", st)
 	}
 }
+
+// A ClassPortInfo Set (trap_lid) whose tries are all lost is sent again.
+func TestEMRetriesLostClassPortInfoSet(t *testing.T) {
+	fb := newFabric(t)
+	waitFor(t, "host-b configured", 5*time.Second, func() bool {
+		_, vp, _, _, _, _ := fb.b.snapshot()
+		return len(vp) == 2
+	})
+	fb.b.setDrop(dropping(vema.ClassVEMA, vema.MethodSet, vema.AttrClassPortInfo))
+	fb.b.mu.Lock()
+	fb.b.trapLID = 0
+	fb.b.mu.Unlock()
+	fb.b.restart()
+	waitFor(t, "host-b back", 3*time.Second, func() bool {
+		_, vp, _, _, _, _ := fb.b.snapshot()
+		return len(vp) == 2
+	})
+	time.Sleep(500 * time.Millisecond)
+	fb.b.setDrop(nil)
+	waitFor(t, "host-b's trap_lid set", 3*time.Second, func() bool {
+		fb.b.mu.Lock()
+		defer fb.b.mu.Unlock()
+		return fb.b.trapLID == 1
+	})
+}
+
+// An IfaceUcastMacs Get after a trap whose tries are all lost is sent
+// again: the MAC is learned and reaches the MAC tables.
+func TestEMRetriesLostIfaceUcastMACsGet(t *testing.T) {
+	fb := newFabric(t)
+	waitFor(t, "host-c configured", 5*time.Second, func() bool {
+		_, vp, _, _, _, _ := fb.c.snapshot()
+		return vp[0].VPort.MACTblDigest != 0
+	})
+	fb.c.setDrop(dropping(vema.ClassVEMA, vema.MethodGet, vema.AttrIfaceUcastMACs))
+	x := [6]byte{0x02, 0x11, 0x22, 0x33, 0x44, 0x55}
+	fb.c.trapMACChange(0, x)
+	time.Sleep(500 * time.Millisecond)
+	fb.c.setDrop(nil)
+	waitFor(t, "host-a red table has X", 3*time.Second, func() bool {
+		_, _, ta, _, _, _ := fb.a.snapshot()
+		return len(ta[0]) == 1 && ta[0][0].MAC == x
+	})
+}

@@ -162,6 +162,11 @@ type node struct {
 	misses     int
 	pollOut    bool
 	answeredAt time.Time // its last poll answer
+	// cpiDone: its VEMA ClassPortInfo (trap_lid) was answered; cpiOut: the
+	// Set is in flight; cpiFails and cpiRetryAt pace sending it again.
+	cpiDone, cpiOut bool
+	cpiFails        int
+	cpiRetryAt      time.Time
 	// dirGen is the generation the node answered every block of, 0 when it
 	// needs the current one from scratch (it (re)joined); dirSending is the
 	// generation being sent to it, dirRefused one it refused a block of.
@@ -200,7 +205,10 @@ type memberState struct {
 	tableDigest  uint32
 	tableRefused bool
 	reading      bool // a VESWPortInfo Get in flight
-	adopted      bool // adoptThenPush read the port (once per FM and member)
+	// learnOut: an IfaceUcastMacs Get after a trap is in flight;
+	// learnPending: one is due (a trap came meanwhile, or it was lost).
+	learnOut, learnPending bool
+	adopted                bool // adoptThenPush read the port (once per FM and member)
 	// fails counts the member's consecutive unanswered pushes; retryAt is
 	// when the poll may push again (emBackoff).
 	fails   int
