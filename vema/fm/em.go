@@ -484,7 +484,7 @@ func (f *FM) checkMembers(n *node) {
 						zap.Uint16("vesw", uint16(k.vesw)), zap.Uint8("vport", k.vport), zap.Stringer("status", s))
 					st.info = nil
 					f.configureNode(n, true)
-				case got != st.digest:
+				case got != st.digest || st.digest == 0: // 0: never acknowledged
 					f.log.Info("MAC table not as pushed; pushing it again", zap.String("node", n.name),
 						zap.Uint16("vesw", uint16(k.vesw)), zap.Uint8("vport", k.vport))
 					f.pushTable(n, k, true)

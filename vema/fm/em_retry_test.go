@@ -211,3 +211,28 @@ func TestEMRetriesLostIfaceUcastMACsGet(t *testing.T) {
 		return len(ta[0]) == 1 && ta[0][0].MAC == x
 	})
 }
+
+// The first MAC-table push to a new port, its tries all lost, is pushed
+// again although the port's digest is still 0, as it was before any table.
+func TestEMRetriesLostFirstMACTable(t *testing.T) {
+	fb := newFabric(t)
+	waitFor(t, "host-b configured", 5*time.Second, func() bool {
+		_, vp, _, _, _, _ := fb.b.snapshot()
+		return len(vp) == 2
+	})
+	fb.b.setDrop(dropping(vema.ClassVEMA, vema.MethodSet, vema.AttrVESWPortMACEntries))
+	if err := fb.fm.Reload(withHostB2(t)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "host-b/2 made", 3*time.Second, func() bool {
+		_, vp, _, _, _, _ := fb.b.snapshot()
+		_, ok := vp[2]
+		return ok
+	})
+	time.Sleep(500 * time.Millisecond)
+	fb.b.setDrop(nil)
+	waitFor(t, "host-b/2's table pushed", 3*time.Second, func() bool {
+		_, vp, _, _, _, _ := fb.b.snapshot()
+		return vp[2].VPort.MACTblDigest != 0
+	})
+}
