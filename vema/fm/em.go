@@ -256,7 +256,9 @@ func (f *FM) portInfo(v *VESWConfig, m *Member, n *node) vema.VESWPortInfo {
 func (f *FM) pushMember(n *node, k memberKey, force bool) {
 	v, m, ok := f.member(k)
 	st := f.members[k]
-	if !ok || st == nil {
+	if !ok || st == nil || st.reading {
+		// While adoptThenPush reads the port, its MAC is not known yet:
+		// the read's end pushes.
 		return
 	}
 	pi := f.portInfo(v, m, n)
@@ -441,6 +443,12 @@ func (f *FM) repushDefaultPortsReferencing(n *node) {
 // pushed again.
 func (f *FM) checkMembers(n *node) {
 	f.sendDeletes(n)
+	if !f.settled {
+		// Members are configured when the start-up sweep ends, each after
+		// adoptThenPush has read its port: a push before that would reset a
+		// MAC learned before an FM restart.
+		return
+	}
 	now := time.Now()
 	keys := f.memberKeys(n)
 	if len(keys) > 0 && !n.cpiDone && !now.Before(n.cpiRetryAt) {

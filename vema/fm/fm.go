@@ -493,9 +493,16 @@ func (f *FM) checkSettled(now time.Time) bool {
 	if all || !now.Before(f.settleBy) {
 		f.settled = true
 		f.log.Info("start-up sweep done", zap.Int("nodes", len(f.nodes)), zap.Bool("all_configured_nodes", all))
+		// Every node's members first, each reading its port before its
+		// push (adoptThenPush); then the members whose default ports name
+		// a node, which pushMember holds back while their read runs.
 		for _, n := range f.nodes {
 			if n.state == NodeActive {
 				f.configureNode(n, true)
+			}
+		}
+		for _, n := range f.nodes {
+			if n.state == NodeActive {
 				f.repushDefaultPortsReferencing(n)
 			}
 		}

@@ -62,12 +62,17 @@ func mustConfig(t *testing.T, text string) *Config {
 
 // startFM runs an FM at fmEP with fast timers until the returned cancel.
 func startFM(t *testing.T, ctx context.Context, n *hfitest.Network, cfg *Config) (*FM, context.CancelFunc) {
+	return startFMSettle(t, ctx, n, cfg, 500*time.Millisecond)
+}
+
+// startFMSettle is startFM with a start-up sweep of at most settle.
+func startFMSettle(t *testing.T, ctx context.Context, n *hfitest.Network, cfg *Config, settle time.Duration) (*FM, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
 	h := hfi.New(n.Listen(fmEP), hfi.Config{LID: cfg.FM.LID, VerifyICRC: true, TrustAnyMgmtSource: true})
 	f := New(h, cfg, nil)
 	f.pollEvery = 200 * time.Millisecond
 	f.retryTimeout = 100 * time.Millisecond
-	f.settleBy = time.Now().Add(500 * time.Millisecond) // the start-up sweep, short for tests
+	f.settleBy = time.Now().Add(settle) // the start-up sweep, short for tests
 	done := make(chan struct{}, 2)
 	go func() { h.Run(ctx); done <- struct{}{} }()
 	go func() { f.Run(ctx); done <- struct{}{} }()

@@ -100,6 +100,40 @@ func TestFMRestartKeepsLearnedMAC(t *testing.T) {
 	}
 }
 
+// A restarted FM whose start-up sweep is still waiting for a configured
+// node polls the nodes that have joined; it must not push their members
+// before it has read their ports, or it resets a MAC learned before the
+// restart (the peers' neighbour caches still hold it, and traffic stops).
+func TestFMRestartPollsBeforeSweepKeepLearnedMAC(t *testing.T) {
+	fb := newFabric(t)
+	waitFor(t, "host-c configured", 5*time.Second, func() bool {
+		_, vp, _, _, _, _ := fb.c.snapshot()
+		return vp[0].VPort.MACTblDigest != 0
+	})
+	x := [6]byte{0x02, 0x11, 0x22, 0x33, 0x44, 0x55}
+	fb.c.trapMACChange(0, x)
+	waitFor(t, "host-c's base_mac_addr is X", 3*time.Second, func() bool {
+		_, vp, _, _, _, _ := fb.c.snapshot()
+		return vp[0].VPort.BaseMACAddr == x
+	})
+	fb.stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// host-z never joins: the sweep lasts its full 1.5 s, 7 polls.
+	cfg := mustConfig(t, strings.Replace(testFabric, "  - {name: host-c}\n", "  - {name: host-c}\n  - {name: host-z}\n", 1))
+	f2, stop2 := startFMSettle(t, ctx, fb.net, cfg, 1500*time.Millisecond)
+	defer stop2()
+	fb.fm = f2
+	for end := time.Now().Add(2500 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if got := fb.c.netdevMAC(0); got != x {
+			t.Fatalf("host-c's netdev MAC became % x while the restarted FM swept, want % x", got, x)
+		}
+	}
+	waitFor(t, "the new FM to know host-c's MAC", 3*time.Second, func() bool {
+		return statusMAC(f2, 1, "host-c") == "02:11:22:33:44:55"
+	})
+}
+
 // A MAC learned from a trap is the member's until the next trap: a node
 // that restarts gets it back as its port's base_mac_addr (peers' neighbour
 // caches stay right), whether the FM hears of the restart from its announce
