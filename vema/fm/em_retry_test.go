@@ -29,10 +29,7 @@ func memberConfigured(f *FM, node string, vport uint8) bool {
 // poll.
 func TestEMRetriesLostVESWPortInfoSet(t *testing.T) {
 	fb := newFabric(t)
-	waitFor(t, "host-b configured", 5*time.Second, func() bool {
-		_, vp, _, _, _, _ := fb.b.snapshot()
-		return len(vp) == 2
-	})
+	waitPorts(t, fb.b, "host-b configured", 2)
 	fb.b.setDrop(dropping(vema.ClassVEMA, vema.MethodSet, vema.AttrVESWPortInfo))
 	if err := fb.fm.Reload(withHostB2(t)); err != nil {
 		t.Fatal(err)
@@ -49,10 +46,7 @@ func TestEMRetriesLostVESWPortInfoSet(t *testing.T) {
 // node reports is not the one pushed.
 func TestEMRepairsLostMACTablePush(t *testing.T) {
 	fb := newFabric(t)
-	waitFor(t, "host-a red configured", 5*time.Second, func() bool {
-		_, vp, _, _, _, _ := fb.a.snapshot()
-		return vp[0].VPort.MACTblDigest != 0
-	})
+	waitTable(t, fb.a, "host-a red configured", 0)
 	fb.a.setDrop(dropping(vema.ClassVEMA, vema.MethodSet, vema.AttrVESWPortMACEntries))
 	mac := [6]byte{0x02, 0x11, 0x22, 0x33, 0x44, 0x55}
 	fb.c.trapMACChange(0, mac)
@@ -71,10 +65,7 @@ func TestEMRepairsLostMACTablePush(t *testing.T) {
 // A DeleteVESW whose tries are all lost is sent again.
 func TestEMRetriesLostDeleteVESW(t *testing.T) {
 	fb := newFabric(t)
-	waitFor(t, "host-c configured", 5*time.Second, func() bool {
-		_, vp, _, _, _, _ := fb.c.snapshot()
-		return vp[0].VPort.MACTblDigest != 0
-	})
+	waitTable(t, fb.c, "host-c configured", 0)
 	fb.c.setDrop(dropping(vema.ClassVEMA, vema.MethodSet, vema.AttrDeleteVESW))
 	if err := fb.fm.Reload(mustConfig(t, strings.Replace(testFabric, "      - {node: host-c, vport: 0}\n", "", 1))); err != nil {
 		t.Fatal(err)
@@ -92,10 +83,7 @@ func TestEMRetriesLostDeleteVESW(t *testing.T) {
 // is back.
 func TestEMDeletesMemberRemovedWhileLost(t *testing.T) {
 	fb := newFabric(t)
-	waitFor(t, "host-c configured", 5*time.Second, func() bool {
-		_, vp, _, _, _, _ := fb.c.snapshot()
-		return vp[0].VPort.MACTblDigest != 0
-	})
+	waitTable(t, fb.c, "host-c configured", 0)
 	fb.c.setDrop(func(vema.Class, vema.Method, uint16) bool { return true })
 	waitFor(t, "host-c lost", 5*time.Second, func() bool {
 		n, _ := fb.fm.Node("host-c")
@@ -119,10 +107,7 @@ func TestEMDeletesMemberRemovedWhileLost(t *testing.T) {
 // and is configured.
 func TestEMDropsNodeThatNeverAnswersThenReconfigures(t *testing.T) {
 	fb := newFabric(t)
-	waitFor(t, "host-b configured", 5*time.Second, func() bool {
-		_, vp, _, _, _, _ := fb.b.snapshot()
-		return len(vp) == 2
-	})
+	waitPorts(t, fb.b, "host-b configured", 2)
 	fb.b.setDrop(dropping(vema.ClassVEMA, vema.MethodSet, vema.AttrVESWPortInfo))
 	if err := fb.fm.Reload(withHostB2(t)); err != nil {
 		t.Fatal(err)
@@ -144,10 +129,7 @@ func TestEMDropsNodeThatNeverAnswersThenReconfigures(t *testing.T) {
 // again later but does not count against the node.
 func TestEMPushNotSentDoesNotDropNode(t *testing.T) {
 	fb := newFabric(t)
-	waitFor(t, "host-b configured", 5*time.Second, func() bool {
-		_, vp, _, _, _, _ := fb.b.snapshot()
-		return len(vp) == 2
-	})
+	waitPorts(t, fb.b, "host-b configured", 2)
 	fb.fm.mu.Lock()
 	var n *node
 	for _, o := range fb.fm.nodes {
@@ -171,10 +153,7 @@ func TestEMPushNotSentDoesNotDropNode(t *testing.T) {
 // A ClassPortInfo Set (trap_lid) whose tries are all lost is sent again.
 func TestEMRetriesLostClassPortInfoSet(t *testing.T) {
 	fb := newFabric(t)
-	waitFor(t, "host-b configured", 5*time.Second, func() bool {
-		_, vp, _, _, _, _ := fb.b.snapshot()
-		return len(vp) == 2
-	})
+	waitPorts(t, fb.b, "host-b configured", 2)
 	fb.b.setDrop(dropping(vema.ClassVEMA, vema.MethodSet, vema.AttrClassPortInfo))
 	fb.b.mu.Lock()
 	fb.b.trapLID = 0
@@ -197,10 +176,7 @@ func TestEMRetriesLostClassPortInfoSet(t *testing.T) {
 // again: the MAC is learned and reaches the MAC tables.
 func TestEMRetriesLostIfaceUcastMACsGet(t *testing.T) {
 	fb := newFabric(t)
-	waitFor(t, "host-c configured", 5*time.Second, func() bool {
-		_, vp, _, _, _, _ := fb.c.snapshot()
-		return vp[0].VPort.MACTblDigest != 0
-	})
+	waitTable(t, fb.c, "host-c configured", 0)
 	fb.c.setDrop(dropping(vema.ClassVEMA, vema.MethodGet, vema.AttrIfaceUcastMACs))
 	x := [6]byte{0x02, 0x11, 0x22, 0x33, 0x44, 0x55}
 	fb.c.trapMACChange(0, x)
@@ -216,10 +192,7 @@ func TestEMRetriesLostIfaceUcastMACsGet(t *testing.T) {
 // again although the port's digest is still 0, as it was before any table.
 func TestEMRetriesLostFirstMACTable(t *testing.T) {
 	fb := newFabric(t)
-	waitFor(t, "host-b configured", 5*time.Second, func() bool {
-		_, vp, _, _, _, _ := fb.b.snapshot()
-		return len(vp) == 2
-	})
+	waitPorts(t, fb.b, "host-b configured", 2)
 	fb.b.setDrop(dropping(vema.ClassVEMA, vema.MethodSet, vema.AttrVESWPortMACEntries))
 	if err := fb.fm.Reload(withHostB2(t)); err != nil {
 		t.Fatal(err)

@@ -60,6 +60,25 @@ func mustConfig(t *testing.T, text string) *Config {
 	return c
 }
 
+// waitTable waits until the fake node has taken a MAC table for vport (its
+// digest is no longer 0): the member is configured.
+func waitTable(t *testing.T, f *fakeNode, what string, vport uint8) {
+	t.Helper()
+	waitFor(t, what, 5*time.Second, func() bool {
+		_, vp, _, _, _, _ := f.snapshot()
+		return vp[vport].VPort.MACTblDigest != 0
+	})
+}
+
+// waitPorts waits until the fake node has n vports.
+func waitPorts(t *testing.T, f *fakeNode, what string, n int) {
+	t.Helper()
+	waitFor(t, what, 5*time.Second, func() bool {
+		_, vp, _, _, _, _ := f.snapshot()
+		return len(vp) == n
+	})
+}
+
 // startFM runs an FM at fmEP with fast timers until the returned cancel.
 func startFM(t *testing.T, ctx context.Context, n *hfitest.Network, cfg *Config) (*FM, context.CancelFunc) {
 	return startFMSettle(t, ctx, n, cfg, 500*time.Millisecond)
@@ -197,10 +216,7 @@ func TestEMPushesVESWPortInfo(t *testing.T) {
 
 func TestTrapUpdatesMACTables(t *testing.T) {
 	fb := newFabric(t)
-	waitFor(t, "host-c configured", 5*time.Second, func() bool {
-		_, vp, _, _, _, _ := fb.c.snapshot()
-		return vp[0].VPort.MACTblDigest != 0
-	})
+	waitTable(t, fb.c, "host-c configured", 0)
 	mac := [6]byte{0x02, 0x11, 0x22, 0x33, 0x44, 0x55}
 	fb.c.trapMACChange(0, mac)
 	for _, f := range []*fakeNode{fb.a, fb.b, fb.c} {
@@ -246,10 +262,7 @@ func TestReloadRemovesVESW(t *testing.T) {
 
 func TestNodeRestartRejoinsWithSameLID(t *testing.T) {
 	fb := newFabric(t)
-	waitFor(t, "host-b configured", 5*time.Second, func() bool {
-		_, vp, _, _, _, _ := fb.b.snapshot()
-		return len(vp) == 2
-	})
+	waitPorts(t, fb.b, "host-b configured", 2)
 	fb.b.restart()
 	waitFor(t, "host-b to rejoin and be configured", 5*time.Second, func() bool {
 		lid, vp, _, _, _, _ := fb.b.snapshot()

@@ -65,10 +65,7 @@ func TestReloadAppliesChangedFixedMAC(t *testing.T) {
 // base_mac_addr, and keeps it in the MAC tables.
 func TestFMRestartKeepsLearnedMAC(t *testing.T) {
 	fb := newFabric(t)
-	waitFor(t, "host-c configured", 5*time.Second, func() bool {
-		_, vp, _, _, _, _ := fb.c.snapshot()
-		return vp[0].VPort.MACTblDigest != 0
-	})
+	waitTable(t, fb.c, "host-c configured", 0)
 	x := [6]byte{0x02, 0x11, 0x22, 0x33, 0x44, 0x55}
 	fb.c.trapMACChange(0, x)
 	waitFor(t, "host-a red table has X", 3*time.Second, func() bool {
@@ -106,10 +103,7 @@ func TestFMRestartKeepsLearnedMAC(t *testing.T) {
 // restart (the peers' neighbour caches still hold it, and traffic stops).
 func TestFMRestartPollsBeforeSweepKeepLearnedMAC(t *testing.T) {
 	fb := newFabric(t)
-	waitFor(t, "host-c configured", 5*time.Second, func() bool {
-		_, vp, _, _, _, _ := fb.c.snapshot()
-		return vp[0].VPort.MACTblDigest != 0
-	})
+	waitTable(t, fb.c, "host-c configured", 0)
 	x := [6]byte{0x02, 0x11, 0x22, 0x33, 0x44, 0x55}
 	fb.c.trapMACChange(0, x)
 	waitFor(t, "host-c's base_mac_addr is X", 3*time.Second, func() bool {
@@ -140,10 +134,7 @@ func TestFMRestartPollsBeforeSweepKeepLearnedMAC(t *testing.T) {
 // or its poll.
 func TestNodeRestartKeepsLearnedMAC(t *testing.T) {
 	fb := newFabric(t)
-	waitFor(t, "host-c configured", 5*time.Second, func() bool {
-		_, vp, _, _, _, _ := fb.c.snapshot()
-		return vp[0].VPort.MACTblDigest != 0
-	})
+	waitTable(t, fb.c, "host-c configured", 0)
 	x := [6]byte{0x02, 0x11, 0x22, 0x33, 0x44, 0x55}
 	fb.c.trapMACChange(0, x)
 	waitFor(t, "host-c's port base MAC set to X", 3*time.Second, func() bool {

@@ -10,10 +10,7 @@ import (
 // the directory and VNICs follow.
 func TestReloadAppliesChangedFixedLID(t *testing.T) {
 	fb := newFabric(t)
-	waitFor(t, "host-a configured", 5*time.Second, func() bool {
-		_, vp, _, _, _, _ := fb.a.snapshot()
-		return vp[0].VPort.MACTblDigest != 0
-	})
+	waitTable(t, fb.a, "host-a configured", 0)
 	if err := fb.fm.Reload(mustConfig(t, strings.Replace(testFabric, "{name: host-a, lid: 0x10}", "{name: host-a, lid: 0x20}", 1))); err != nil {
 		t.Fatal(err)
 	}
