@@ -34,22 +34,32 @@ func (f *FM) emBackoff(fails int) time.Duration {
 	return f.pollEvery << min(max(fails-1, 0), 3)
 }
 
+// emRetry paces one kind of push to a node: fails counts its unanswered
+// sends in a row, at is when a poll may send it again (emBackoff).
+type emRetry struct {
+	fails int
+	at    time.Time
+}
+
+// waiting reports whether the push must wait for its backoff at now.
+func (r *emRetry) waiting(now time.Time) bool { return now.Before(r.at) }
+
 // emFailed counts an unanswered push (what) to n: the poll tries again after
 // the backoff, or, at emMaxFails, n is declared lost.
-func (f *FM) emFailed(n *node, fails *int, retryAt *time.Time, what string) {
+func (f *FM) emFailed(n *node, r *emRetry, what string) {
 	if f.notSent { // never sent (maxPending): try again, without blame
-		*retryAt = time.Now().Add(f.emBackoff(*fails + 1))
+		r.at = time.Now().Add(f.emBackoff(r.fails + 1))
 		return
 	}
-	*fails++
-	if *fails >= emMaxFails {
-		*fails = 0
+	r.fails++
+	if r.fails >= emMaxFails {
+		r.fails = 0
 		f.loseNode(n, what+" unanswered "+strconv.Itoa(emMaxFails)+" times in a row; node dropped")
 		return
 	}
-	*retryAt = time.Now().Add(f.emBackoff(*fails))
-	f.log.Info(what+" unanswered; will retry", zap.String("node", n.name), zap.Int("fails", *fails),
-		zap.Duration("after", f.emBackoff(*fails)))
+	r.at = time.Now().Add(f.emBackoff(r.fails))
+	f.log.Info(what+" unanswered; will retry", zap.String("node", n.name), zap.Int("fails", r.fails),
+		zap.Duration("after", f.emBackoff(r.fails)))
 }
 
 // memberKeys returns the keys of the config members on node n.
@@ -99,14 +109,14 @@ func (f *FM) configureNode(n *node, force bool) {
 	if force {
 		for _, k := range keys { // a (re)join starts the counts afresh
 			st := f.members[k]
-			st.fails, st.retryAt, st.infoRefused, st.tableRefused = 0, time.Time{}, false, false
+			st.retry, st.infoRefused, st.tableRefused = emRetry{}, false, false
 		}
 	}
 	if len(keys) == 0 {
 		return
 	}
 	if force {
-		n.cpiDone, n.cpiFails, n.cpiRetryAt = false, 0, time.Time{}
+		n.cpiDone, n.cpiRetry = false, emRetry{}
 	}
 	f.setClassPortInfo(n)
 	for _, k := range keys {
@@ -125,13 +135,13 @@ func (f *FM) setClassPortInfo(n *node) {
 		TrapLID: encap.LID(f.cfg.FM.LID), TrapHLQP: encap.QPNGSI, TrapPKey: 0xFFFF}
 	data, _ := cpi.MarshalBinary()
 	f.vendorMAD(n, vema.ClassVEMA, vema.MethodSet, vema.AttrClassPortInfo, 0, data, func(_ *inbound, s vema.Status) {
-		n.cpiOut, n.cpiDone, n.cpiFails = false, true, 0
+		n.cpiOut, n.cpiDone, n.cpiRetry.fails = false, true, 0
 		if s != vema.StatusSuccess {
 			f.log.Warn("ClassPortInfo Set refused", zap.String("node", n.name), zap.Stringer("status", s))
 		}
 	}, func() {
 		n.cpiOut = false
-		f.emFailed(n, &n.cpiFails, &n.cpiRetryAt, "ClassPortInfo Set")
+		f.emFailed(n, &n.cpiRetry, "ClassPortInfo Set")
 	})
 }
 
@@ -282,7 +292,7 @@ func (f *FM) pushMember(n *node, k memberKey, force bool) {
 				st.infoRefused = true
 				return
 			}
-			st.info, st.fails = data, 0
+			st.info, st.retry.fails = data, 0
 			// The vesw's table may have changed while the port was being
 			// made (pushVESWTables skips a member until then).
 			f.pushTable(n, k, false)
@@ -291,7 +301,7 @@ func (f *FM) pushMember(n *node, k memberKey, force bool) {
 				return
 			}
 			st.infoOut = false
-			f.emFailed(n, &st.fails, &st.retryAt, "VESWPortInfo Set")
+			f.emFailed(n, &st.retry, "VESWPortInfo Set")
 		})
 }
 
@@ -376,14 +386,14 @@ func (f *FM) pushTable(n *node, k memberKey, force bool) {
 					return
 				}
 				if st.tableOut--; st.tableOut == 0 {
-					st.digest, st.tableLen, st.fails = digest, len(ents), 0
+					st.digest, st.tableLen, st.retry.fails = digest, len(ents), 0
 				}
 			}, func() {
 				if seq != st.tableSeq || st.tableOut == 0 {
 					return
 				}
 				st.tableOut, st.digest = 0, 0 // not known to be there: the poll pushes it again
-				f.emFailed(n, &st.fails, &st.retryAt, "MAC table Set")
+				f.emFailed(n, &st.retry, "MAC table Set")
 			})
 	}
 }
@@ -451,13 +461,13 @@ func (f *FM) checkMembers(n *node) {
 	}
 	now := time.Now()
 	keys := f.memberKeys(n)
-	if len(keys) > 0 && !n.cpiDone && !now.Before(n.cpiRetryAt) {
+	if len(keys) > 0 && !n.cpiDone && !n.cpiRetry.waiting(now) {
 		f.setClassPortInfo(n)
 	}
 	for _, k := range keys {
 		st := f.members[k]
 		v, m, ok := f.member(k)
-		if !ok || st.infoOut || st.reading || now.Before(st.retryAt) {
+		if !ok || st.infoOut || st.reading || st.retry.waiting(now) {
 			continue
 		}
 		if st.learnPending {
@@ -522,7 +532,7 @@ func (f *FM) sendDeletes(n *node) {
 			f.vendorMAD(n, vema.ClassVEMA, vema.MethodSet, vema.AttrDeleteVESW, uint32(vport), nil, nil, nil)
 			continue
 		}
-		if d.out || now.Before(d.retryAt) {
+		if d.out || d.retry.waiting(now) {
 			continue
 		}
 		d.out = true
@@ -535,7 +545,7 @@ func (f *FM) sendDeletes(n *node) {
 				}
 			}, func() {
 				d.out = false
-				f.emFailed(n, &d.fails, &d.retryAt, "DeleteVESW")
+				f.emFailed(n, &d.retry, "DeleteVESW")
 			})
 	}
 	if len(dels) == 0 {
@@ -617,7 +627,7 @@ func (f *FM) learnMAC(n *node, k memberKey, st *memberState) {
 			}
 		}, func() {
 			st.learnOut, st.learnPending = false, true
-			f.emFailed(n, &st.fails, &st.retryAt, "IfaceUcastMacs Get")
+			f.emFailed(n, &st.retry, "IfaceUcastMacs Get")
 		})
 }
 

@@ -137,10 +137,10 @@ func TestEMPushNotSentDoesNotDropNode(t *testing.T) {
 			n = o
 		}
 	}
-	fails, at := 0, time.Time{}
+	var r emRetry
 	for range 2 * emMaxFails {
 		fb.fm.notSent = true
-		fb.fm.emFailed(n, &fails, &at, "test push")
+		fb.fm.emFailed(n, &r, "test push")
 		fb.fm.notSent = false
 	}
 	st := n.state

@@ -163,17 +163,15 @@ type node struct {
 	pollOut    bool
 	answeredAt time.Time // its last poll answer
 	// cpiDone: its VEMA ClassPortInfo (trap_lid) was answered; cpiOut: the
-	// Set is in flight; cpiFails and cpiRetryAt pace sending it again.
+	// Set is in flight; cpiRetry paces sending it again.
 	cpiDone, cpiOut bool
-	cpiFails        int
-	cpiRetryAt      time.Time
+	cpiRetry        emRetry
 	// dirGen is the generation the node answered every block of, 0 when it
 	// needs the current one from scratch (it (re)joined); dirSending is the
 	// generation being sent to it, dirRefused one it refused a block of.
-	// dirFails and dirRetryAt pace sending it again (emBackoff).
+	// dirRetry paces sending it again.
 	dirGen, dirSending, dirRefused uint32
-	dirFails                       int
-	dirRetryAt                     time.Time
+	dirRetry                       emRetry
 }
 
 type memberKey struct {
@@ -208,20 +206,16 @@ type memberState struct {
 	// learnOut: an IfaceUcastMacs Get after a trap is in flight;
 	// learnPending: one is due (a trap came meanwhile, or it was lost).
 	learnOut, learnPending bool
-	adopted                bool // adoptThenPush read the port (once per FM and member)
-	// fails counts the member's consecutive unanswered pushes; retryAt is
-	// when the poll may push again (emBackoff).
-	fails   int
-	retryAt time.Time
+	adopted                bool    // adoptThenPush read the port (once per FM and member)
+	retry                  emRetry // the member's pushes
 }
 
 // pendingDelete is a DeleteVESW the EM owes a node (by port GUID) until the
 // node answers it.
 type pendingDelete struct {
-	vesw    encap.VESWID
-	out     bool
-	fails   int
-	retryAt time.Time
+	vesw  encap.VESWID
+	out   bool
+	retry emRetry
 }
 
 type inbound struct {
@@ -705,7 +699,7 @@ func (f *FM) setPortInfo(n *node, lid uint32, fail func()) {
 			n.lid = lid
 			n.state = NodeActive
 			n.misses = 0
-			n.dirGen, n.dirFails, n.dirRetryAt, n.dirRefused = 0, 0, time.Time{}, 0 // it gets the whole generation
+			n.dirGen, n.dirRetry, n.dirRefused = 0, emRetry{}, 0 // it gets the whole generation
 			f.log.Info("node joined", zap.String("node", n.name), zap.Stringer("lid", encap.LID(lid)),
 				zap.Bool("extended", encap.LID(lid).IsExtended()), zap.Stringer("peer", n.ep))
 			f.markDirty()
@@ -963,7 +957,7 @@ func (f *FM) pushDirectory() {
 	f.lastDir, f.lastData = blocks, data
 	for _, n := range f.nodes {
 		if n.state == NodeActive {
-			n.dirFails, n.dirRetryAt = 0, time.Time{}
+			n.dirRetry = emRetry{}
 			f.sendDirectory(n, f.gen, blocks, data, 0)
 		}
 	}
@@ -976,7 +970,7 @@ func (f *FM) pushDirectory() {
 // it joins again.
 func (f *FM) resendDirectory(n *node) {
 	if !f.settled || f.lastDir == nil || n.dirGen == f.gen || n.dirSending == f.gen || n.dirRefused == f.gen ||
-		time.Now().Before(n.dirRetryAt) {
+		n.dirRetry.waiting(time.Now()) {
 		return
 	}
 	f.log.Info("sending the directory again", zap.String("node", n.name), zap.Uint32("generation", f.gen),
@@ -1001,7 +995,7 @@ func (f *FM) sendDirectory(n *node, gen uint32, blocks []dirBlock, data [][]byte
 		return
 	}
 	if i == len(blocks) {
-		n.dirSending, n.dirGen, n.dirFails = 0, gen, 0
+		n.dirSending, n.dirGen, n.dirRetry.fails = 0, gen, 0
 		return
 	}
 	b := &blocks[i]
@@ -1020,7 +1014,7 @@ func (f *FM) sendDirectory(n *node, gen uint32, blocks []dirBlock, data [][]byte
 		}
 		n.dirSending = 0
 		if gen == f.gen {
-			f.emFailed(n, &n.dirFails, &n.dirRetryAt, "directory block")
+			f.emFailed(n, &n.dirRetry, "directory block")
 		}
 	})
 }

@@ -97,19 +97,28 @@ func TestFMRestartKeepsLearnedMAC(t *testing.T) {
 	}
 }
 
+// learnOnC has host-c's user set its red netdev's MAC (a trap) once host-c
+// is configured, and waits until the EM has made it the port's
+// base_mac_addr; it returns that MAC.
+func learnOnC(t *testing.T, fb *fabric) [6]byte {
+	t.Helper()
+	waitTable(t, fb.c, "host-c configured", 0)
+	x := [6]byte{0x02, 0x11, 0x22, 0x33, 0x44, 0x55}
+	fb.c.trapMACChange(0, x)
+	waitFor(t, "host-c's base_mac_addr is the learned MAC", 3*time.Second, func() bool {
+		_, vp, _, _, _, _ := fb.c.snapshot()
+		return vp[0].VPort.BaseMACAddr == x
+	})
+	return x
+}
+
 // A restarted FM whose start-up sweep is still waiting for a configured
 // node polls the nodes that have joined; it must not push their members
 // before it has read their ports, or it resets a MAC learned before the
 // restart (the peers' neighbour caches still hold it, and traffic stops).
 func TestFMRestartPollsBeforeSweepKeepLearnedMAC(t *testing.T) {
 	fb := newFabric(t)
-	waitTable(t, fb.c, "host-c configured", 0)
-	x := [6]byte{0x02, 0x11, 0x22, 0x33, 0x44, 0x55}
-	fb.c.trapMACChange(0, x)
-	waitFor(t, "host-c's base_mac_addr is X", 3*time.Second, func() bool {
-		_, vp, _, _, _, _ := fb.c.snapshot()
-		return vp[0].VPort.BaseMACAddr == x
-	})
+	x := learnOnC(t, fb)
 	fb.stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -134,13 +143,7 @@ func TestFMRestartPollsBeforeSweepKeepLearnedMAC(t *testing.T) {
 // or its poll.
 func TestNodeRestartKeepsLearnedMAC(t *testing.T) {
 	fb := newFabric(t)
-	waitTable(t, fb.c, "host-c configured", 0)
-	x := [6]byte{0x02, 0x11, 0x22, 0x33, 0x44, 0x55}
-	fb.c.trapMACChange(0, x)
-	waitFor(t, "host-c's port base MAC set to X", 3*time.Second, func() bool {
-		_, vp, _, _, _, _ := fb.c.snapshot()
-		return vp[0].VPort.BaseMACAddr == x
-	})
+	x := learnOnC(t, fb)
 	fb.c.restart()
 	waitFor(t, "host-c back with X", 5*time.Second, func() bool {
 		_, vp, ta, _, _, _ := fb.c.snapshot()
