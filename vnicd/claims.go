@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/internal/statefile"
 )
 
 // Claims: containers on a managed node. In managed mode the EM owns the
@@ -240,37 +240,16 @@ func (t *claimTable) save() error {
 	return writeStateFile(t.path, "claims", f)
 }
 
-// writeStateFile writes v as JSON to path atomically (a new file renamed
-// over the old); what names the file in errors. The claims and the runtime
-// VNICs (runtime.go) keep their state files with it. The new file is synced
-// before the rename, and the directory after it, so that on a persistent
-// file system (the default place, beside the socket in /run, is not one)
-// the state file is the old one or the new one after the host crashes,
-// never an empty one.
+// writeStateFile writes v as JSON to path atomically (statefile.Write);
+// what names the file in errors. The claims and the runtime VNICs
+// (runtime.go) keep their state files with it.
 func writeStateFile(path, what string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
-	if err != nil {
+	if err := statefile.Write(path, append(b, '\n')); err != nil {
 		return fmt.Errorf("vnicd: %s state file: %w", what, err)
-	}
-	_, werr := tmp.Write(append(b, '\n'))
-	serr := tmp.Sync()
-	cerr := tmp.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("vnicd: %s state file: %w", what, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("vnicd: %s state file: %w", what, err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync() // the rename itself; best effort (some file systems refuse)
-		d.Close()
 	}
 	return nil
 }

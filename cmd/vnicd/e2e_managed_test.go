@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/vema/fm"
 	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
@@ -313,6 +314,12 @@ func TestE2EManagedFabric(t *testing.T) {
 	t.Logf("host-b restarted: traffic back after %v", time.Since(restart).Round(time.Millisecond))
 	if st := hfiStatus(t, db); st.LID != "0xC000" {
 		t.Fatalf("host-b rejoined with LID %s, want 0xC000", st.LID)
+	}
+
+	// The FM keeps host-b's learned MAC in its MAC file, beside its socket,
+	// for its next run.
+	if b, err := os.ReadFile(fm.MACFilePath(fmSocket)); err != nil || !strings.Contains(string(b), `"learned": "00:1b:21:0a:0b:0c"`) {
+		t.Fatalf("the FM's MAC file (%v) lacks host-b's learned MAC:\n%s", err, b)
 	}
 
 	// Kill and restart the FM while traffic runs: the traffic never stops.

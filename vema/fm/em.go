@@ -151,10 +151,13 @@ func (f *FM) setClassPortInfo(n *node) {
 // carries a MAC the EM learned before (an FM restart forgets it): the
 // netdev's MAC (IfaceUcastMacs) when a user changed it since (its trap may
 // be lost), else the port's base_mac_addr, which the EM sets to what it
-// learns. The EM adopts it rather than reset the netdev's MAC. Later
-// configures (a reload, a rejoin) never adopt: the EM heard every change,
-// and the port's MAC may be an old fixed one that the push must replace.
-// Then it pushes the member and the vesw's MAC tables.
+// learns. The EM adopts it rather than reset the netdev's MAC. When the MAC
+// file (state.go) knows the member, it says what was learned, and only a
+// netdev MAC that differs from base_mac_addr is adopted: base_mac_addr
+// alone cannot tell a learned MAC from a fixed `mac` changed while the FM
+// was down. Later configures (a reload, a rejoin) never adopt: the EM heard
+// every change, and the port's MAC may be an old fixed one that the push
+// must replace. Then it pushes the member and the vesw's MAC tables.
 func (f *FM) adoptThenPush(n *node, k memberKey, force bool) {
 	push := func() {
 		f.pushMember(n, k, force)
@@ -168,8 +171,12 @@ func (f *FM) adoptThenPush(n *node, k memberKey, force bool) {
 		push()
 		return
 	}
+	known := false
+	if _, m, ok := f.member(k); ok {
+		st.learned, known = f.savedLearned(k, m)
+	}
 	st.reading = true
-	done := func() { st.reading = false; push() }
+	done := func() { st.reading = false; f.saveMACs(); push() }
 	f.vendorMAD(n, vema.ClassVEMA, vema.MethodGet, vema.AttrVESWPortInfo, uint32(k.vport), nil,
 		func(p *inbound, s vema.Status) {
 			var pi vema.VESWPortInfo
@@ -188,7 +195,13 @@ func (f *FM) adoptThenPush(n *node, k memberKey, force bool) {
 			req, _ := (&vema.IfaceMACsHeader{}).MarshalBinary()
 			adopt := func(mac [6]byte) {
 				v, m, ok := f.member(k)
-				if ok && mac != ([6]byte{}) && mac[0]&1 == 0 && mac != f.configMAC(v, m, n) {
+				if !ok || mac == ([6]byte{}) || mac[0]&1 != 0 || known && mac == base {
+					done()
+					return
+				}
+				if mac == f.configMAC(v, m, n) {
+					st.learned = [6]byte{} // set back to the config's MAC meanwhile
+				} else if mac != st.learned {
 					st.learned = mac
 					f.log.Info("adopted the MAC a port already carries", zap.String("node", n.name),
 						zap.Uint16("vesw", uint16(k.vesw)), zap.Uint8("vport", k.vport), zap.String("mac", net.HardwareAddr(mac[:]).String()))
@@ -616,6 +629,7 @@ func (f *FM) learnMAC(n *node, k memberKey, st *memberState) {
 				if st.learned == f.configMAC(v, m, n) {
 					st.learned = [6]byte{} // back to the config's MAC
 				}
+				f.saveMACs()
 				// base_mac_addr follows, so that a restarted FM finds the
 				// MAC on the port (adoptThenPush) and a restarted node gets
 				// it back.
@@ -686,6 +700,7 @@ func (f *FM) Reload(cfg *Config) error {
 			}
 		}
 	}
+	f.saveMACs()
 	for _, n := range f.nodes {
 		if n.state == NodeActive {
 			f.configureNode(n, false)

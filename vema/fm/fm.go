@@ -117,6 +117,11 @@ type FM struct {
 	settled  bool
 	// warned rate-limits the warnings about refused input, by kind.
 	warned map[string]*warnState
+	// macPath is the MAC file (state.go, SetMACFile), "" for none; saved is
+	// what it held when the FM started, macWritten what was last written.
+	macPath    string
+	saved      map[memberKey]savedMAC
+	macWritten []byte
 	// notSent is set while request calls the onFail of a request it did
 	// not send (maxPending): the node is not to blame (emFailed).
 	notSent bool

@@ -86,9 +86,17 @@ func startFM(t *testing.T, ctx context.Context, n *hfitest.Network, cfg *Config)
 
 // startFMSettle is startFM with a start-up sweep of at most settle.
 func startFMSettle(t *testing.T, ctx context.Context, n *hfitest.Network, cfg *Config, settle time.Duration) (*FM, context.CancelFunc) {
+	return startFMFile(t, ctx, n, cfg, settle, "")
+}
+
+// startFMFile is startFMSettle with a MAC file at macFile ("" for none).
+func startFMFile(t *testing.T, ctx context.Context, n *hfitest.Network, cfg *Config, settle time.Duration, macFile string) (*FM, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
 	h := hfi.New(n.Listen(fmEP), hfi.Config{LID: cfg.FM.LID, VerifyICRC: true, TrustAnyMgmtSource: true})
 	f := New(h, cfg, nil)
+	if err := f.SetMACFile(macFile); err != nil {
+		t.Errorf("SetMACFile: %v", err)
+	}
 	f.pollEvery = 200 * time.Millisecond
 	f.retryTimeout = 100 * time.Millisecond
 	f.settleBy = time.Now().Add(settle) // the start-up sweep, short for tests
@@ -106,11 +114,14 @@ type fabric struct {
 	a, b, c *fakeNode
 }
 
-func newFabric(t *testing.T) *fabric {
+func newFabric(t *testing.T) *fabric { return newFabricFile(t, "") }
+
+// newFabricFile is newFabric with the FM keeping a MAC file at macFile.
+func newFabricFile(t *testing.T, macFile string) *fabric {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	fb := &fabric{net: hfitest.NewNetwork()}
-	fb.fm, fb.stop = startFM(t, ctx, fb.net, mustConfig(t, testFabric))
+	fb.fm, fb.stop = startFMFile(t, ctx, fb.net, mustConfig(t, testFabric), 500*time.Millisecond, macFile)
 	t.Cleanup(func() { fb.stop() })
 	fb.a = newFakeNode(t, ctx, fb.net, "host-a", epA, fmEP, 0)
 	fb.b = newFakeNode(t, ctx, fb.net, "host-b", epB, fmEP, 0)

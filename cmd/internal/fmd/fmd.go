@@ -37,6 +37,12 @@ func Serve(ctx context.Context, path string, log *zap.Logger, hup <-chan os.Sign
 	if err != nil {
 		return err
 	}
+	macFile := fm.MACFilePath(cfg.FM.ControlSocket)
+	if err := f.SetMACFile(macFile); err != nil {
+		log.Warn("cannot read the MAC file; learned MACs are guessed from the ports this time", zap.Error(err))
+	} else if macFile != "" {
+		log.Info("learned MACs kept in the MAC file", zap.String("path", macFile))
+	}
 	if err := RegisterMetrics(o.reg, f, log); err != nil {
 		f.HFI().Transport().Close()
 		return fmt.Errorf("fmd: metrics: %w", err)

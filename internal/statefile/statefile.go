@@ -1,0 +1,38 @@
+// Package statefile writes the daemons' small state files (vnicd's claims
+// and runtime VNICs, opafm's MAC file) so that a crash never leaves one
+// empty or partial.
+package statefile
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+)
+
+// Write writes b to path atomically: a new file in the same directory,
+// synced, renamed over the old one, then the directory synced. On a
+// persistent file system the file is the old one or the new one after the
+// host crashes, never an empty one.
+func Write(path string, b []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(b)
+	serr := tmp.Sync()
+	cerr := tmp.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync() // the rename itself; best effort (some file systems refuse)
+		d.Close()
+	}
+	return nil
+}

@@ -1,0 +1,187 @@
+package fm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sort"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/internal/statefile"
+)
+
+// The MAC file keeps what the EM knows of each member's MAC across FM
+// restarts (PROTOCOL.md §4, step 4): the MAC learned from a trap, if any,
+// and the config's fixed `mac` when it was recorded. Without it a restarted
+// FM can only guess from the port, which cannot tell a learned MAC from a
+// fixed `mac` changed while the FM was down. The file lists the members the
+// FM has read or configured; a member it does not list is guessed as
+// before.
+const macFileVersion = 1
+
+type macFile struct {
+	Version int        `json:"version"`
+	FM      string     `json:"fm"`
+	Members []macEntry `json:"members"`
+}
+
+// macEntry is one member: Learned is the MAC learned from a trap ("" when
+// the member has the config's MAC), Fixed the config's `mac` then ("" when
+// derived from the LID).
+type macEntry struct {
+	VESW    encap.VESWID `json:"vesw"`
+	Node    string       `json:"node"`
+	VPort   uint8        `json:"vport"`
+	Learned string       `json:"learned,omitempty"`
+	Fixed   string       `json:"fixed,omitempty"`
+}
+
+// savedMAC is a macEntry read back.
+type savedMAC struct {
+	learned, fixed [6]byte
+}
+
+// MACFilePath is where an FM whose control socket is sock keeps its MAC
+// file: beside the socket, `.macs.json` for `.sock`; "" for an abstract
+// socket (no file).
+func MACFilePath(sock string) string {
+	if sock == "" || strings.HasPrefix(sock, "@") {
+		return ""
+	}
+	return strings.TrimSuffix(sock, ".sock") + ".macs.json"
+}
+
+// SetMACFile makes the FM keep its MAC file at path ("" for none) and reads
+// what an earlier run kept there. Call it before Run. A missing file is no
+// error (a first run, or /run emptied by a reboot): the FM then guesses
+// from the ports as it would without one. A file it cannot read or parse is
+// an error, but the FM is set up as for a missing one and writes the file
+// anew at its first change; the caller may log the error and go on (the
+// daemon does).
+func (f *FM) SetMACFile(path string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.macPath, f.saved, f.macWritten = path, nil, nil
+	if path == "" {
+		return nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("fm: MAC file: %w", err)
+	}
+	saved, err := parseMACFile(b)
+	if err != nil {
+		return fmt.Errorf("fm: MAC file %s: %w", path, err)
+	}
+	f.saved, f.macWritten = saved, b
+	return nil
+}
+
+func parseMACFile(b []byte) (map[memberKey]savedMAC, error) {
+	var mf macFile
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&mf); err != nil {
+		return nil, err
+	}
+	if mf.Version != macFileVersion {
+		return nil, fmt.Errorf("version %d, want %d", mf.Version, macFileVersion)
+	}
+	saved := make(map[memberKey]savedMAC, len(mf.Members))
+	for i, e := range mf.Members {
+		var s savedMAC
+		for _, x := range []struct {
+			text string
+			to   *[6]byte
+		}{{e.Learned, &s.learned}, {e.Fixed, &s.fixed}} {
+			if x.text == "" {
+				continue
+			}
+			hw, err := net.ParseMAC(x.text)
+			if err != nil || len(hw) != 6 {
+				return nil, fmt.Errorf("members[%d]: bad MAC %q", i, x.text)
+			}
+			copy(x.to[:], hw)
+		}
+		saved[memberKey{e.VESW, e.Node, e.VPort}] = s
+	}
+	return saved, nil
+}
+
+// savedLearned returns the learned MAC (zero for none) the MAC file holds
+// for member k, and whether it lists k. A learned MAC recorded under another
+// fixed `mac` than the config's is none: a changed `mac` replaces a learned
+// one, as a reload does (f.mu held).
+func (f *FM) savedLearned(k memberKey, m *Member) ([6]byte, bool) {
+	s, ok := f.saved[k]
+	if !ok || s.fixed != m.MAC {
+		return [6]byte{}, ok
+	}
+	return s.learned, true
+}
+
+// saveMACs writes the MAC file when what it would hold changed (f.mu held):
+// every config member the FM has read or configured in this run, and, for
+// the others, what the file held. It is written before the push that
+// follows a change goes out, so that a crash between the two never leaves a
+// port with a MAC the file does not know. A write that fails is logged; the
+// FM goes on.
+func (f *FM) saveMACs() {
+	if f.macPath == "" {
+		return
+	}
+	mf := macFile{Version: macFileVersion, FM: f.cfg.FM.Name, Members: []macEntry{}}
+	for _, v := range f.cfg.VESWs {
+		for _, m := range v.Members {
+			k := memberKey{v.ID, m.Node, m.VPort}
+			s, ok := f.saved[k]
+			if st := f.members[k]; st != nil && (st.adopted || st.learned != [6]byte{}) {
+				s, ok = savedMAC{learned: st.learned, fixed: m.MAC}, true
+			}
+			if !ok {
+				continue
+			}
+			e := macEntry{VESW: k.vesw, Node: k.node, VPort: k.vport}
+			if s.learned != [6]byte{} {
+				e.Learned = net.HardwareAddr(s.learned[:]).String()
+			}
+			if s.fixed != [6]byte{} {
+				e.Fixed = net.HardwareAddr(s.fixed[:]).String()
+			}
+			mf.Members = append(mf.Members, e)
+		}
+	}
+	sort.Slice(mf.Members, func(i, j int) bool {
+		a, b := mf.Members[i], mf.Members[j]
+		if a.VESW != b.VESW {
+			return a.VESW < b.VESW
+		}
+		if a.Node != b.Node {
+			return a.Node < b.Node
+		}
+		return a.VPort < b.VPort
+	})
+	b, err := json.MarshalIndent(mf, "", "  ")
+	if err != nil {
+		return
+	}
+	b = append(b, '\n')
+	if bytes.Equal(b, f.macWritten) {
+		return
+	}
+	if err := statefile.Write(f.macPath, b); err != nil {
+		f.warn("macfile", "cannot write the MAC file; a restart will guess learned MACs from the ports",
+			zap.String("path", f.macPath), zap.Error(err))
+		return
+	}
+	f.macWritten = b
+}
