@@ -286,15 +286,18 @@ func (f *FM) pushMember(n *node, k memberKey, force bool) {
 	}
 	pi := f.portInfo(v, m, n)
 	data, _ := pi.MarshalBinary()
-	if !force && (bytes.Equal(data, st.info) || st.infoOut && bytes.Equal(data, st.infoSent)) {
-		return
+	if !force && (!st.infoOut && bytes.Equal(data, st.info) || st.infoOut && bytes.Equal(data, st.infoSent)) {
+		return // a Set in flight with other data is replaced, even by the data last acknowledged
+	}
+	if st.infoOut {
+		f.cancel(st.infoTID)
 	}
 	st.infoSeq++
 	seq := st.infoSeq
 	st.infoSent, st.infoOut, st.infoRefused = data, true, false
 	f.log.Debug("VESWPortInfo Set", zap.String("node", n.name), zap.Uint16("vesw", uint16(k.vesw)), zap.Uint8("vport", k.vport))
-	f.vendorMAD(n, vema.ClassVEMA, vema.MethodSet, vema.AttrVESWPortInfo, uint32(k.vport), data,
-		func(_ *inbound, s vema.Status) {
+	st.infoTID = f.vendorMAD(n, vema.ClassVEMA, vema.MethodSet, vema.AttrVESWPortInfo, uint32(k.vport), data,
+		func(p *inbound, s vema.Status) {
 			if seq != st.infoSeq {
 				return // a later Set's answer decides
 			}
@@ -306,6 +309,7 @@ func (f *FM) pushMember(n *node, k memberKey, force bool) {
 				return
 			}
 			st.info, st.retry.fails = data, 0
+			st.infoAck = emFields(p, data)
 			// The vesw's table may have changed while the port was being
 			// made (pushVESWTables skips a member until then).
 			f.pushTable(n, k, false)
@@ -316,6 +320,30 @@ func (f *FM) pushMember(n *node, k memberKey, force bool) {
 			st.infoOut = false
 			f.emFailed(n, &st.retry, "VESWPortInfo Set")
 		})
+}
+
+// emFields is the part of a VESWPortInfo Set's answer p that the EM sets
+// (emFieldsOf), to compare with what later polls read back; when the answer
+// cannot be decoded, that of the Set's own data.
+func emFields(p *inbound, sent []byte) []byte {
+	var pi vema.VESWPortInfo
+	if p == nil || len(p.mad) < vema.VendorHeaderLen || pi.UnmarshalBinary(p.mad[vema.VendorHeaderLen:]) != nil {
+		if pi.UnmarshalBinary(sent) != nil {
+			return nil
+		}
+	}
+	return emFieldsOf(pi)
+}
+
+// emFieldsOf encodes pi without the fields the node keeps itself: link and
+// operational state, table sizes, the MAC table's digest (set by the table
+// pushes) and the MAC list generation counts.
+func emFieldsOf(pi vema.VESWPortInfo) []byte {
+	v := &pi.VPort
+	v.EthLinkStatus, v.OperState, v.MaxMACTblEnt, v.MaxSMACEnt, v.MACTblDigest = 0, 0, 0, 0, 0
+	v.UCMACsGenCount, v.MCMACsGenCount = 0, 0
+	b, _ := pi.MarshalBinary()
+	return b
 }
 
 // macTable is the vesw's MAC table (the same for every member): one entry
@@ -372,6 +400,10 @@ func (f *FM) pushTable(n *node, k memberKey, force bool) {
 	for len(all) < st.tableLen {
 		all = append(all, vema.MACTableEntry{})
 	}
+	for _, tid := range st.tableTIDs {
+		f.cancel(tid) // an older push's chunks: never resent after this one's
+	}
+	st.tableTIDs = st.tableTIDs[:0]
 	st.tableSeq++
 	seq := st.tableSeq
 	st.tableOut, st.tableDigest, st.tableRefused = 0, digest, false
@@ -387,7 +419,7 @@ func (f *FM) pushTable(n *node, k memberKey, force bool) {
 			return
 		}
 		st.tableOut++
-		f.vendorMAD(n, vema.ClassVEMA, vema.MethodSet, vema.AttrVESWPortMACEntries, uint32(k.vport), data,
+		st.tableTIDs = append(st.tableTIDs, f.vendorMAD(n, vema.ClassVEMA, vema.MethodSet, vema.AttrVESWPortMACEntries, uint32(k.vport), data,
 			func(_ *inbound, s vema.Status) {
 				if seq != st.tableSeq || st.tableOut == 0 {
 					return // a later push's answers decide, or this one failed already
@@ -407,7 +439,7 @@ func (f *FM) pushTable(n *node, k memberKey, force bool) {
 				}
 				st.tableOut, st.digest = 0, 0 // not known to be there: the poll pushes it again
 				f.emFailed(n, &st.retry, "MAC table Set")
-			})
+			}))
 	}
 }
 
@@ -506,6 +538,14 @@ func (f *FM) checkMembers(n *node) {
 					err = pi.UnmarshalBinary(p.mad[vema.VendorHeaderLen:])
 				}
 				lost := s != vema.StatusSuccess || err != nil || uint32(pi.VPort.EncapSLID) != n.lid
+				if !lost && !st.infoOut && st.infoAck != nil && !bytes.Equal(emFieldsOf(pi), st.infoAck) {
+					// Not what the node answered to the last Set: another
+					// manager's Set, or an old one that arrived late.
+					f.log.Info("VESWPortInfo not as pushed; pushing it again", zap.String("node", n.name),
+						zap.Uint16("vesw", uint16(k.vesw)), zap.Uint8("vport", k.vport))
+					f.pushMember(n, k, true)
+					return
+				}
 				if !lost && (st.tableOut > 0 || st.tableRefused) {
 					return // the table's answer is to come, or it was refused
 				}

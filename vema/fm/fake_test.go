@@ -52,6 +52,8 @@ type fakeNode struct {
 	// dropped): packet loss, or a node that stops answering.
 	drop    func(class vema.Class, method vema.Method, attr uint16) bool
 	dropped int
+	// sets records every VEMA Set the node took, in order.
+	sets []vema.MAD
 }
 
 // setDrop makes the node lose the incoming MADs d matches (nil: none).
@@ -204,6 +206,9 @@ func (f *fakeNode) vema(mad []byte, fmLID uint32) {
 	}
 	vp := m.VPortIndex()
 	_, exists := f.vports[vp]
+	if m.Method == vema.MethodSet {
+		f.sets = append(f.sets, m)
+	}
 	switch {
 	case m.AttrID == vema.AttrClassPortInfo && m.Method == vema.MethodSet:
 		var c vema.ClassPortInfo
@@ -382,4 +387,25 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// setsSince returns the VEMA Sets of attr the node took after the first
+// from (a count of f.sets from an earlier call), and the count now.
+func (f *fakeNode) setsSince(from int, attr uint16) ([]vema.MAD, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []vema.MAD
+	for _, m := range f.sets[from:] {
+		if m.AttrID == attr {
+			out = append(out, m)
+		}
+	}
+	return out, len(f.sets)
+}
+
+// droppedCount is how many MADs the node's drop filter lost.
+func (f *fakeNode) droppedCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.dropped
 }

@@ -197,6 +197,10 @@ type memberState struct {
 	infoSeq     uint32
 	infoOut     bool
 	infoRefused bool
+	infoTID     uint64 // the Set in flight
+	// infoAck is the EM's part (emFieldsOf) of the node's answer to the
+	// last Set: a poll that reads back something else pushes again.
+	infoAck []byte
 	// digest is the MAC table the node acknowledged (every chunk), 0 when
 	// none or unknown; tableLen the entries that may be on the node (a
 	// later, shorter table deletes the rest). tableOut counts the chunks of
@@ -207,7 +211,8 @@ type memberState struct {
 	tableOut     int
 	tableDigest  uint32
 	tableRefused bool
-	reading      bool // a VESWPortInfo Get in flight
+	tableTIDs    []uint64 // the chunks of the push in flight
+	reading      bool     // a VESWPortInfo Get in flight
 	// learnOut: an IfaceUcastMacs Get after a trap is in flight;
 	// learnPending: one is due (a trap came meanwhile, or it was lost).
 	learnOut, learnPending bool
@@ -430,7 +435,7 @@ func (f *FM) drSMP(n *node, method vema.Method, attr uint16, attrMod uint32, dat
 
 // vendorMAD sends a 2048-byte vendor-class MAD (VEMA or directory) to a node.
 func (f *FM) vendorMAD(n *node, class vema.Class, method vema.Method, attr uint16, attrMod uint32, data []byte,
-	onResp func(*inbound, vema.Status), onFail func()) {
+	onResp func(*inbound, vema.Status), onFail func()) uint64 {
 	tid := f.nextTID()
 	var m vema.MAD
 	m.VendorHeader = vema.VendorHeader{MADHeader: vema.MADHeader{BaseVersion: vema.BaseVersion, MgmtClass: class,
@@ -441,7 +446,14 @@ func (f *FM) vendorMAD(n *node, class vema.Class, method vema.Method, attr uint1
 		onResp = func(*inbound, vema.Status) {}
 	}
 	f.request(n.ep, f.gsiParams(n.lid, encap.QPNGSI), tid, mad, f.tries, f.retryTimeout, onResp, onFail)
+	return tid
 }
+
+// cancel forgets the request tid, if still pending: it is not sent again,
+// and neither its answer nor its failure is acted on. A push that replaces
+// an earlier one cancels it, so that a retry of the old Set never reaches
+// the node after the new one and undoes it.
+func (f *FM) cancel(tid uint64) { delete(f.pending, tid) }
 
 // --- the loop's events ---
 
