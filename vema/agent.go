@@ -319,9 +319,9 @@ func (a *Agent) setMACEntries(vport uint8, in, out []byte) Status {
 // getIfaceMACs is vema_get_ucast_macs / vema_get_mcast_macs with
 // opa_vnic_query_ucast_macs / _mcast_macs (newest kernel): num_macs_in_msg
 // 0 asks for the maximum (333); the reply's num_macs_in_msg is the count
-// filled, left at the asked number when none is; for the unicast list the
-// EM's base_mac_addr is skipped and tot_macs_in_lst = dev_addrs + uc -
-// the skipped (em) MACs.
+// filled, 0 when none is (the kernel stores count after its loop); for the
+// unicast list the EM's base_mac_addr is skipped and tot_macs_in_lst =
+// dev_addrs + uc - the skipped (em) MACs.
 func (a *Agent) getIfaceMACs(vport uint8, mcast bool, in, out []byte) Status {
 	l, ok := a.ports.IfaceMACs(vport, mcast)
 	if !ok {
@@ -338,7 +338,6 @@ func (a *Agent) getIfaceMACs(vport uint8, mcast bool, in, out []byte) Status {
 		want = MaxIfaceMACsPerMAD
 	}
 	binary.BigEndian.PutUint16(out[0:], h.StartIdx)
-	binary.BigEndian.PutUint16(out[2:], uint16(h.Requested()))
 	var list [][6]byte
 	em := 0
 	if mcast {
@@ -363,8 +362,8 @@ func (a *Agent) getIfaceMACs(vport uint8, mcast bool, in, out []byte) Status {
 		}
 		copy(out[IfaceMACsHeaderLen+6*count:], m[:])
 		count++
-		binary.BigEndian.PutUint16(out[2:], uint16(count))
 	}
+	binary.BigEndian.PutUint16(out[2:], uint16(count))
 	tot := len(l.UC)
 	if !mcast {
 		tot = len(l.DevAddrs) + len(l.UC) - em

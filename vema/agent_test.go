@@ -277,10 +277,10 @@ func TestAgentIfaceMACs(t *testing.T) {
 	base := [6]byte{0x02, 0x11, 0x22, 0x33, 0x44, 0x55}
 
 	// The netdev still has the EM's MAC: it is skipped, so the list is
-	// empty, num_macs_in_msg stays at the asked maximum (333), tot = 1+0-1.
+	// empty, num_macs_in_msg is the count filled (0), tot = 1+0-1.
 	f.uc[2] = IfaceMACList{DevAddrs: [][6]byte{base}, GenCount: 0}
 	req = vemaReq(0x01, 0x0013, 2, nil)
-	check(t, a, "ucast, EM MAC only", req, vemaResp(req, 0, []byte{0, 0, 0x01, 0x4D, 0, 0, 0, 0}))
+	check(t, a, "ucast, EM MAC only", req, vemaResp(req, 0, []byte{0, 0, 0, 0, 0, 0, 0, 0}))
 
 	// The user set 02:aa:..: one MAC, tot 1, gen 1; plus one secondary.
 	f.uc[2] = IfaceMACList{DevAddrs: [][6]byte{{0x02, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE}}, UC: [][6]byte{{0x02, 1, 2, 3, 4, 5}}, GenCount: 1}

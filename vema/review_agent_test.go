@@ -1,0 +1,28 @@
+package vema
+
+import (
+	"testing"
+)
+
+// Regression tests from the review of the VEMA agent (agent.go), each
+// against the kernel source named in its comment.
+
+// opa_vnic_query_ucast_macs and opa_vnic_query_mcast_macs (vema_iface.c) end
+// with macs->num_macs_in_msg = cpu_to_be16(count), in every stored kernel
+// version: a reply that carries no MAC says 0, not the number asked for
+// (kernel-reference.md §4.7: "sets num_macs_in_msg = count").
+func TestAgentIfaceMACsEmptyReplyCountsZero(t *testing.T) {
+	f := newFakePorts()
+	a := NewAgent(f, nil)
+	a.Handle(vemaReq(0x02, 0x0011, 2, setInfoData()))
+	base := [6]byte{0x02, 0x11, 0x22, 0x33, 0x44, 0x55}
+
+	// Only the EM's MAC on the netdev: skipped, the list is empty.
+	f.uc[2] = IfaceMACList{DevAddrs: [][6]byte{base}}
+	req := vemaReq(0x01, 0x0013, 2, nil) // start 0, num 0 (= 333)
+	check(t, a, "ucast, EM MAC only", req, vemaResp(req, 0, []byte{0, 0, 0, 0, 0, 0, 0, 0}))
+
+	// A start index past the end of a non-empty list: nothing filled.
+	req = vemaReq(0x01, 0x0014, 2, []byte{0, 5, 0, 7}) // start 5, num 7
+	check(t, a, "mcast, start past the end", req, vemaResp(req, 0, []byte{0, 5, 0, 0, 0, 1, 0, 3}))
+}
