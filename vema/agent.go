@@ -57,7 +57,8 @@ type PortController interface {
 
 // Trap rate limit of the kernel (kernel-reference.md §4.9): a window of
 // 4096 ns * 2^18 / 1000 µs ≈ 1.0737 s, started by the first trap after the
-// previous window expired, with 5 traps in it.
+// previous window expired, with 5 traps in it. Each vport has its own window
+// (struct opa_vnic_adapter's trap_timeout and trap_count).
 const (
 	TrapWindow    = time.Duration(4096*(1<<18)/1000) * time.Microsecond
 	TrapsInWindow = 5
@@ -72,13 +73,17 @@ type Agent struct {
 	// traps (1; the software HFI has one port).
 	physPort uint16
 
-	mu        sync.Mutex
-	cpi       ClassPortInfo // as last Set, 80 bytes stored whole
-	trapTID   uint64
-	winStart  time.Time
-	winCount  int
-	winActive bool
-	now       func() time.Time
+	mu      sync.Mutex
+	cpi     ClassPortInfo // as last Set, 80 bytes stored whole
+	trapTID uint64        // per physical port (port->tid)
+	windows map[uint8]trapWindow
+	now     func() time.Time
+}
+
+// trapWindow is one vport's trap rate-limit window.
+type trapWindow struct {
+	start time.Time
+	count int
 }
 
 // NewAgent returns an agent driving ports. now is the clock for the trap
@@ -87,7 +92,7 @@ func NewAgent(ports PortController, now func() time.Time) *Agent {
 	if now == nil {
 		now = time.Now
 	}
-	return &Agent{ports: ports, physPort: 1, now: now}
+	return &Agent{ports: ports, physPort: 1, now: now, windows: map[uint8]trapWindow{}}
 }
 
 // ClassPortInfo returns the ClassPortInfo as last Set (zero before any Set).
@@ -394,8 +399,9 @@ func (a *Agent) getCounters(vport uint8, errs bool, out []byte) Status {
 // opa_vnic_vema_send_trap does (kernel-reference.md §4.9): 272 bytes, TID
 // from a per-port counter starting at 1. It returns the MAD and its
 // destination, the stored ClassPortInfo's trap_lid and trap SL; ok is false
-// when no trap goes out: trap_lid 0, the vport missing, or the rate limit
-// (5 in a window of TrapWindow) reached. A refused trap does not use a TID.
+// when no trap goes out: trap_lid 0, the vport missing, or the vport's rate
+// limit (5 in a window of TrapWindow) reached. A refused trap does not use a
+// TID.
 func (a *Agent) Trap(vport uint8, opcode uint8) (mad []byte, dlid encap.LID, sl uint8, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -407,13 +413,15 @@ func (a *Agent) Trap(vport uint8, opcode uint8) (mad []byte, dlid encap.LID, sl 
 		return nil, 0, 0, false
 	}
 	now := a.now()
-	if !a.winActive || now.Sub(a.winStart) >= TrapWindow {
-		a.winStart, a.winCount, a.winActive = now, 0, true
+	w, active := a.windows[vport]
+	if !active || now.Sub(w.start) >= TrapWindow {
+		w = trapWindow{start: now}
 	}
-	if a.winCount >= TrapsInWindow {
+	if w.count >= TrapsInWindow {
 		return nil, 0, 0, false
 	}
-	a.winCount++
+	w.count++
+	a.windows[vport] = w
 	a.trapTID++
 	t := TrapMAD{
 		VendorHeader: VendorHeader{
