@@ -49,6 +49,9 @@ const (
 	// one more is answered ErrBusy at once and closed.
 	MaxControlConns = 64
 	busyWarnEvery   = 10 * time.Second
+	// timeoutAnswerGrace is how long the error answer to a request that
+	// did not arrive within controlTimeout may take to write.
+	timeoutAnswerGrace = 100 * time.Millisecond
 )
 
 // Handler answers one command; args may be empty.
@@ -201,6 +204,11 @@ func (s *ControlServer) serveConn(c *net.UnixConn) {
 	resp := Response{}
 	var req Request
 	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The deadline has passed for the answer too: give it a moment, so
+		// that the client learns why rather than seeing the socket close.
+		_ = c.SetWriteDeadline(time.Now().Add(timeoutAnswerGrace))
+		resp.Error = fmt.Sprintf("bad request: no complete request line within %v", controlTimeout)
 	case err != nil:
 		resp.Error = "bad request: " + err.Error()
 	case json.Unmarshal(line, &req) != nil:

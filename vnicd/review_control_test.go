@@ -1,0 +1,84 @@
+package vnicd
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// serveTestControl serves a control socket with one command, "echo".
+func serveTestControl(t *testing.T) string {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "c.sock")
+	s, err := ListenControl(sock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Handle("echo", func(args json.RawMessage) (any, error) { return len(args), nil })
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(t.Context()) }()
+	t.Cleanup(func() { s.Close(); <-done })
+	return sock
+}
+
+// TestReviewControlRequestLimits: README, Limits: "control socket: 64
+// connections, 1 MiB request, 5 s". A request of 1 MiB is served, one a
+// byte longer is refused with a clear error (through Call, whose write the
+// daemon stops reading), and a client that sends half a line gets an error
+// answer within the 5 s, not a hang.
+func TestReviewControlRequestLimits(t *testing.T) {
+	sock := serveTestControl(t)
+	pad := func(n int) string { // a request line of n bytes with its '\n'
+		head := `{"cmd":"echo","args":"`
+		return head + strings.Repeat("x", n-len(head)-3) + `"}` + "\n"
+	}
+	for _, tc := range []struct {
+		n   int
+		err string
+	}{{maxRequest, ""}, {maxRequest + 1, "request longer than 1048576 bytes"}} {
+		resp, err := rawRoundTrip(sock, []byte(pad(tc.n)), false)
+		if err != nil {
+			t.Fatalf("%d bytes: %v", tc.n, err)
+		}
+		var r Response
+		if err := json.Unmarshal(resp, &r); err != nil {
+			t.Fatalf("%d bytes: answer %q", tc.n, resp)
+		}
+		if tc.err == "" && !r.OK || tc.err != "" && !strings.Contains(r.Error, tc.err) {
+			t.Errorf("%d bytes: answer %+v; want error %q", tc.n, r, tc.err)
+		}
+	}
+	// Through Call, 2 MiB of arguments.
+	if err := Call(sock, "echo", strings.Repeat("y", 2<<20), nil); err == nil || !strings.Contains(err.Error(), "request longer than") {
+		t.Errorf("Call with 2 MiB: %v; want the daemon's refusal", err)
+	}
+	// Half a line, the connection left open.
+	t0 := time.Now()
+	resp, err := rawRoundTrip(sock, []byte(`{"cmd":"ech`), true)
+	if err != nil || !bytes.Contains(resp, []byte("bad request: no complete request line within 5s")) || time.Since(t0) > controlTimeout+2*time.Second {
+		t.Errorf("half a request: %q, %v after %v", resp, err, time.Since(t0))
+	}
+}
+
+// rawRoundTrip writes req on a new connection (keeping the write side open
+// if keepOpen) and reads what comes back until the daemon closes.
+func rawRoundTrip(sock string, req []byte, keepOpen bool) ([]byte, error) {
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(controlTimeout + 5*time.Second))
+	go func() {
+		_, _ = c.Write(req)
+		if !keepOpen {
+			_ = c.(*net.UnixConn).CloseWrite()
+		}
+	}()
+	return io.ReadAll(c)
+}
