@@ -3,7 +3,8 @@
 // socket, for a VNIC on the network's vesw inside the container's network
 // namespace, then runs the IPAM plugin and sets the addresses and routes on
 // it; DEL gives the VNIC back and releases the addresses; CHECK verifies
-// both; GC gives back the VNICs of attachments the runtime no longer knows;
+// both; GC gives back the VNICs of attachments the runtime no longer knows
+// and forwards the GC to the IPAM plugin;
 // STATUS reports whether vnicd answers.
 //
 // Network config:
@@ -34,6 +35,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,6 +46,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/containernetworking/cni/pkg/invoke"
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -345,8 +348,12 @@ func number(v any) (uint64, bool) {
 }
 
 // cmdGC removes the VNICs of this network whose attachment is not in the
-// runtime's valid list, and releases their addresses with the IPAM plugin's
-// DEL (host-local has no GC of its own).
+// runtime's valid list, releases their addresses with the IPAM plugin's
+// DEL (host-local has no GC of its own), and then forwards the GC to the
+// IPAM plugin (SPEC.md, GC: a plugin MUST forward it to its delegated
+// plugins), which releases what no VNIC of vnicd's names any more, for
+// example the address of a VNIC vnicd dropped at a restart. It goes on
+// past an error, as the spec asks, and reports them all.
 func cmdGC(args *skel.CmdArgs) error {
 	conf, err := parseConf(args.StdinData)
 	if err != nil {
@@ -356,24 +363,22 @@ func cmdGC(args *skel.CmdArgs) error {
 	for _, a := range conf.ValidAttachments {
 		keep = append(keep, owner(conf.Name, a.ContainerID, a.IfName))
 	}
+	var errs []error
 	var del vnicd.VNICDeleted
 	err = findSocket(conf)
 	if err == nil {
 		err = vnicd.Call(conf.Socket, "vnic_gc", vnicd.VNICGCArgs{Prefix: ownerPrefix(conf.Name), Keep: keep}, &del)
 	}
-	if err != nil {
-		if unreachable(err) {
-			return nil // no vnicd, nothing it could give back
-		}
-		if conf.Socket == "" {
-			return err // findSocket's
-		}
-		return fmt.Errorf("vnic-cni: vnicd at %s: %w", conf.Socket, err)
+	switch {
+	case err == nil, unreachable(err): // no vnicd: nothing it could give back
+	case conf.Socket == "":
+		errs = append(errs, err) // findSocket's
+	default:
+		errs = append(errs, fmt.Errorf("vnic-cni: vnicd at %s: %w", conf.Socket, err))
 	}
 	if conf.IPAM.Type == "" {
-		return nil
+		return errors.Join(errs...)
 	}
-	var errs []error
 	for _, d := range del.Deleted {
 		rest := strings.TrimPrefix(d.Owner, ownerPrefix(conf.Name))
 		i := strings.LastIndexByte(rest, ':')
@@ -386,6 +391,9 @@ func cmdGC(args *skel.CmdArgs) error {
 		if err := ipam.ExecDel(conf.IPAM.Type, args.StdinData); err != nil {
 			errs = append(errs, fmt.Errorf("IPAM %s release of %s: %w", conf.IPAM.Type, d.Owner, err))
 		}
+	}
+	if err := invoke.DelegateGC(context.TODO(), conf.IPAM.Type, args.StdinData, nil); err != nil {
+		errs = append(errs, fmt.Errorf("vnic-cni: IPAM %s GC: %w", conf.IPAM.Type, err))
 	}
 	return errors.Join(errs...)
 }
