@@ -149,6 +149,17 @@ func cmdAdd(args *skel.CmdArgs) error {
 	if args.Netns == "" {
 		return errors.New("vnic-cni: no network namespace (CNI_NETNS)")
 	}
+	// After another plugin in a chain, its result is passed on with this
+	// VNIC added (SPEC.md, ADD: a plugin MUST handle prevResult).
+	prev := &current.Result{}
+	if err := version.ParsePrevResult(&conf.NetConf); err != nil {
+		return fmt.Errorf("vnic-cni: prevResult: %w", err)
+	}
+	if conf.PrevResult != nil {
+		if prev, err = current.NewResultFromResult(conf.PrevResult); err != nil {
+			return fmt.Errorf("vnic-cni: prevResult: %w", err)
+		}
+	}
 	own := owner(conf.Name, args.ContainerID, args.IfName)
 	var st vnicd.VNICStatus
 	err = vnicd.Call(conf.Socket, "vnic_add", vnicd.VNICAddArgs{
@@ -164,6 +175,8 @@ func cmdAdd(args *skel.CmdArgs) error {
 			_ = vnicd.Call(conf.Socket, "vnic_del", vnicd.VNICDelArgs{Owner: own}, nil)
 		}
 	}()
+	// result is this plugin's part: its interface is index 0 there, as
+	// ipam.ConfigureIface wants, and len(prev.Interfaces) in the output.
 	result := &current.Result{CNIVersion: current.ImplementedSpecVersion,
 		Interfaces: []*current.Interface{{Name: st.IfName, Mac: st.MAC, Mtu: int(st.EthMTU), Sandbox: args.Netns}}}
 	if conf.IPAM.Type != "" {
@@ -193,7 +206,17 @@ func cmdAdd(args *skel.CmdArgs) error {
 		}
 	}
 	ok = true
-	return types.PrintResult(result, conf.CNIVersion)
+	out := &current.Result{CNIVersion: current.ImplementedSpecVersion,
+		Interfaces: append(prev.Interfaces, result.Interfaces...),
+		IPs:        prev.IPs, Routes: append(prev.Routes, result.Routes...), DNS: prev.DNS}
+	for _, ip := range result.IPs {
+		ip.Interface = current.Int(len(prev.Interfaces))
+		out.IPs = append(out.IPs, ip)
+	}
+	if !result.DNS.IsEmpty() {
+		out.DNS = result.DNS
+	}
+	return types.PrintResult(out, conf.CNIVersion)
 }
 
 // unreachable reports whether err means no vnicd serves the socket, or
@@ -263,9 +286,10 @@ func cmdCheck(args *skel.CmdArgs) error {
 		return fmt.Errorf("vnic-cni: prevResult: %w", err)
 	}
 	var want *current.Interface
-	for _, i := range prev.Interfaces {
+	wantIdx := -1
+	for n, i := range prev.Interfaces {
 		if i.Name == args.IfName && i.Sandbox == args.Netns {
-			want = i
+			want, wantIdx = i, n
 		}
 	}
 	if want == nil {
@@ -311,6 +335,9 @@ func cmdCheck(args *skel.CmdArgs) error {
 			return err
 		}
 		for _, ip := range prev.IPs {
+			if ip.Interface != nil && *ip.Interface != wantIdx {
+				continue // another plugin's interface in a chain
+			}
 			have := false
 			for _, a := range addrs {
 				have = have || a.IPNet.String() == ip.Address.String()
