@@ -402,7 +402,7 @@ func (d *Daemon) registerControl() {
 				return nil, fmt.Errorf("bad arguments: %w", err)
 			}
 		}
-		var out []PortCounterSet
+		out := []PortCounterSet{}
 		for _, p := range d.engine.Ports() {
 			if a.VPort == nil || *a.VPort == int(p.vport) {
 				out = append(out, PortCounterSet{VPort: p.vport, IfName: p.dev.Name(), Counters: p.AllCounters()})
@@ -466,7 +466,7 @@ func (d *Daemon) registerControl() {
 
 // VNICStatuses describes every port of e.
 func VNICStatuses(e *Engine) []VNICStatus {
-	var out []VNICStatus
+	out := []VNICStatus{} // [] in JSON, not null, when there is none
 	for _, p := range e.Ports() {
 		c := p.Config()
 		out = append(out, VNICStatus{
