@@ -94,6 +94,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		path = p
 	}
 	cmd, rest := fs.Arg(0), fs.Args()[1:]
+	switch cmd {
+	case "counters", "path", "vnic":
+	default:
+		// fabric, vesws, reload, commands, ... and vnics and hfi. A flag
+		// after the command (vnics --json) is not read as one: refuse it.
+		if len(rest) > 0 {
+			fmt.Fprintf(stderr, "vnicctl: %s takes no arguments (flags go before the command)\n", cmd)
+			return 2
+		}
+	}
 	var err error
 	switch cmd {
 	case "vnics":
@@ -181,10 +191,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	default:
 		// fabric, vesws, reload, commands, and whatever else the daemon
 		// (vnicd or opafm) answers: printed in the order the daemon wrote.
-		if len(rest) > 0 {
-			fmt.Fprintf(stderr, "vnicctl: %s takes no arguments\n", cmd)
-			return 2
-		}
 		err = generic(path, cmd, nil, stdout, *asJSON)
 	}
 	if err != nil {

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/opavnic/opavnic/vnicd"
+)
+
+// TestReviewExtraArgsRefused: vnicctl's commands without arguments refuse
+// extra ones (exit 2, "takes no arguments"), as fabric and vesws do; vnics
+// and hfi ignored them, so `vnicctl vnics --json` (the flag after the
+// command, where Go's flag package no longer reads it) printed a table and
+// exited 0, and a script got text where it asked for JSON.
+func TestReviewExtraArgsRefused(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "vnicd-a.sock")
+	s, err := vnicd.ListenControl(sock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"vnics", "hfi", "fabric"} {
+		s.Handle(cmd, func(json.RawMessage) (any, error) { return []int{}, nil })
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(t.Context()) }()
+	t.Cleanup(func() { s.Close(); <-done })
+	for _, cmd := range []string{"vnics", "hfi", "fabric"} {
+		var stdout, stderr bytes.Buffer
+		code := run([]string{"--socket", sock, cmd, "--json"}, &stdout, &stderr)
+		if code != 2 || !strings.Contains(stderr.String(), "takes no arguments") {
+			t.Errorf("vnicctl %s --json: exit %d, stdout %q, stderr %q; want exit 2, takes no arguments", cmd, code, stdout.String(), stderr.String())
+		}
+	}
+}
