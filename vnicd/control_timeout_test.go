@@ -26,12 +26,12 @@ func serveTestControl(t *testing.T) string {
 	return sock
 }
 
-// TestReviewControlRequestLimits: README, Limits: "control socket: 64
+// TestControlRequestLimits: README, Limits: "control socket: 64
 // connections, 1 MiB request, 5 s". A request of 1 MiB is served, one a
 // byte longer is refused with a clear error (through Call, whose write the
 // daemon stops reading), and a client that sends half a line gets an error
 // answer within the 5 s, not a hang.
-func TestReviewControlRequestLimits(t *testing.T) {
+func TestControlRequestLimits(t *testing.T) {
 	sock := serveTestControl(t)
 	pad := func(n int) string { // a request line of n bytes with its '\n'
 		head := `{"cmd":"echo","args":"`

@@ -51,14 +51,14 @@ func captureStdout(t *testing.T, f func() error) ([]byte, error) {
 	return <-out, ferr
 }
 
-// TestReviewAddKeepsPrevResult: CNI SPEC.md, ADD: "If the plugin was
+// TestAddKeepsPrevResult: CNI SPEC.md, ADD: "If the plugin was
 // supplied a prevResult as part of its input configuration, it MUST handle
 // prevResult by either passing it through, or modifying it appropriately",
 // and Section 5: "Plugins provided a prevResult key ... must output it as
 // their result, with any possible modifications made by that plugin
 // included". vnic-cni after another plugin in a chain kept only its own
 // interface: the earlier plugin's interface and address were lost.
-func TestReviewAddKeepsPrevResult(t *testing.T) {
+func TestAddKeepsPrevResult(t *testing.T) {
 	sock := fakeVnicdAdd(t, vnicd.VNICStatus{VPort: 0, IfName: "net1", MAC: "02:00:01:10:00:00", EthMTU: 1400})
 	conf := `{"cniVersion": "1.1.0", "name": "red", "type": "vnic-cni", "vesw": 1, "pkey": "0x8001", "socket": "` + sock + `",
 		"prevResult": {"cniVersion": "1.1.0",
@@ -81,13 +81,13 @@ func TestReviewAddKeepsPrevResult(t *testing.T) {
 	}
 }
 
-// TestReviewCheckChainedPrevResult: CNI SPEC.md, CHECK: "The plugin must
+// TestCheckChainedPrevResult: CNI SPEC.md, CHECK: "The plugin must
 // consult the prevResult to determine the expected interfaces and
 // addresses" (its own: an IP's "interface" is the index of the interface
 // it is on). With vnic-cni's net1 second in a chain's prevResult, CHECK
 // looked for every address of the result on net1, eth0's too, and failed
 // a healthy attachment.
-func TestReviewCheckChainedPrevResult(t *testing.T) {
+func TestCheckChainedPrevResult(t *testing.T) {
 	nstest.RequireRoot(t)
 	c1 := nstest.NewNS(t, "rvchk")
 	const mac = "02:00:01:10:00:00"

@@ -10,12 +10,12 @@ import (
 	"github.com/opavnic/opavnic/vnicd"
 )
 
-// TestReviewExtraArgsRefused: vnicctl's commands without arguments refuse
+// TestExtraArgsRefused: vnicctl's commands without arguments refuse
 // extra ones (exit 2, "takes no arguments"), as fabric and vesws do; vnics
 // and hfi ignored them, so `vnicctl vnics --json` (the flag after the
 // command, where Go's flag package no longer reads it) printed a table and
 // exited 0, and a script got text where it asked for JSON.
-func TestReviewExtraArgsRefused(t *testing.T) {
+func TestExtraArgsRefused(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "vnicd-a.sock")
 	s, err := vnicd.ListenControl(sock, nil)
 	if err != nil {

@@ -6,12 +6,12 @@ import (
 	"testing"
 )
 
-// TestReviewEmptyListsAreArrays: a node with no VNIC yet (a managed node
+// TestEmptyListsAreArrays: a node with no VNIC yet (a managed node
 // before the EM, a static one before vnic add) answers vnics and counters
 // with an empty JSON array, as it answers vesws and claims, not null:
 // `vnicctl --json vnics | jq '.[]'` fails on null ("Cannot iterate over
 // null").
-func TestReviewEmptyListsAreArrays(t *testing.T) {
+func TestEmptyListsAreArrays(t *testing.T) {
 	noVNICs := fakeStatic[:strings.Index(fakeStatic, "vnics:")]
 	sock := startFakeDaemon(t, noVNICs)
 	for _, cmd := range []string{"vnics", "counters", "vesws", "claims"} {

@@ -14,14 +14,14 @@ import (
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
 
-// TestReviewDelNetnsGone: CNI SPEC.md, DEL: "Plugins should generally
+// TestDelNetnsGone: CNI SPEC.md, DEL: "Plugins should generally
 // complete a DEL action without error even if some resources are missing"
 // and "MUST accept multiple DEL calls ... and return success if the
 // interface in question ... [is] missing". The container's namespace is
 // deleted (with the VNIC in it) before the runtime's DEL, as after a crash:
 // DEL succeeds, twice, vnicd gives the vesw's port back, and a new
 // container gets one on the same vesw. Static and managed vnicd.
-func TestReviewDelNetnsGone(t *testing.T) {
+func TestDelNetnsGone(t *testing.T) {
 	nstest.RequireRoot(t)
 	nstest.RequirePaths(t, "/dev/net/tun")
 	nstest.RequireTools(t, "ip", "go")

@@ -12,7 +12,7 @@ import (
 	"github.com/opavnic/opavnic/vnicd"
 )
 
-// TestReviewGCForwardsToIPAM: CNI SPEC.md, GC: "Plugins MUST, additionally,
+// TestGCForwardsToIPAM: CNI SPEC.md, GC: "Plugins MUST, additionally,
 // forward any GC calls to delegated plugins they are configured to use",
 // and "a plugin should remove any IPAM reservations associated with
 // attachments not in the provided list". vnic-cni gives the IPAM plugin a
@@ -20,7 +20,7 @@ import (
 // longer has (vnicd dropped it at a restart because the namespace was
 // gone; or vnicd is not running) is released only by the IPAM's own GC.
 // The IPAM plugin gets the GC whether or not vnicd answers.
-func TestReviewGCForwardsToIPAM(t *testing.T) {
+func TestGCForwardsToIPAM(t *testing.T) {
 	conf := `{"cniVersion": "1.1.0", "name": "red", "type": "vnic-cni", "vesw": 1, "pkey": "0x8001",
 		"cni.dev/valid-attachments": [{"containerID": "keep", "ifname": "eth0"}], "ipam": {"type": "fakeipam"}}`
 	args := &skel.CmdArgs{StdinData: []byte(conf)}
