@@ -11,9 +11,11 @@ const (
 	// bits 15:8 (OPA_VNIC_MAX_NUM_VPORT).
 	VEMAMaxVPorts = 255
 	// MaxVPort is the largest vport index a VESWPortInfo Set creates: the
-	// 255 vports advertised are indices 0..254, so attr_mod & 0xFF = 255
-	// never names a VNIC (a Set of it answers StatusInvalidAttrValue, as
-	// the kernel's vema_set_veswport_info does when vema_add_vport fails).
+	// 255 vports advertised are indices 0..254, and a Set of attr_mod &
+	// 0xFF = 255 answers StatusInvalidAttrValue and creates nothing. This
+	// is opavnic's bound, not the kernel's: vema_add_vport's idr_alloc takes
+	// 255 like any index, and a Linux node would make the VNIC (README,
+	// Limits: VNICs per node).
 	MaxVPort = VEMAMaxVPorts - 1
 	// VEMACPICapMask is the cap_mask a VEMA Get returns: 0xFF01.
 	VEMACPICapMask uint16 = CPICapTrap | VEMAMaxVPorts<<8
