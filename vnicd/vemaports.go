@@ -169,10 +169,17 @@ func (c *EnginePorts) SetMACTable(vport uint8, t vema.MACTable) error {
 		c.mu.Unlock()
 		return nil
 	}
-	s.table = t
 	info := s.info
 	c.mu.Unlock()
-	return c.setErr(c.e.SetPort(vport, PortConfigFrom(&info), c.netdev(vport), macEntries(t)))
+	if err := c.e.SetPort(vport, PortConfigFrom(&info), c.netdev(vport), macEntries(t)); err != nil {
+		return c.setErr(err) // the table the engine runs stays the one Get reports
+	}
+	c.mu.Lock()
+	if c.st[vport] == s {
+		s.table = t
+	}
+	c.mu.Unlock()
+	return nil
 }
 
 // IfaceMACs reports the netdev's MAC as its dev_addrs (vnicd does not follow
