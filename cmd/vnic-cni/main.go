@@ -144,6 +144,9 @@ func ownerPrefix(network string) string { return "cni:" + network + ":" }
 func cmdAdd(args *skel.CmdArgs) error {
 	conf, err := loadConf(args.StdinData)
 	if err != nil {
+		if errors.Is(err, errNoVnicd) {
+			return tryAgain(err)
+		}
 		return err
 	}
 	if args.Netns == "" {
@@ -167,7 +170,11 @@ func cmdAdd(args *skel.CmdArgs) error {
 		IfName: args.IfName, NetNS: args.Netns, Owner: own,
 	}, &st)
 	if err != nil {
-		return fmt.Errorf("vnic-cni: vnicd at %s: %w", conf.Socket, err)
+		err = fmt.Errorf("vnic-cni: vnicd at %s: %w", conf.Socket, err)
+		if transient(err) {
+			return tryAgain(err)
+		}
+		return err
 	}
 	ok := false
 	defer func() {
@@ -224,6 +231,20 @@ func cmdAdd(args *skel.CmdArgs) error {
 // is a persistent TAP vnicd left.
 func unreachable(err error) bool {
 	return errors.Is(err, errNoVnicd) || errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT)
+}
+
+// transient reports whether an ADD failed for a reason that should clear
+// up by itself: vnicd not running (it is restarted), or no free port on the
+// vesw (a managed node the fabric manager has not configured yet, or every
+// port taken until a container goes).
+func transient(err error) bool {
+	return unreachable(err) || strings.Contains(err.Error(), vnicd.ErrNoFreePort.Error())
+}
+
+// tryAgain is err as the CNI error "try again later" (code 11), which tells
+// the runtime to retry the ADD rather than give up (SPEC.md, Error codes).
+func tryAgain(err error) error {
+	return types.NewError(types.ErrTryAgainLater, err.Error(), "")
 }
 
 // claimedAlias reports whether a netdev's alias is that of a port vnicd

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/opavnic/opavnic/vnicd"
 )
@@ -114,9 +115,10 @@ func TestDelGCNoVnicd(t *testing.T) {
 			if n := fmCalls.Load(); n != 0 {
 				t.Fatalf("%d requests went to the opafm's socket", n)
 			}
-			// ADD still needs a vnicd, and says so.
-			if err := cmdAdd(args); !errors.Is(err, errNoVnicd) {
-				t.Fatalf("ADD with no vnicd: %v, want errNoVnicd", err)
+			// ADD still needs a vnicd, and says so (try again later).
+			var ce *types.Error
+			if err := cmdAdd(args); !errors.As(err, &ce) || ce.Code != types.ErrTryAgainLater || ce.Msg != errNoVnicd.Error() {
+				t.Fatalf("ADD with no vnicd: %v, want errNoVnicd as CNI error 11", err)
 			}
 		})
 	}
