@@ -104,7 +104,7 @@ cleanup() {
 	teardown
 	if ((rc != 0)); then
 		echo "bench: FAILED (exit $rc); daemon logs:" >&2
-		tail -n 20 "$work"/*.log 2>/dev/null >&2 || true
+		tail -n 20 "$work"/*.log >&2 2>/dev/null || true
 	fi
 	rm -rf "$work"
 	exit "$rc"

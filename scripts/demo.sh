@@ -62,7 +62,7 @@ cleanup() {
 	rm -f "/run/opavnic/$A.sock" "/run/opavnic/$B.sock" "/run/opavnic/$F.sock"
 	if ((rc != 0)); then
 		echo "demo: FAILED (exit $rc); daemon logs:" >&2
-		tail -n 20 "$work"/*.log 2>/dev/null >&2 || true
+		tail -n 20 "$work"/*.log >&2 2>/dev/null || true
 	fi
 	rm -rf "$work"
 	exit "$rc"
