@@ -59,7 +59,11 @@ cleanup() {
 		ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
 		ip netns del "$ns" 2>/dev/null || true
 	done
-	rm -f "/run/opavnic/$A.sock" "/run/opavnic/$B.sock" "/run/opavnic/$F.sock"
+	# The sockets, and the state files vnicd and opafm keep beside them: the
+	# FM's MAC file (.macs.json), a host's runtime VNICs and claims.
+	for n in "$A" "$B" "$F"; do
+		rm -f "/run/opavnic/$n.sock" "/run/opavnic/$n.macs.json" "/run/opavnic/$n.runtime.json" "/run/opavnic/$n.claims.json"
+	done
 	if ((rc != 0)); then
 		echo "demo: FAILED (exit $rc); daemon logs:" >&2
 		tail -n 20 "$work"/*.log >&2 2>/dev/null || true
