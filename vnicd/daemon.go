@@ -46,7 +46,12 @@ func NewDaemon(cfg *Config, newDevice DeviceFactory, log *zap.Logger) (_ *Daemon
 	if log == nil {
 		log = zap.NewNop()
 	}
-	log = log.With(zap.String("node", cfg.Node.Name), zap.Stringer("lid", cfg.Node.LID))
+	log = log.With(zap.String("node", cfg.Node.Name))
+	if !cfg.Node.Managed() {
+		// A managed node's LID is the SM's to set (mgmt logs it when it
+		// does): a field fixed here would say 0x0 on every line after.
+		log = log.With(zap.Stringer("lid", cfg.Node.LID))
+	}
 	qs, err := hfi.ListenUDPQueues(cfg.Node.Listen, 0, cfg.Node.Queues)
 	if err != nil {
 		return nil, err
