@@ -42,9 +42,19 @@ source scripts/deps.sh
 
 run="ovd$(printf '%x' $$)"
 export OPAVNIC_RUN=$run
+A=$run-a B=$run-b F=$run-fm L=$run-lan
+# The names come from the PID, so a run killed with SIGKILL can leave a
+# namespace that a later run's PID names again. Stop before making anything,
+# and leave it alone: the cleanup below removes every namespace of the run.
+for ns in "$A" "$B" "$A-blue" "$B-blue" "$F" "$L"; do
+	if [[ -e /var/run/netns/$ns ]]; then
+		echo "demo: network namespace $ns already exists (left by a demo that was killed?);" \
+			"remove it with 'ip netns del $ns' or run the demo again" >&2
+		exit 1
+	fi
+done
 work=$(mktemp -d "/tmp/opavnic-demo.XXXXXX")
 bin=$work/bin
-A=$run-a B=$run-b F=$run-fm L=$run-lan
 pids=()
 
 cleanup() {
