@@ -39,7 +39,7 @@ while (($#)); do
 	--faults-only) fuzz=0; shift ;;
 	--match) match=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
-	-h | --help) sed -n '2,27p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,29p' "$0"; exit 0 ;;
 	*) echo "stress: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
