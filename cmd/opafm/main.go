@@ -38,9 +38,9 @@ func main() { os.Exit(run(os.Args[1:])) }
 func run(args []string) int {
 	fs := flag.NewFlagSet("opafm", flag.ContinueOnError)
 	flags := cli.CommonFlags(fs, "path of the fabric YAML config")
-	log := flags.Start(fs, args)
+	log, code := flags.Start(fs, args)
 	if log == nil {
-		return 2
+		return code
 	}
 	defer log.Sync() //nolint:errcheck
 	if *flags.Check {

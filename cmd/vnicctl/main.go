@@ -75,6 +75,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	socket := fs.String("socket", "", "control socket of the daemon (default: the only one in "+socketDir+")")
 	asJSON := fs.Bool("json", false, "print JSON instead of tables")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if fs.NArg() == 0 {

@@ -42,3 +42,23 @@ func TestDefaultSocketExitCodes(t *testing.T) {
 		t.Errorf("vnicctl --socket (nobody) vnics: exit %d, %q; want 1", code, stderr.String())
 	}
 }
+
+// -h and --help print the usage and exit 0; no command, or an unknown flag,
+// is a usage error (2).
+func TestHelpExitCode(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"-h"}, 0, "commands of vnicd:"},
+		{[]string{"--help"}, 0, "commands of opafm:"},
+		{nil, 2, "usage: vnicctl"},
+		{[]string{"--colour", "vnics"}, 2, "flag provided but not defined: -colour"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(tc.args, &stdout, &stderr); code != tc.code || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("vnicctl %q: exit %d, %q; want %d, %q", tc.args, code, stderr.String(), tc.code, tc.want)
+		}
+	}
+}

@@ -49,9 +49,9 @@ func run(args []string) int {
 	flags := cli.CommonFlags(fs, "path of the YAML config")
 	fabricManager := fs.String("fabric-manager", "", "also run a fabric manager with this fabric config (as opafm does; SIGHUP reloads it), so that this host is the FM")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this file until vnicd stops (for performance work)")
-	log := flags.Start(fs, args)
+	log, code := flags.Start(fs, args)
 	if log == nil {
-		return 2
+		return code
 	}
 	defer log.Sync() //nolint:errcheck
 	cfg, err := vnicd.LoadConfig(*flags.Config)

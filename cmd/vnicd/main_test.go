@@ -87,6 +87,15 @@ func TestBadConfigExitsTwo(t *testing.T) {
 	}
 }
 
+// -h and --help print the flags and exit 0, as a usage error does not.
+func TestHelpExitsZero(t *testing.T) {
+	bin := vnicdBinary(t)
+	for _, arg := range []string{"-h", "--help"} {
+		clitest.Expect(t, bin, []string{arg}, 0, "-config string", "-fabric-manager string")
+	}
+	clitest.Expect(t, bin, []string{"--colour"}, 2, "flag provided but not defined: -colour")
+}
+
 // --check reads the config (and --fabric-manager's), prints what it sets up
 // and exits 0, or 2 with the problem; it starts nothing, so it needs no root.
 func TestCheck(t *testing.T) {

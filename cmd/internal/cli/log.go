@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -54,25 +55,28 @@ func CommonFlags(fs *flag.FlagSet, configHelp string) *Common {
 }
 
 // Start parses args and builds the logger. On a usage error it prints why to
-// stderr under the program's name and returns a nil logger: the caller exits
-// with code 2.
-func (c *Common) Start(fs *flag.FlagSet, args []string) *zap.Logger {
+// stderr under the program's name and returns a nil logger and exit code 2;
+// for -h or --help, which print the flags, a nil logger and exit code 0.
+func (c *Common) Start(fs *flag.FlagSet, args []string) (*zap.Logger, int) {
 	name := fs.Name()
 	if err := fs.Parse(args); err != nil {
-		return nil
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, 0
+		}
+		return nil, 2
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "%s: unexpected arguments: %v\n", name, fs.Args())
-		return nil
+		return nil, 2
 	}
 	if *c.Config == "" {
 		fmt.Fprintf(os.Stderr, "%s: --config is required\n", name)
-		return nil
+		return nil, 2
 	}
 	log, err := NewLogger(*c.Level, *c.Format)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
-		return nil
+		return nil, 2
 	}
-	return log
+	return log, 0
 }
