@@ -113,7 +113,13 @@ func run(args []string) int {
 	}
 	d, err := vnicd.NewDaemon(cfg, vnicd.TAPFactory(log), log)
 	if err != nil {
-		log.Error("cannot start", zap.Error(err))
+		if errors.Is(err, os.ErrPermission) {
+			// Most often vnicd run as an ordinary user: say what it needs.
+			log.Error("cannot start", zap.Error(err), zap.String("hint",
+				"vnicd needs root: CAP_NET_ADMIN and /dev/net/tun for its TAPs (CAP_SYS_ADMIN too for VNICs in other namespaces), and write access to its control socket's directory"))
+		} else {
+			log.Error("cannot start", zap.Error(err))
+		}
 		if errors.Is(err, vnicd.ErrPortConfig) {
 			return 2
 		}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -8,7 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/opavnic/opavnic/cmd/internal/clitest"
 )
@@ -150,5 +154,38 @@ func TestCPUProfileErrorBeforeStart(t *testing.T) {
 	clitest.Expect(t, bin, []string{"--config", cfg, "--cpuprofile", filepath.Join(dir, "no", "such", "dir", "p")}, 2, "cannot write the CPU profile")
 	if _, err := os.Stat(sock); err == nil {
 		t.Error("vnicd exited with its control socket left behind")
+	}
+}
+
+// vnicd without the privileges it needs (a TAP needs CAP_NET_ADMIN) says
+// what it needs. The test runs it as nobody, so it needs root.
+func TestUnprivilegedHint(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run vnicd as nobody")
+	}
+	bin := vnicdBinary(t)
+	dir := t.TempDir()
+	cfg := clitest.WriteFile(t, dir, "nopriv.yaml", "node: {name: nopriv, lid: 0x10, listen: '127.0.0.1:47939'}\n"+
+		"multicast: [{lid: 0xF00001, members: [0x10]}]\n"+
+		"vnics: [{vesw: {id: 1, pkey: 0x8001, mcast_dlid: 0xF00001}, port: {ifname: noprivtap0}}]\n"+
+		"control: {socket: "+filepath.Join(dir, "nopriv.sock")+"}\n")
+	for _, d := range []string{dir, filepath.Dir(dir), filepath.Dir(bin)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--config", cfg)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("vnicd as an ordinary user: %v, want exit code 1; output:\n%s", err, out)
+	}
+	for _, w := range []string{"permission denied", "vnicd needs root: CAP_NET_ADMIN and /dev/net/tun"} {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("output does not hold %q:\n%s", w, out)
+		}
 	}
 }
