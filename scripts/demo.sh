@@ -28,7 +28,10 @@ seconds=5
 managed=0
 while (($#)); do
 	case $1 in
-	--seconds) seconds=$2; shift 2 ;;
+	--seconds)
+		# iperf3 -t: a whole number of seconds (iperf3 reads "abc" as 0).
+		[[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { echo "demo: --seconds takes a whole number of seconds, such as --seconds 10" >&2; exit 2; }
+		seconds=$2; shift 2 ;;
 	--managed) managed=1; shift ;;
 	-h | --help) sed -n '2,23p' "$0"; exit 0 ;;
 	*) echo "demo: unknown argument $1" >&2; exit 2 ;;
