@@ -1097,8 +1097,8 @@ type MemberStatus struct {
 type VESWStatus struct {
 	ID        encap.VESWID   `json:"id"`
 	Name      string         `json:"name"`
-	PKey      encap.PKey     `json:"pkey"`
-	McastDLID uint32         `json:"mcast_dlid"`
+	PKey      string         `json:"pkey"`       // 0x8001, as vnicd's answers give it
+	McastDLID encap.LID      `json:"mcast_dlid"` // 0xF00001
 	AdminUp   bool           `json:"admin_up"`
 	Members   []MemberStatus `json:"members"`
 }
@@ -1109,7 +1109,7 @@ func (f *FM) VESWs() []VESWStatus {
 	defer f.mu.Unlock()
 	var out []VESWStatus
 	for _, v := range f.cfg.VESWs {
-		s := VESWStatus{ID: v.ID, Name: v.Name, PKey: v.PKey, McastDLID: v.McastDLID, AdminUp: v.AdminUp}
+		s := VESWStatus{ID: v.ID, Name: v.Name, PKey: v.PKey.String(), McastDLID: encap.LID(v.McastDLID), AdminUp: v.AdminUp}
 		for _, m := range v.Members {
 			ms := MemberStatus{Node: m.Node, VPort: m.VPort, IPs: m.IPs}
 			if n := f.activeNode(m.Node); n != nil {

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -451,5 +453,20 @@ func TestNodeMovedIsNotDroppedForOldPolls(t *testing.T) {
 	if n.state != NodeActive || n.ep != moved {
 		t.Fatalf("after the announce from %v and a poll to %v timing out: state %s, endpoint %v, misses %d; want active at %v",
 			moved, epB, n.state, n.ep, n.misses, moved)
+	}
+}
+
+// The vesws answer gives PKeys and multicast LIDs in hex, as vnicd's
+// answers and the configs do.
+func TestVESWStatusJSONHex(t *testing.T) {
+	fb := newFabric(t)
+	b, err := json.Marshal(fb.fm.VESWs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"pkey":"0x8001"`, `"mcast_dlid":"0xF00001"`, `"pkey":"0x8002"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("vesws answer lacks %s: %s", want, b)
+		}
 	}
 }

@@ -161,7 +161,7 @@ func register(ctl *vnicd.ControlServer, f *fm.FM, reload func() error) {
 		return map[string]any{
 			"slid": r.SLID, "dlid": r.DLID, "sgid": r.SGID.String(), "dgid": r.DGID.String(),
 			"hop_limit": r.HopLimit, "extended": slid.IsExtended() || dlid.IsExtended(),
-			"pkey": r.PKey, "mtu": r.MTU, "rate": r.Rate, "sl": r.SL, "l2_9b": r.L2_9B, "l2_16b": r.L2_16B,
+			"pkey": r.PKey.String(), "mtu": r.MTU, "rate": r.Rate, "sl": r.SL, "l2_9b": r.L2_9B, "l2_16b": r.L2_16B,
 		}, err
 	})
 }
