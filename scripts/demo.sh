@@ -26,6 +26,7 @@ cd "$(dirname "$0")/.."
 
 seconds=5
 managed=0
+given="$*"
 while (($#)); do
 	case $1 in
 	--seconds)
@@ -38,7 +39,7 @@ while (($#)); do
 	esac
 done
 if [[ $(id -u) -ne 0 ]]; then
-	echo "demo: must run as root (it makes network namespaces and TAP devices)" >&2
+	echo "demo: must run as root (it makes network namespaces and TAP devices): sudo $0${given:+ $given}" >&2
 	exit 1
 fi
 source scripts/deps.sh
