@@ -97,6 +97,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		path = p
 	}
 	cmd, rest := fs.Arg(0), fs.Args()[1:]
+	if sub, ok := strings.CutPrefix(cmd, "vnic_"); ok && (sub == "add" || sub == "del") {
+		// The control protocol's name (vnicctl commands lists it), not the CLI's.
+		fmt.Fprintf(stderr, "vnicctl: %s is the daemon's name for it; run: vnicctl vnic %s ...\n", cmd, sub)
+		return 2
+	}
 	switch cmd {
 	case "counters", "path", "vnic":
 	default:
@@ -170,7 +175,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 				}
 				fmt.Fprintf(tw, "node\t%s\nlid\t%s%s\nstate\t%s\nlisten\t%s\nverify_icrc\t%v\nbusy_poll\t%s\n", v.Node, v.LID, ext, v.State, v.Listen, v.VerifyICRC, v.BusyPoll)
 				for _, c := range v.Counters {
-					fmt.Fprintf(tw, "%s\t%d\n", c.Name, c.Value)
+					unit := ""
+					if c.Name == "PortXmitData" || c.Name == "PortRcvData" {
+						unit = " (8-byte units, as OPA counts them)"
+					}
+					fmt.Fprintf(tw, "%s\t%d%s\n", c.Name, c.Value, unit)
 				}
 			})
 		}
@@ -186,6 +195,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		err = generic(path, cmd, args, stdout, *asJSON)
+	case "commands":
+		var v []string
+		if err = vnicd.Call(path, "commands", nil, &v); err == nil {
+			err = show(stdout, *asJSON, v, func(tw *tabwriter.Writer) {
+				for _, c := range v {
+					switch c {
+					case "vnic_add", "vnic_del":
+						c += "\t(vnicctl vnic " + strings.TrimPrefix(c, "vnic_") + ")"
+					case "vnic_gc":
+						c += "\t(vnic-cni's GC)"
+					}
+					fmt.Fprintln(tw, c)
+				}
+			})
+		}
 	case "vnic":
 		var code int
 		if code, err = vnicCmd(path, rest, stdout, stderr, *asJSON); code == 2 {

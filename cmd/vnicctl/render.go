@@ -122,6 +122,10 @@ func renderTable(w io.Writer, raw []byte) error {
 func writeValue(tw *tabwriter.Writer, v any) {
 	switch t := v.(type) {
 	case []any:
+		if len(t) == 0 {
+			fmt.Fprintln(tw, "(none)") // an empty list, not silence
+			return
+		}
 		writeRows(tw, t)
 	case []field:
 		for _, f := range t {

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/opavnic/opavnic/hfi"
+	"github.com/opavnic/opavnic/vnicd"
+)
+
+// What vnicctl prints for answers a newcomer met: an empty list says so,
+// commands gives the CLI form of the protocol's vnic_* names, the wire name
+// typed as a command points to the CLI form, and the HFI's data counters
+// say their unit.
+func TestCLIRendering(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "vnicd-a.sock")
+	s, err := vnicd.ListenControl(sock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Handle("claims", func(json.RawMessage) (any, error) { return []vnicd.Claim{}, nil })
+	s.Handle("vnic_add", func(json.RawMessage) (any, error) { return nil, nil })
+	s.Handle("vnic_gc", func(json.RawMessage) (any, error) { return nil, nil })
+	s.Handle("hfi", func(json.RawMessage) (any, error) {
+		return vnicd.HFIStatus{Node: "a", Counters: []hfi.CounterValue{{Name: "PortXmitData", Value: 8}, {Name: "PortXmitPkts", Value: 1}}}, nil
+	})
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(t.Context()) }()
+	t.Cleanup(func() { s.Close(); <-done })
+	for _, tc := range []struct {
+		args     []string
+		code     int
+		out, err string
+	}{
+		{[]string{"claims"}, 0, "(none)", ""},
+		{[]string{"commands"}, 0, "(vnicctl vnic add)", ""},
+		{[]string{"commands"}, 0, "(vnic-cni's GC)", ""},
+		{[]string{"vnic_add", "--vesw", "1"}, 2, "", "run: vnicctl vnic add"},
+		{[]string{"hfi"}, 0, "8 (8-byte units", ""},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(append([]string{"--socket", sock}, tc.args...), &stdout, &stderr)
+		if code != tc.code || !strings.Contains(stdout.String(), tc.out) || !strings.Contains(stderr.String(), tc.err) {
+			t.Errorf("vnicctl %v: exit %d, stdout %q, stderr %q; want exit %d, stdout with %q, stderr with %q",
+				tc.args, code, stdout.String(), stderr.String(), tc.code, tc.out, tc.err)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--socket", sock, "--json", "hfi"}, &stdout, &stderr); code != 0 || strings.Contains(stdout.String(), "units") {
+		t.Errorf("vnicctl --json hfi: exit %d, %q: the JSON must stay plain", code, stdout.String())
+	}
+}
