@@ -50,6 +50,10 @@ type vportState struct {
 	mac   [6]byte // the netdev's MAC as last seen
 	ucGen uint16
 	mcGen uint16 // changes of the netdev's multicast list
+	// applying are the base_mac_addr values of VESWPortInfo Sets being
+	// applied: the netdev reports the MAC change (its link watcher) while
+	// SetPort is still running, before info holds the new value.
+	applying [][6]byte
 }
 
 var _ vema.PortController = (*EnginePorts)(nil)
@@ -134,9 +138,18 @@ func (c *EnginePorts) SetVESWPortInfo(vport uint8, info *vema.VESWPortInfo) erro
 	var macs []MACEntry
 	if s != nil {
 		macs = macEntries(s.table)
+		s.applying = append(s.applying, info.VPort.BaseMACAddr)
 	}
 	c.mu.Unlock()
-	if err := c.e.SetPort(vport, PortConfigFrom(info), c.netdev(vport), macs); err != nil {
+	err := c.e.SetPort(vport, PortConfigFrom(info), c.netdev(vport), macs)
+	c.mu.Lock()
+	if s != nil {
+		if i := slices.Index(s.applying, info.VPort.BaseMACAddr); i >= 0 {
+			s.applying = slices.Delete(s.applying, i, i+1)
+		}
+	}
+	c.mu.Unlock()
+	if err != nil {
 		return c.setErr(err)
 	}
 	c.mu.Lock()
@@ -257,7 +270,8 @@ func (c *EnginePorts) netdevMcast(vport uint8) bool {
 
 // netdevMAC records the netdev's MAC; it reports whether the change is the
 // user's (a trap with opcode 1 is due): not the first reading, and not the
-// EM's base_mac_addr being applied. A user change bumps uc_macs_gen_count.
+// EM's base_mac_addr, applied or being applied (the kernel sends no trap for
+// it, kernel-reference.md §4.9). A user change bumps uc_macs_gen_count.
 func (c *EnginePorts) netdevMAC(vport uint8, mac [6]byte, initial bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -269,7 +283,7 @@ func (c *EnginePorts) netdevMAC(vport uint8, mac [6]byte, initial bool) bool {
 		return false
 	}
 	s.mac = mac
-	if initial || mac == s.info.VPort.BaseMACAddr {
+	if initial || mac == s.info.VPort.BaseMACAddr || slices.Contains(s.applying, mac) {
 		return false
 	}
 	s.ucGen++

@@ -1,0 +1,153 @@
+package vnicd_test
+
+import (
+	"context"
+	"encoding/binary"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/hfi"
+	"github.com/opavnic/opavnic/hfi/hfitest"
+	"github.com/opavnic/opavnic/vema"
+	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/taptest"
+)
+
+// macEventDevice is an in-memory device whose netdev reports a MAC change
+// as the kernel does: SetMAC's netlink event reaches the link watcher while
+// the caller is still in SetPort (here it waits until the watcher has had
+// ample time to handle it).
+type macEventDevice struct {
+	*taptest.Device
+	events    chan vnicd.LinkEvent
+	closeOnce sync.Once
+	mu        sync.Mutex
+	mac       [6]byte
+}
+
+func (d *macEventDevice) Watch(context.Context) (<-chan vnicd.LinkEvent, error) { return d.events, nil }
+
+func (d *macEventDevice) SetMAC(mac [6]byte) error {
+	d.mu.Lock()
+	d.mac = mac
+	d.mu.Unlock()
+	d.events <- vnicd.LinkEvent{Up: true, MAC: mac, MTU: 1500}
+	time.Sleep(100 * time.Millisecond)
+	return nil
+}
+
+// userSetMAC is `ip link set address` by the user: the netdev's MAC changes
+// and the watcher hears of it.
+func (d *macEventDevice) userSetMAC(mac [6]byte) {
+	d.mu.Lock()
+	d.mac = mac
+	d.mu.Unlock()
+	d.events <- vnicd.LinkEvent{Up: true, MAC: mac, MTU: 1500}
+}
+
+func (d *macEventDevice) Close() error {
+	d.closeOnce.Do(func() { close(d.events) })
+	return d.Device.Close()
+}
+
+// TestEMBaseMACChangeSendsNoTrap: a base_mac_addr the EM pushes becomes the
+// netdev's MAC with no trap and no uc_macs_gen_count change (kernel
+// opa_vnic_process_vema_config: eth_commit_mac_addr_change, no
+// opa_vnic_vema_report_event; kernel-reference.md §4.9), even when the
+// netdev's change event reaches the link watcher before the Set has
+// returned. A change by the user afterwards is still trapped.
+func TestEMBaseMACChangeSendsNoTrap(t *testing.T) {
+	const nodeLID, vesw = 0x10, 3
+	n := hfitest.NewNetwork()
+	fm := newFakeFM(t, n)
+	h := hfi.New(n.Listen(tEPNode), hfi.Config{LID: nodeLID})
+	dir, _ := hfi.NewDirectory(map[uint32]netip.AddrPort{fmLID: tEPFM, nodeLID: tEPNode}, nil)
+	h.SetDirectory(dir)
+	devs := make(chan *macEventDevice, 1)
+	e := vnicd.NewEngine(h, func(s vnicd.DeviceSpec) (vnicd.Device, error) {
+		port, _ := taptest.Pair(taptest.Options{})
+		d := &macEventDevice{Device: port, events: make(chan vnicd.LinkEvent, 4), mac: s.MAC}
+		d.events <- vnicd.LinkEvent{Up: true, MAC: s.MAC, MTU: 1500}
+		devs <- d
+		return d, nil
+	}, nil)
+	t.Cleanup(func() { e.Close() })
+	m := vnicd.NewMgmt(e, vnicd.MgmtConfig{}, nil)
+	go h.Run(t.Context())
+
+	cb, _ := (&vema.ClassPortInfo{TrapLID: fmLID}).MarshalBinary()
+	if st := handle(t, m.Agent, vemaMAD(vema.MethodSet, vema.AttrClassPortInfo, 0, cb)); st != vema.StatusSuccess {
+		t.Fatalf("Set ClassPortInfo: %v", st)
+	}
+	info := vema.PowerOnVESWPortInfo()
+	info.VESW.VESWID, info.VESW.PKey = vesw, 0x8001
+	info.VPort.EncapSLID, info.VPort.ConfigState = nodeLID, vema.StateForwarding
+	info.VPort.BaseMACAddr = encap.MACForLID(nodeLID, vesw)
+	set := func() {
+		t.Helper()
+		b, _ := info.MarshalBinary()
+		if st := handle(t, m.Agent, vemaMAD(vema.MethodSet, vema.AttrVESWPortInfo, 0, b)); st != vema.StatusSuccess {
+			t.Fatalf("Set VESWPortInfo: %v", st)
+		}
+	}
+	set()
+	dev := <-devs
+	time.Sleep(50 * time.Millisecond) // the watcher has read the first state
+
+	ucGen := func() uint16 {
+		t.Helper()
+		resp, ok := m.Agent.Handle(vemaMAD(vema.MethodGet, vema.AttrVESWPortInfo, 0, nil))
+		if !ok || binary.BigEndian.Uint16(resp[4:]) != 0 {
+			t.Fatal("Get VESWPortInfo failed")
+		}
+		var got vema.VESWPortInfo
+		if err := got.UnmarshalBinary(resp[vema.VendorHeaderLen:]); err != nil {
+			t.Fatal(err)
+		}
+		return got.VPort.UCMACsGenCount
+	}
+	// trapOps collects the opcodes of the traps that reach the FM within d.
+	trapOps := func(d time.Duration) []uint8 {
+		t.Helper()
+		var ops []uint8
+		deadline := time.After(d)
+		for {
+			select {
+			case pkt := <-fm.in:
+				mp, err := encap.ParseMgmt(pkt)
+				if err != nil || vema.Method(mp.MAD[3]) != vema.MethodTrap {
+					continue
+				}
+				var tr vema.TrapMAD
+				if err := tr.UnmarshalBinary(mp.MAD); err != nil {
+					t.Fatal(err)
+				}
+				ops = append(ops, tr.Notice.Trap.Opcode)
+			case <-deadline:
+				return ops
+			}
+		}
+	}
+
+	// The EM pushes a new base MAC (a reload changed the member's mac).
+	info.VPort.BaseMACAddr = [6]byte{0x02, 0x11, 0x22, 0x33, 0x44, 0x55}
+	set()
+	if ops := trapOps(300 * time.Millisecond); len(ops) != 0 {
+		t.Errorf("the EM's base_mac_addr change sent traps %v; the kernel sends none", ops)
+	}
+	if g := ucGen(); g != 0 {
+		t.Errorf("uc_macs_gen_count %d after the EM's base_mac_addr change, want 0", g)
+	}
+
+	// The user changes the MAC: trap opcode 1, gen count 1.
+	dev.userSetMAC([6]byte{0x02, 0x66, 0x77, 0x88, 0x99, 0xAA})
+	if ops := trapOps(300 * time.Millisecond); len(ops) != 1 || ops[0] != vema.TrapIfaceUcastMACChange {
+		t.Errorf("the user's MAC change sent traps %v, want [%d]", ops, vema.TrapIfaceUcastMACChange)
+	}
+	if g := ucGen(); g != 1 {
+		t.Errorf("uc_macs_gen_count %d after the user's MAC change, want 1", g)
+	}
+}
