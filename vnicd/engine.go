@@ -222,11 +222,11 @@ func (e *Engine) SetPort(vport uint8, cfg PortConfig, nd NetdevConfig, macs []MA
 				}
 			}
 		}
-		if ms, ok := p.dev.(mtuSetter); ok && int(p.mtu.Load()) > int(cfg.VESW.EthMTU) {
-			if err := ms.SetMTU(int(cfg.VESW.EthMTU)); err != nil {
+		if ms, ok := p.dev.(mtuSetter); ok && int(p.mtu.Load()) > p.maxMTU() {
+			if err := ms.SetMTU(p.maxMTU()); err != nil {
 				e.log.Warn("cannot lower MTU", zap.Uint8("vnic", vport), zap.Error(err))
 			} else {
-				p.mtu.Store(int32(cfg.VESW.EthMTU))
+				p.mtu.Store(int32(p.maxMTU()))
 			}
 		}
 	}

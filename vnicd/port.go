@@ -172,6 +172,10 @@ func (p *Port) OperState() uint8 {
 	return StateDropAll
 }
 
+// maxMTU is the largest MTU the port's netdev may have: the kernel's
+// max_mtu, max(eth_mtu, min_mtu) (kernel-reference.md §6).
+func (p *Port) maxMTU() int { return max(int(p.st.Load().cfg.VESW.EthMTU), MinEthMTU) }
+
 // LinkUp reports whether the netdev is administratively up.
 func (p *Port) LinkUp() bool { return p.linkUp.Load() }
 

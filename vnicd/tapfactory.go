@@ -38,7 +38,7 @@ type linkWatcher interface {
 
 // watchLink follows a port's netdev: its administrative state drives the
 // port's oper state, and its MTU is remembered so that a smaller eth_mtu can
-// lower it. Its goroutine ends when the device is closed or moved, and then
+// lower it (and lowered at once when the user raises it above eth_mtu). Its goroutine ends when the device is closed or moved, and then
 // closes p.watchDone.
 func (e *Engine) watchLink(p *Port, w linkWatcher) {
 	p.watchDone = nil
@@ -104,6 +104,7 @@ func (e *Engine) watchLink(p *Port, w linkWatcher) {
 				continue
 			}
 			p.mtu.Store(int32(ev.MTU))
+			e.capMTU(p, w, ev.MTU)
 			changed := p.linkUp.Load() != ev.Up
 			if changed {
 				e.log.Info("netdev link changed", zap.Uint8("vnic", p.vport), zap.Bool("up", ev.Up))
@@ -124,6 +125,24 @@ func (e *Engine) watchLink(p *Port, w linkWatcher) {
 			first, lastMAC = false, ev.MAC
 		}
 	}()
+}
+
+// capMTU brings the netdev's MTU down to the port's maxMTU when it is
+// above: the kernel's opa_vnic refused such an MTU (max_mtu,
+// kernel-reference.md §6), a TAP takes up to 65535, and the port would drop
+// every frame longer than eth_mtu + 18.
+func (e *Engine) capMTU(p *Port, w linkWatcher, mtu int) {
+	ms, ok := w.(mtuSetter)
+	limit := p.maxMTU()
+	if !ok || mtu <= limit || p.closing.Load() {
+		return
+	}
+	if err := ms.SetMTU(limit); err != nil {
+		e.log.Warn("cannot lower the netdev's MTU to eth_mtu", zap.Uint8("vnic", p.vport), zap.Int("mtu", mtu), zap.Error(err))
+		return
+	}
+	p.mtu.Store(int32(limit))
+	e.log.Warn("netdev MTU set above eth_mtu; lowered", zap.Uint8("vnic", p.vport), zap.Int("mtu", mtu), zap.Int("eth_mtu", limit))
 }
 
 // McastPollInterval is how often a port's netdev multicast list is read
