@@ -234,9 +234,11 @@ func (t *TAP) SetPersist(on bool, tag string) error {
 func (t *TAP) Persistent() bool { return t.persist.Load() }
 
 // AttachTAP takes over the persistent TAP named cfg.Name in cfg.NetNS that
-// an earlier TAP left there (SetPersist with tag): it opens a new fd on it
-// and sets cfg.MAC and cfg.MTU. Its administrative state and addresses stay
-// as they are: they belong to whoever uses the netdev there. It fails,
+// an earlier TAP left there (SetPersist with tag): it opens a new fd on it,
+// sets cfg.MAC and lowers its MTU to cfg.MTU if it is above (never raises
+// it, as the kernel never raised a VNIC's MTU). Its administrative state,
+// addresses and a lower MTU stay as they are: they belong to whoever uses
+// the netdev there. It fails,
 // changing nothing, when there is no such netdev, when it is not a TAP with
 // alias tag (ErrNotOurTAP), or when another fd holds it (EBUSY; only a
 // single-queue TAP: the kernel lets more fds attach to a multiqueue one).
@@ -306,7 +308,7 @@ func AttachTAP(cfg TAPConfig, tag string) (*TAP, error) {
 			steps = append(steps, fmt.Errorf("set MAC: %w", err))
 		}
 	}
-	if cfg.MTU != 0 {
+	if cfg.MTU != 0 && l.Attrs().MTU > cfg.MTU {
 		if err := h.LinkSetMTU(link, cfg.MTU); err != nil {
 			steps = append(steps, fmt.Errorf("set MTU %d: %w", cfg.MTU, err))
 		}
