@@ -93,6 +93,10 @@ type Port struct {
 	linkUp atomic.Bool  // the netdev is administratively up
 	mtu    atomic.Int32 // the netdev's MTU, as last seen
 	fwd    atomic.Bool  // oper_state FORWARDING: config FORWARDING and link up
+	// operMu makes each updateOper read both inputs and store fwd as one
+	// step: the link watcher and a Set each change one input and then
+	// recompute, and the last to recompute must see both changes.
+	operMu sync.Mutex
 
 	// Counters are the port's counters, under the kernel's names.
 	Counters PortCounters
@@ -180,6 +184,8 @@ func (p *Port) maxMTU() int { return max(int(p.st.Load().cfg.VESW.EthMTU), MinEt
 func (p *Port) LinkUp() bool { return p.linkUp.Load() }
 
 func (p *Port) updateOper() {
+	p.operMu.Lock()
+	defer p.operMu.Unlock()
 	p.fwd.Store(p.st.Load().cfg.Port.ConfigState == StateForwarding && p.linkUp.Load())
 }
 
