@@ -77,7 +77,7 @@ type ControlServer struct {
 var ErrBusy = fmt.Errorf("vnicd: busy: %d control connections are being served; try again", MaxControlConns)
 
 // ErrSocketInUse is returned when another live daemon serves the socket path.
-var ErrSocketInUse = errors.New("vnicd: control socket is in use by a running daemon")
+var ErrSocketInUse = errors.New("control socket is in use by a running daemon")
 
 // ListenControl creates the control socket at path (making its directory),
 // replacing a stale socket file that nobody serves. A path that starts with
@@ -92,7 +92,7 @@ func ListenControl(path string, log *zap.Logger) (*ControlServer, error) {
 	abstract := strings.HasPrefix(path, "@")
 	if !abstract {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return nil, fmt.Errorf("vnicd: control socket directory: %w", err)
+			return nil, fmt.Errorf("control socket directory: %w", err)
 		}
 		if _, err := os.Stat(path); err == nil {
 			if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
@@ -109,13 +109,13 @@ func ListenControl(path string, log *zap.Logger) (*ControlServer, error) {
 		return nil, fmt.Errorf("%w: %s", ErrSocketInUse, path)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("vnicd: control socket: %w", err)
+		return nil, fmt.Errorf("control socket: %w", err)
 	}
 	ln.SetUnlinkOnClose(true) // net never unlinks an abstract name
 	if !abstract {
 		if err := os.Chmod(path, 0o660); err != nil {
 			ln.Close()
-			return nil, fmt.Errorf("vnicd: control socket: %w", err)
+			return nil, fmt.Errorf("control socket: %w", err)
 		}
 	}
 	s := &ControlServer{log: log.Named("control"), path: path, ln: ln, handlers: map[string]Handler{},
@@ -156,7 +156,7 @@ func (s *ControlServer) Serve(ctx context.Context) error {
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-			return fmt.Errorf("vnicd: control socket: %w", err)
+			return fmt.Errorf("control socket: %w", err)
 		}
 		select {
 		case s.slots <- struct{}{}:
