@@ -3,7 +3,8 @@
 #
 #   1. every native fuzz target in the module (16B decap, management framing,
 #      every MAD codec, the config loaders, the control-socket protocol, the
-#      CNI config, receive coalescing), each for --fuzztime (default 5m),
+#      CNI config, receive coalescing, the TSO/USO segmenter), each for
+#      --fuzztime (default 5m),
 #      one worker each; a crasher fails the run and Go keeps it in the
 #      package's testdata/fuzz, where it becomes a regression test;
 #   2. as root, the fault tests at full size: the garbage flood (200k
@@ -31,15 +32,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 fuzztime=5m fuzz=1 faults=1 match=. out=bench/STRESS.md short=0
+# value OPTION ARG: ARG must be there.
+value() { [[ $# -ge 2 && -n $2 ]] || { echo "stress: $1 needs a value (--help)" >&2; exit 2; }; }
 while (($#)); do
 	case $1 in
-	--fuzztime) fuzztime=$2; shift 2 ;;
+	--fuzztime) value "$@"; fuzztime=$2; shift 2 ;;
 	--short) fuzztime=3s faults=0 short=1 out=""; shift ;;
 	--fuzz-only) faults=0; shift ;;
 	--faults-only) fuzz=0; shift ;;
-	--match) match=$2; shift 2 ;;
-	--out) out=$2; shift 2 ;;
-	-h | --help) sed -n '2,29p' "$0"; exit 0 ;;
+	--match) value "$@"; match=$2; shift 2 ;;
+	--out) value "$@"; out=$2; shift 2 ;;
+	-h | --help) sed -n '2,30p' "$0"; exit 0 ;;
 	*) echo "stress: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
