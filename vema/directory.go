@@ -274,84 +274,105 @@ func (a *DirAssembler) start(gen, inst uint32) {
 
 // AddDirectoryBlock adds a DirectoryBlock. done is true when it completed a
 // generation; endpoints and groups are then that generation's whole
-// directory. An error means the block is out of bounds (status 0x001C); a
-// stale block is ignored with no error.
+// directory. An error means the block is out of bounds (status 0x001C) and
+// changes nothing the assembler holds; a stale block is ignored with no
+// error.
 func (a *DirAssembler) AddDirectoryBlock(b *DirectoryBlock) (endpoints map[uint32]netip.AddrPort, groups map[uint32][]uint32, done bool, err error) {
-	if !a.accept(&b.DirBlockHeader) {
+	fresh, ok := a.accept(&b.DirBlockHeader)
+	if !ok {
 		return nil, nil, false, nil
 	}
-	if a.uniN != 0 && a.uniN != b.NumBlocks {
+	held, heldN := a.uni, a.uniN
+	if fresh {
+		held, heldN = nil, 0
+	}
+	if heldN != 0 && heldN != b.NumBlocks {
 		return nil, nil, false, ErrDirBlock
 	}
 	if int(b.NumBlocks)*MaxDirEntriesPerMAD > MaxDirEntries+MaxDirEntriesPerMAD-1 {
 		return nil, nil, false, ErrDirBounds
 	}
-	a.uniN = b.NumBlocks
-	a.uni[b.Block] = slices.Clone(b.Entries)
-	n := 0
-	for _, e := range a.uni {
-		n += len(e)
+	n := len(b.Entries)
+	for blk, e := range held {
+		if blk != b.Block { // a resent block replaces what it sent before
+			n += len(e)
+		}
 	}
 	if n > MaxDirEntries {
-		delete(a.uni, b.Block)
 		return nil, nil, false, ErrDirBounds
 	}
+	if fresh {
+		a.start(b.Generation, b.Instance)
+	}
+	a.uniN = b.NumBlocks
+	a.uni[b.Block] = slices.Clone(b.Entries)
 	return a.complete()
 }
 
 // AddMulticastBlock adds a MulticastBlock; as AddDirectoryBlock.
 func (a *DirAssembler) AddMulticastBlock(b *MulticastBlock) (endpoints map[uint32]netip.AddrPort, groups map[uint32][]uint32, done bool, err error) {
-	if !a.accept(&b.DirBlockHeader) {
+	fresh, ok := a.accept(&b.DirBlockHeader)
+	if !ok {
 		return nil, nil, false, nil
 	}
-	if a.mcN != 0 && a.mcN != b.NumBlocks {
+	held, heldN := a.mc, a.mcN
+	if fresh {
+		held, heldN = nil, 0
+	}
+	if heldN != 0 && heldN != b.NumBlocks {
 		return nil, nil, false, ErrDirBlock
 	}
 	if int(b.NumBlocks) > MaxDirGroups {
 		return nil, nil, false, ErrDirBounds
 	}
-	for _, g := range b.Groups {
-		if len(g.Members) > MaxDirGroupMembers {
-			return nil, nil, false, ErrDirBounds
-		}
-	}
-	a.mcN = b.NumBlocks
-	a.mc[b.Block] = b.Groups
-	n, over := 0, false
+	n := 0
 	members := map[uint32]int{} // a group named in two blocks is merged: bound the sum
-	for _, gs := range a.mc {
+	count := func(gs []DirGroup) bool {
 		n += len(gs)
 		for _, g := range gs {
 			members[g.MLID] += len(g.Members)
-			over = over || members[g.MLID] > MaxDirGroupMembers
+			if members[g.MLID] > MaxDirGroupMembers {
+				return false
+			}
 		}
+		return n <= MaxDirGroups
 	}
-	if n > MaxDirGroups || over {
-		delete(a.mc, b.Block)
+	if !count(b.Groups) {
 		return nil, nil, false, ErrDirBounds
 	}
+	for blk, gs := range held {
+		if blk != b.Block && !count(gs) { // a resent block replaces what it sent before
+			return nil, nil, false, ErrDirBounds
+		}
+	}
+	if fresh {
+		a.start(b.Generation, b.Instance)
+	}
+	a.mcN = b.NumBlocks
+	a.mc[b.Block] = b.Groups
 	return a.complete()
 }
 
-// accept reports whether a block is to be kept, starting a new partial
-// generation when it is newer than the one being assembled. A late retry of
-// an older generation must not discard a newer partial one: that one would
-// then never complete, every block of it having been answered.
-func (a *DirAssembler) accept(h *DirBlockHeader) bool {
+// accept reports whether a block is to be kept (ok), and whether it starts a
+// new partial generation (fresh: it is newer than the one being assembled,
+// which the caller discards only once the block has passed its checks). A
+// late retry of an older generation must not discard a newer partial one:
+// that one would then never complete, every block of it having been
+// answered.
+func (a *DirAssembler) accept(h *DirBlockHeader) (fresh, ok bool) {
 	gen, inst := h.Generation, h.Instance
 	if a.have && inst == a.installedInst && gen <= a.installed {
-		return false
+		return false, false
 	}
 	if a.uni != nil && inst == a.inst {
 		if gen < a.gen {
-			return false
+			return false, false
 		}
 		if gen == a.gen {
-			return true
+			return false, true
 		}
 	}
-	a.start(gen, inst)
-	return true
+	return true, true
 }
 
 func (a *DirAssembler) complete() (map[uint32]netip.AddrPort, map[uint32][]uint32, bool, error) {
