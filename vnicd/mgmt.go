@@ -58,8 +58,8 @@ type Mgmt struct {
 	announced [announceTIDs]uint64
 	annNext   int
 
-	// Untrusted counts Get/Set MADs from a source that is not the manager,
-	// and responses nobody asked for (mgmt_untrusted).
+	// Untrusted counts MADs from a source that is not the manager, and
+	// responses nobody asked for (mgmt_untrusted).
 	Untrusted atomic.Uint64
 	// Bad counts management packets that do not parse (mgmt_bad).
 	Bad atomic.Uint64
@@ -150,15 +150,18 @@ func (m *Mgmt) Receive(pkt []byte, h encap.Header16B, src netip.AddrPort) {
 	mad := mp.MAD
 	method := vema.Method(mad[3])
 	tid := binary.BigEndian.Uint64(mad[8:])
+	slid := h.SLID()
+	// A response is taken, as a Get or Set, only from the manager: a fabric
+	// member could otherwise answer a query in flight (its TID guessed) and
+	// so end it before the FM's answer comes.
+	if !m.trusted(slid, src) {
+		m.Untrusted.Add(1)
+		return
+	}
 	if method.IsResponse() || method == vema.MethodTrapRepress {
 		if !m.deliver(tid, mad) {
 			m.Untrusted.Add(1)
 		}
-		return
-	}
-	slid := h.SLID()
-	if !m.trusted(slid, src) {
-		m.Untrusted.Add(1)
 		return
 	}
 	var resp []byte
