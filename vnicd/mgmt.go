@@ -272,10 +272,13 @@ func (m *Mgmt) applyDirectory(req []byte) vema.Status {
 	if !done {
 		return vema.StatusSuccess
 	}
-	if m.Managed() { // the FM stays reachable whatever the directory says
-		if _, ok := eps[m.cfg.FMLID]; !ok {
-			eps[m.cfg.FMLID] = m.cfg.FM
-		}
+	if m.Managed() {
+		// The FM stays reachable whatever the directory says: its LID maps
+		// to the endpoint the node takes management MADs from (trusted).
+		// The FM names itself by the address it listens on, which need not
+		// be the one the node reaches it at (a port mapping), and the HFI's
+		// source check would then drop all it sends.
+		eps[m.cfg.FMLID] = m.cfg.FM
 	}
 	d, err := hfi.NewDirectory(eps, groups)
 	if err != nil {
