@@ -227,9 +227,12 @@ func (m *Mgmt) deliver(tid uint64, mad []byte) bool {
 	return ok || announce
 }
 
-// handleDirectory answers a directory-class MAD (PROTOCOL.md §3).
+// handleDirectory answers a directory-class MAD (PROTOCOL.md §3). A MAD
+// with another base or class version or OUI is not the directory class's
+// and gets no answer (as the agent treats VEMA's).
 func (m *Mgmt) handleDirectory(req []byte) ([]byte, bool) {
-	if len(req) < vema.VendorHeaderLen {
+	if len(req) < vema.VendorHeaderLen || req[0] != vema.BaseVersion || req[2] != vema.DirectoryClassVersion ||
+		vema.OUI(req[37:40]) != vema.IntelOUI {
 		return nil, false
 	}
 	resp := make([]byte, vema.MADSize)
