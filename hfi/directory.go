@@ -42,32 +42,50 @@ func NewDirectory(endpoints map[uint32]netip.AddrPort, groups map[uint32][]uint3
 		groups:    make(map[uint32][]uint32, len(groups)),
 	}
 	for lid, ep := range endpoints {
-		if !encap.Is16BUnicast(lid) {
-			return nil, fmt.Errorf("%w: endpoint LID %#x is not a 16B unicast LID", ErrDirectory, lid)
-		}
-		if !ep.IsValid() || ep.Port() == 0 {
-			return nil, fmt.Errorf("%w: LID %#x: endpoint %v is not an address and port", ErrDirectory, lid, ep)
-		}
-		if Scoped(ep.Addr()) {
-			return nil, fmt.Errorf("%w: LID %#x: endpoint %v is IPv6 link-local or zoned, and the transport carries no zone", ErrDirectory, lid, ep)
+		if err := CheckEndpoint(lid, ep); err != nil {
+			return nil, err
 		}
 		d.endpoints[lid] = netip.AddrPortFrom(ep.Addr().Unmap(), ep.Port())
 	}
 	for mlid, members := range groups {
-		if !encap.Is16BMulticast(mlid) {
-			return nil, fmt.Errorf("%w: group LID %#x is not a 16B multicast LID", ErrDirectory, mlid)
+		if err := CheckGroup(mlid, members); err != nil {
+			return nil, err
 		}
 		ms := slices.Clone(members)
 		slices.Sort(ms)
-		ms = slices.Compact(ms)
-		for _, m := range ms {
-			if !encap.Is16BUnicast(m) {
-				return nil, fmt.Errorf("%w: group %#x: member %#x is not a unicast LID", ErrDirectory, mlid, m)
-			}
-		}
-		d.groups[mlid] = ms
+		d.groups[mlid] = slices.Compact(ms)
 	}
 	return d, nil
+}
+
+// CheckEndpoint reports why a directory may not map lid to ep (nil if it
+// may): lid must be a 16B unicast LID, ep an address and a non-zero port,
+// not link-local or zoned (the transport carries no zone).
+func CheckEndpoint(lid uint32, ep netip.AddrPort) error {
+	if !encap.Is16BUnicast(lid) {
+		return fmt.Errorf("%w: endpoint LID %#x is not a 16B unicast LID", ErrDirectory, lid)
+	}
+	if !ep.IsValid() || ep.Port() == 0 {
+		return fmt.Errorf("%w: LID %#x: endpoint %v is not an address and port", ErrDirectory, lid, ep)
+	}
+	if Scoped(ep.Addr()) {
+		return fmt.Errorf("%w: LID %#x: endpoint %v is IPv6 link-local or zoned, and the transport carries no zone", ErrDirectory, lid, ep)
+	}
+	return nil
+}
+
+// CheckGroup reports why a directory may not hold group mlid with members
+// (nil if it may): mlid a 16B multicast LID, every member a unicast one.
+func CheckGroup(mlid uint32, members []uint32) error {
+	if !encap.Is16BMulticast(mlid) {
+		return fmt.Errorf("%w: group LID %#x is not a 16B multicast LID", ErrDirectory, mlid)
+	}
+	for _, m := range members {
+		if !encap.Is16BUnicast(m) {
+			return fmt.Errorf("%w: group %#x: member %#x is not a unicast LID", ErrDirectory, mlid, m)
+		}
+	}
+	return nil
 }
 
 // Endpoint returns the endpoint of a unicast LID.

@@ -259,17 +259,35 @@ func (m *Mgmt) applyDirectory(req []byte) vema.Status {
 	case vema.AttrDirectoryBlock:
 		var b vema.DirectoryBlock
 		if err = b.UnmarshalBinary(data); err == nil {
+			// Each entry is checked as its block comes: the block that
+			// carries a bad one is refused, and the generation is not
+			// taken for installed (the FM sends it again).
+			for _, e := range b.Entries {
+				if err = hfi.CheckEndpoint(e.LID, e.Addr); err != nil {
+					break
+				}
+			}
+		}
+		if err == nil {
 			eps, groups, done, err = m.dir.AddDirectoryBlock(&b)
 		}
 	case vema.AttrMulticastBlock:
 		var b vema.MulticastBlock
 		if err = b.UnmarshalBinary(data); err == nil {
+			for _, g := range b.Groups {
+				if err = hfi.CheckGroup(g.MLID, g.Members); err != nil {
+					break
+				}
+			}
+		}
+		if err == nil {
 			eps, groups, done, err = m.dir.AddMulticastBlock(&b)
 		}
 	default:
 		return vema.StatusUnsupportedMethodAttr
 	}
 	if err != nil {
+		m.log.Warn("directory block from the FM refused", zap.Error(err))
 		return vema.StatusInvalidAttrValue
 	}
 	if !done {
