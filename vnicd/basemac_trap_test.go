@@ -3,14 +3,11 @@ package vnicd_test
 import (
 	"context"
 	"encoding/binary"
-	"net/netip"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/opavnic/opavnic/encap"
-	"github.com/opavnic/opavnic/hfi"
-	"github.com/opavnic/opavnic/hfi/hfitest"
 	"github.com/opavnic/opavnic/vema"
 	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/taptest"
@@ -60,28 +57,15 @@ func (d *macEventDevice) Close() error {
 // netdev's change event reaches the link watcher before the Set has
 // returned. A change by the user afterwards is still trapped.
 func TestEMBaseMACChangeSendsNoTrap(t *testing.T) {
-	const nodeLID, vesw = 0x10, 3
-	n := hfitest.NewNetwork()
-	fm := newFakeFM(t, n)
-	h := hfi.New(n.Listen(tEPNode), hfi.Config{LID: nodeLID})
-	dir, _ := hfi.NewDirectory(map[uint32]netip.AddrPort{fmLID: tEPFM, nodeLID: tEPNode}, nil)
-	h.SetDirectory(dir)
+	const nodeLID, vesw = trapNodeLID, 3
 	devs := make(chan *macEventDevice, 1)
-	e := vnicd.NewEngine(h, func(s vnicd.DeviceSpec) (vnicd.Device, error) {
+	m, fm := newTrapNode(t, func(s vnicd.DeviceSpec) vnicd.Device {
 		port, _ := taptest.Pair(taptest.Options{})
 		d := &macEventDevice{Device: port, events: make(chan vnicd.LinkEvent, 4), mac: s.MAC}
 		d.events <- vnicd.LinkEvent{Up: true, MAC: s.MAC, MTU: 1500}
 		devs <- d
-		return d, nil
-	}, nil)
-	t.Cleanup(func() { e.Close() })
-	m := vnicd.NewMgmt(e, vnicd.MgmtConfig{}, nil)
-	go h.Run(t.Context())
-
-	cb, _ := (&vema.ClassPortInfo{TrapLID: fmLID}).MarshalBinary()
-	if st := handle(t, m.Agent, vemaMAD(vema.MethodSet, vema.AttrClassPortInfo, 0, cb)); st != vema.StatusSuccess {
-		t.Fatalf("Set ClassPortInfo: %v", st)
-	}
+		return d
+	})
 	info := vema.PowerOnVESWPortInfo()
 	info.VESW.VESWID, info.VESW.PKey = vesw, 0x8001
 	info.VPort.EncapSLID, info.VPort.ConfigState = nodeLID, vema.StateForwarding
@@ -109,28 +93,7 @@ func TestEMBaseMACChangeSendsNoTrap(t *testing.T) {
 		}
 		return got.VPort.UCMACsGenCount
 	}
-	// trapOps collects the opcodes of the traps that reach the FM within d.
-	trapOps := func(d time.Duration) []uint8 {
-		t.Helper()
-		var ops []uint8
-		deadline := time.After(d)
-		for {
-			select {
-			case pkt := <-fm.in:
-				mp, err := encap.ParseMgmt(pkt)
-				if err != nil || vema.Method(mp.MAD[3]) != vema.MethodTrap {
-					continue
-				}
-				var tr vema.TrapMAD
-				if err := tr.UnmarshalBinary(mp.MAD); err != nil {
-					t.Fatal(err)
-				}
-				ops = append(ops, tr.Notice.Trap.Opcode)
-			case <-deadline:
-				return ops
-			}
-		}
-	}
+	trapOps := func(d time.Duration) []uint8 { t.Helper(); return fm.trapOps(d, vesw, 0) }
 
 	// The EM pushes a new base MAC (a reload changed the member's mac).
 	info.VPort.BaseMACAddr = [6]byte{0x02, 0x11, 0x22, 0x33, 0x44, 0x55}

@@ -3,15 +3,11 @@ package vnicd_test
 import (
 	"context"
 	"encoding/binary"
-	"net/netip"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/opavnic/opavnic/encap"
-	"github.com/opavnic/opavnic/hfi"
-	"github.com/opavnic/opavnic/hfi/hfitest"
 	"github.com/opavnic/opavnic/vema"
 	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/taptest"
@@ -50,14 +46,9 @@ func (d *mcastDevice) Close() error {
 // reply; a change to it, and not its first reading, sends the trap with
 // opcode 2 to trap_lid and counts in mc_macs_gen_count.
 func TestMcastListTrap(t *testing.T) {
-	const nodeLID, vesw = 0x10, 3
-	n := hfitest.NewNetwork()
-	fm := newFakeFM(t, n)
-	h := hfi.New(n.Listen(tEPNode), hfi.Config{LID: nodeLID})
-	dir, _ := hfi.NewDirectory(map[uint32]netip.AddrPort{fmLID: tEPFM, nodeLID: tEPNode}, nil)
-	h.SetDirectory(dir)
+	const vesw = 3
 	devs := make(chan *mcastDevice, 1)
-	e := vnicd.NewEngine(h, func(s vnicd.DeviceSpec) (vnicd.Device, error) {
+	m, fm := newTrapNode(t, func(s vnicd.DeviceSpec) vnicd.Device {
 		port, _ := taptest.Pair(taptest.Options{})
 		d := &mcastDevice{Device: port, events: make(chan vnicd.LinkEvent, 4),
 			macs: [][6]byte{{0x33, 0x33, 0, 0, 0, 1}}}
@@ -65,49 +56,14 @@ func TestMcastListTrap(t *testing.T) {
 		// before SetVESWPortInfo has stored the vport's state.
 		d.events <- vnicd.LinkEvent{Up: true, MAC: s.MAC, MTU: 1500}
 		devs <- d
-		return d, nil
-	}, nil)
-	t.Cleanup(func() { e.Close() })
-	m := vnicd.NewMgmt(e, vnicd.MgmtConfig{}, nil)
-	go h.Run(t.Context())
-
-	cb, _ := (&vema.ClassPortInfo{TrapLID: fmLID}).MarshalBinary()
-	if st := handle(t, m.Agent, vemaMAD(vema.MethodSet, vema.AttrClassPortInfo, 0, cb)); st != vema.StatusSuccess {
-		t.Fatalf("Set ClassPortInfo: %v", st)
-	}
+		return d
+	})
 	if st := handle(t, m.Agent, vemaMAD(vema.MethodSet, vema.AttrVESWPortInfo, 0, portInfo(vesw))); st != vema.StatusSuccess {
 		t.Fatalf("Set VESWPortInfo: %v", st)
 	}
 	dev := <-devs
 
-	// traps collects the opcodes of the traps that reach the FM within d.
-	traps := func(d time.Duration, stopAt uint8) []uint8 {
-		t.Helper()
-		var ops []uint8
-		deadline := time.After(d)
-		for {
-			select {
-			case pkt := <-fm.in:
-				mp, err := encap.ParseMgmt(pkt)
-				if err != nil || vema.Method(mp.MAD[3]) != vema.MethodTrap {
-					continue
-				}
-				var tr vema.TrapMAD
-				if err := tr.UnmarshalBinary(mp.MAD); err != nil {
-					t.Fatal(err)
-				}
-				if len(mp.MAD) != 272 || mp.Header.DLID() != fmLID || tr.Notice.Trap.VESWID != vesw {
-					t.Fatalf("trap: %d bytes to %#x, vesw %d", len(mp.MAD), mp.Header.DLID(), tr.Notice.Trap.VESWID)
-				}
-				ops = append(ops, tr.Notice.Trap.Opcode)
-				if tr.Notice.Trap.Opcode == stopAt {
-					return ops
-				}
-			case <-deadline:
-				return ops
-			}
-		}
-	}
+	traps := func(d time.Duration, stopAt uint8) []uint8 { t.Helper(); return fm.trapOps(d, vesw, stopAt) }
 	// The first reading and the next ticks with the list unchanged: no trap 2.
 	if ops := traps(vnicd.McastPollInterval+500*time.Millisecond, vema.TrapIfaceMcastMACChange); slices.Contains(ops, vema.TrapIfaceMcastMACChange) {
 		t.Fatalf("traps %v before the list changed", ops)

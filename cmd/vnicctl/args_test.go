@@ -16,17 +16,11 @@ import (
 // command, where Go's flag package no longer reads it) printed a table and
 // exited 0, and a script got text where it asked for JSON.
 func TestExtraArgsRefused(t *testing.T) {
-	sock := filepath.Join(t.TempDir(), "vnicd-a.sock")
-	s, err := vnicd.ListenControl(sock, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	handlers := map[string]vnicd.Handler{}
 	for _, cmd := range []string{"vnics", "hfi", "fabric"} {
-		s.Handle(cmd, func(json.RawMessage) (any, error) { return []int{}, nil })
+		handlers[cmd] = func(json.RawMessage) (any, error) { return []int{}, nil }
 	}
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(t.Context()) }()
-	t.Cleanup(func() { s.Close(); <-done })
+	sock := serveControl(t, handlers)
 	for _, cmd := range []string{"vnics", "hfi", "fabric"} {
 		var stdout, stderr bytes.Buffer
 		code := run([]string{"--socket", sock, cmd, "--json"}, &stdout, &stderr)
@@ -34,4 +28,22 @@ func TestExtraArgsRefused(t *testing.T) {
 			t.Errorf("vnicctl %s --json: exit %d, stdout %q, stderr %q; want exit 2, takes no arguments", cmd, code, stdout.String(), stderr.String())
 		}
 	}
+}
+
+// serveControl serves a control socket with handlers for the test's
+// length and returns its path.
+func serveControl(t *testing.T, handlers map[string]vnicd.Handler) string {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "vnicd-a.sock")
+	s, err := vnicd.ListenControl(sock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cmd, h := range handlers {
+		s.Handle(cmd, h)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(t.Context()) }()
+	t.Cleanup(func() { s.Close(); <-done })
+	return sock
 }

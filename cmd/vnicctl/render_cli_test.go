@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,20 +15,14 @@ import (
 // typed as a command points to the CLI form, and the HFI's data counters
 // say their unit.
 func TestCLIRendering(t *testing.T) {
-	sock := filepath.Join(t.TempDir(), "vnicd-a.sock")
-	s, err := vnicd.ListenControl(sock, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Handle("claims", func(json.RawMessage) (any, error) { return []vnicd.Claim{}, nil })
-	s.Handle("vnic_add", func(json.RawMessage) (any, error) { return nil, nil })
-	s.Handle("vnic_gc", func(json.RawMessage) (any, error) { return nil, nil })
-	s.Handle("hfi", func(json.RawMessage) (any, error) {
-		return vnicd.HFIStatus{Node: "a", Counters: []hfi.CounterValue{{Name: "PortXmitData", Value: 8}, {Name: "PortXmitPkts", Value: 1}}}, nil
+	sock := serveControl(t, map[string]vnicd.Handler{
+		"claims":   func(json.RawMessage) (any, error) { return []vnicd.Claim{}, nil },
+		"vnic_add": func(json.RawMessage) (any, error) { return nil, nil },
+		"vnic_gc":  func(json.RawMessage) (any, error) { return nil, nil },
+		"hfi": func(json.RawMessage) (any, error) {
+			return vnicd.HFIStatus{Node: "a", Counters: []hfi.CounterValue{{Name: "PortXmitData", Value: 8}, {Name: "PortXmitPkts", Value: 1}}}, nil
+		},
 	})
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(t.Context()) }()
-	t.Cleanup(func() { s.Close(); <-done })
 	for _, tc := range []struct {
 		args     []string
 		code     int
