@@ -185,7 +185,16 @@ func (e *Engine) SetPort(vport uint8, cfg PortConfig, nd NetdevConfig, macs []MA
 		}
 		p = &Port{vport: vport, dev: dev, netdev: nd, txDone: make(chan struct{})}
 		p.st.Store(st)
-		p.linkUp.Store(true)
+		// A TAP made now is up; one taken over (AttachTAP) is as its user
+		// left it, and the port starts from that, not from a guess the
+		// watcher's first event then corrects with a link trap.
+		up := true
+		if u, ok := dev.(interface{ IsUp() (bool, error) }); ok {
+			if v, err := u.IsUp(); err == nil {
+				up = v
+			}
+		}
+		p.linkUp.Store(up)
 		p.mtu.Store(int32(cfg.VESW.EthMTU))
 		if pd, ok := dev.(pollDevice); ok && e.dp != nil {
 			p.pq = []*portQueue{{dev: pd}}

@@ -1,0 +1,50 @@
+package vnicd_test
+
+import (
+	"context"
+	"net/netip"
+	"sync"
+	"testing"
+
+	"github.com/opavnic/opavnic/hfi"
+	"github.com/opavnic/opavnic/hfi/hfitest"
+	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/taptest"
+)
+
+// downDevice is a netdev its user left administratively down (a TAP taken
+// over after a restart): IsUp says so, and its watcher has not reported
+// anything yet.
+type downDevice struct {
+	*taptest.Device
+	events    chan vnicd.LinkEvent
+	closeOnce sync.Once
+}
+
+func (d *downDevice) Close() error {
+	d.closeOnce.Do(func() { close(d.events) }) // the watcher ends, as with a TAP
+	return d.Device.Close()
+}
+
+func (d *downDevice) IsUp() (bool, error)                                   { return false, nil }
+func (d *downDevice) Watch(context.Context) (<-chan vnicd.LinkEvent, error) { return d.events, nil }
+
+// A port made on a netdev that is down starts DROP_ALL (oper_state is
+// FORWARDING only with the netdev up, opa_vnic_update_state), not
+// FORWARDING until the watcher's first event says otherwise.
+func TestPortOnADownNetdevStartsDropAll(t *testing.T) {
+	n := hfitest.NewNetwork()
+	h := hfi.New(n.Listen(netip.MustParseAddrPort("10.0.0.5:4793")), hfi.Config{LID: tLIDA})
+	e := vnicd.NewEngine(h, func(vnicd.DeviceSpec) (vnicd.Device, error) {
+		port, _ := taptest.Pair(taptest.Options{})
+		return &downDevice{Device: port, events: make(chan vnicd.LinkEvent)}, nil
+	}, nil)
+	t.Cleanup(func() { e.Close() })
+	if err := e.SetPort(0, portConfig(tLIDA, 1, 0x8001), vnicd.NetdevConfig{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	p := e.Port(0)
+	if p.LinkUp() || p.OperState() != vnicd.StateDropAll {
+		t.Errorf("port on a down netdev: link up %v, oper_state %d; want down, DROP_ALL", p.LinkUp(), p.OperState())
+	}
+}
