@@ -282,12 +282,20 @@ func (p *RxPoller) countMisrouted(msgs []Message) {
 	}
 }
 
+// readBufLen is one receive buffer: the largest 16B packet and one byte
+// more. A transport cuts a datagram longer than the buffer to its length (as
+// recvmsg does, with MSG_TRUNC), and a datagram cut to exactly MaxPacketLen
+// bytes could be a valid packet; one cut to MaxPacketLen+1 never is, so a
+// longer datagram is counted malformed (WIRE.md §1, §7), as it is when the
+// transport hands it over whole.
+const readBufLen = encap.MaxPacketLen + 1
+
 // newReadBatch returns n messages with their own receive buffers.
 func newReadBatch(n int) []Message {
 	msgs := make([]Message, n)
-	backing := make([]byte, n*encap.MaxPacketLen)
+	backing := make([]byte, n*readBufLen)
 	for i := range msgs {
-		msgs[i].Buf = backing[i*encap.MaxPacketLen : (i+1)*encap.MaxPacketLen : (i+1)*encap.MaxPacketLen]
+		msgs[i].Buf = backing[i*readBufLen : (i+1)*readBufLen : (i+1)*readBufLen]
 	}
 	return msgs
 }

@@ -324,3 +324,35 @@ func TestTrustAnyMgmtSource(t *testing.T) {
 		})
 	}
 }
+
+// TestFakeOversizeDatagramIsMalformed: the in-memory transport, like the UDP
+// one, must not cut a datagram longer than the largest packet down to a
+// valid packet.
+func TestFakeOversizeDatagramIsMalformed(t *testing.T) {
+	n := hfitest.NewNetwork()
+	tr := n.Listen(epB)
+	h := hfi.New(tr, hfi.Config{LID: lidB, VerifyICRC: true})
+	h.SetDirectory(directory(t))
+	rec := &recorder{}
+	h.Register(encap.L4Ethernet, rec)
+	buf := make([]byte, encap.Headroom+encap.MaxFrameLen+encap.Tailroom+8)
+	pkt, err := encap.EncapVNIC(buf, encap.Headroom, encap.MaxFrameLen, &encap.VNICParams{
+		SLID: lidA, DLID: lidB, PKey: 0x8001, VESWID: 1,
+	})
+	if err != nil || len(pkt) != encap.MaxPacketLen {
+		t.Fatalf("EncapVNIC: %d bytes, %v", len(pkt), err)
+	}
+	if !tr.Inject(epA, pkt[:len(pkt)+8:len(pkt)+8]) {
+		t.Fatal("Inject refused the datagram")
+	}
+	msgs := []hfi.Message{{Buf: make([]byte, encap.MaxPacketLen+1)}}
+	k, err := tr.ReadBatch(msgs)
+	if err != nil || k != 1 {
+		t.Fatalf("ReadBatch = %d, %v", k, err)
+	}
+	h.ReceiveBatch(msgs[:k])
+	if len(rec.pkts) != 0 || h.Counters.RcvMalformed.Load() != 1 {
+		t.Errorf("%d packets received, RcvMalformed %d; want the %d-byte datagram malformed",
+			len(rec.pkts), h.Counters.RcvMalformed.Load(), len(pkt)+8)
+	}
+}

@@ -4,9 +4,12 @@ import "net/netip"
 
 // Message is one datagram of a batch. On read, Buf is the caller's buffer
 // (its full length is available), N is set to the datagram's length and Addr
-// to its source; a transport may instead point Buf at memory of its own,
-// valid until its next ReadBatch (the UDP transport does with UDP GRO). On
-// write, Buf[:N] is sent to Addr.
+// to its source; a datagram longer than Buf is cut to len(Buf), so a reader
+// that must tell an oversize datagram from a packet gives Buf a byte more
+// than the longest it accepts (the HFI does). A transport may instead point
+// Buf at memory of its own, valid until its next ReadBatch (the UDP
+// transport does with UDP GRO, and then hands every datagram over whole).
+// On write, Buf[:N] is sent to Addr.
 type Message struct {
 	Buf  []byte
 	N    int

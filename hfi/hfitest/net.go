@@ -58,7 +58,9 @@ func (n *Network) Listen(addr netip.AddrPort) *Transport {
 		done:  make(chan struct{}),
 	}
 	for range queueLen {
-		t.free <- make([]byte, encap.MaxPacketLen)
+		// A byte more than the largest packet, as the HFI's own buffers:
+		// a longer datagram is cut to this, and so stays malformed.
+		t.free <- make([]byte, encap.MaxPacketLen+1)
 	}
 	n.mu.Lock()
 	n.nodes[addr] = t
