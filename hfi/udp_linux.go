@@ -33,7 +33,8 @@ const socketBuffer = 8 << 20
 
 // UDP is the Transport over a UDP socket, moving batches with recvmmsg and
 // sendmmsg. An IPv4 listen address gives an IPv4 socket; an IPv6 or
-// unspecified one a dual-stack socket, whose IPv4 peers appear unmapped.
+// unspecified one a dual-stack socket, whose IPv4 peers appear unmapped (an
+// unspecified one an IPv4 socket where the kernel has no IPv6).
 type UDP struct {
 	f      *os.File // the socket, outside the runtime's poller (see ListenUDP)
 	rc     syscall.RawConn
@@ -157,10 +158,19 @@ func listenUDP(addr netip.AddrPort, batch int, prebind func(fd int) error) (*UDP
 		f.Close()
 		return nil, fmt.Errorf("hfi: %w", err)
 	}
+	// The socket's family, not the network asked for: where the kernel has
+	// no IPv6, Go answers "udp" on [::] with an IPv4 socket, which refuses
+	// sockaddr_in6 destinations (EAFNOSUPPORT).
+	domain := unix.AF_INET
+	cerr := rc.Control(func(fd uintptr) { domain, err = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_DOMAIN) })
+	if err = errors.Join(cerr, err); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("hfi: listen %s: socket family: %w", la, err)
+	}
 	u := &UDP{
 		f:      f,
 		rc:     rc,
-		v6:     network == "udp",
+		v6:     domain == unix.AF_INET6,
 		batch:  batch,
 		local:  local,
 		rhdrs:  make([]unix.Mmsghdr, batch),
