@@ -46,8 +46,14 @@ func TestQueueSteering(t *testing.T) {
 				for i := range p {
 					p[i] = byte(len(msgs) + i)
 				}
+				if size > steerL4Off {
+					p[steerL4Off] = l4
+				}
 				if size > steerEntropyOff {
-					p[steerL4Off], p[steerEntropyOff], p[steerEntropyOff+1] = l4, entropy, 0xA5
+					p[steerEntropyOff] = entropy
+				}
+				if size > steerEntropyOff+1 {
+					p[steerEntropyOff+1] = 0xA5
 				}
 				want[q] = append(want[q], len(msgs))
 				msgs = append(msgs, Message{Buf: p, N: size, Addr: dst})
@@ -59,7 +65,9 @@ func TestQueueSteering(t *testing.T) {
 			}
 			add(200, 0x08, 1, 0) // management: queue 0, whatever its entropy
 			add(200, 0x08, 2, 0)
-			add(12, 0x78, 0, 0) // too short for the entropy byte: queue 0
+			add(12, 0x78, 0, 0)   // a VNIC L4 byte but too short for the entropy byte: queue 0
+			add(13, 0x78, 2, 2%n) // just long enough for it
+			add(8, 0x78, 0, 0)    // too short for the L4 byte: queue 0
 			add(1200, 0x78, 254, 254%n)
 			if k, err := a.WriteBatch(msgs); k != len(msgs) || err != nil {
 				t.Fatalf("WriteBatch = %d, %v; want %d", k, err, len(msgs))
