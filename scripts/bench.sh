@@ -125,6 +125,9 @@ if ! modprobe vxlan 2>/dev/null && ! grep -qw vxlan /proc/modules 2>/dev/null; t
 	ip link del "$probe"
 fi
 
+# The load average before anything of the run, the build included, so that
+# it shows the machine's other work.
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
 say "bench: building vnicd"
 go build -buildvcs=false -o "$work/vnicd" ./cmd/vnicd
 
@@ -302,7 +305,6 @@ stat_cpu() { awk '$1 == "cpu" { t = 0; for (i = 2; i <= 9; i++) t += $i; print t
 stolen_share() { awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); t = y[1] - x[1]; printf "%.1f%%", (t > 0 ? (y[2] - x[2]) * 100 / t : 0) }'; }
 
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-load0=$(cut -d' ' -f1-3 /proc/loadavg)
 stat0=$(stat_cpu)
 tables=""
 for mtu in $mtus; do
