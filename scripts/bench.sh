@@ -346,6 +346,10 @@ result=$(
 	echo "CPU time stolen by the hypervisor during the run: $stolen. TCP congestion control: $cc. vnicd's node.queues: $queues. Both hosts, both iperf3 ends"
 	echo "and both daemons share the machine's CPUs, so every figure depends on how they are shared; ratios hold better than absolute"
 	echo "figures. Ratios in parentheses are to kernel VXLAN (for ping and CPU, lower is better)."
+	if [[ -n $profdir ]]; then
+		echo
+		echo "The vnicds ran with --cpuprofile (profiles in $profdir): profiling costs them CPU time, so their figures are a little low."
+	fi
 	echo "$tables"
 )
 printf '%s\n' "$result"
