@@ -184,6 +184,14 @@ setup() {
 		((i == 50)) && { say "bench: paths did not come up within 10 s"; exit 1; }
 		sleep 0.2
 	done
+	# The second pair is measured as "busy_poll 1ms": make sure it is. vnicd
+	# runs without it, and says so, when GOMAXPROCS is too low (a GOMAXPROCS
+	# in the environment, or a cgroup CPU limit of one CPU).
+	if grep -qs 'busy_poll is not in effect' "$work"/host[12]-1.log; then
+		say "bench: node.busy_poll is not in effect on the second vnicd pair, whose column would be mislabelled:"
+		grep -hs 'busy_poll is not in effect' "$work"/host[12]-1.log >&2
+		exit 1
+	fi
 	# iperf3 servers on host b, one per path so no test waits for another's
 	# server to come back.
 	for p in 1 2 3 4; do
