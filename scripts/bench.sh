@@ -115,6 +115,8 @@ trap 'exit 143' TERM
 
 inns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
 say() { printf '%s\n' "$*" >&2; }
+# note TEXT: a measurement that did not go as planned, printed under its table.
+note() { say "bench: $*"; printf '%s\n' "$*" >>"$work/notes"; }
 
 if ! modprobe vxlan 2>/dev/null && ! grep -qw vxlan /proc/modules 2>/dev/null; then
 	probe=$run-vxprobe
@@ -259,11 +261,22 @@ measure() {
 		else
 			inns "$A" ping -n -c "$pings" -i 0.01 -W 1 "10.20$p.0.2" >"$work/ping.out" 2>/dev/null || true
 		fi
-		sed -n 's/.*time=\([0-9.]*\) ms.*/\1/p' "$work/ping.out" | sort -n >"$work/rtt"
+		sed -n '/DUP!/!s/.*time=\([0-9.]*\) ms.*/\1/p' "$work/ping.out" | sort -n >"$work/rtt"
+		# A ping without a reply is no sample, but it is not faster than
+		# the others: the p99 is taken over the pings sent, each
+		# unanswered one counting as the 1 s that ping waits for it.
+		local sent got
+		sent=$(sed -n 's/^\([0-9]*\) packets transmitted.*/\1/p' "$work/ping.out")
+		got=$(wc -l <"$work/rtt")
+		if ((${sent:-0} > got)); then
+			note "$name: ping $kind, round $((r + 1)): $((sent - got)) of $sent pings unanswered (in the p99 as 1 s, not in the average)"
+		fi
 		if [[ -s $work/rtt ]]; then
-			awk -v n="$name" -v k="$kind" '{ s += $1; a[NR] = $1 } END {
-				i = int(NR * 0.99 + 0.999999); if (i > NR) i = NR
-				printf "%s ping_%s_avg %.6f\n%s ping_%s_p99 %.6f\n", n, k, s / NR * 1000, n, k, a[i] * 1000 }' "$work/rtt" >>"$work/samples"
+			awk -v n="$name" -v k="$kind" -v sent="${sent:-0}" '{ s += $1; a[NR] = $1 } END {
+				t = sent > NR ? sent : NR
+				i = int(t * 0.99 + 0.999999); if (i > t) i = t
+				p = i <= NR ? a[i] : 1000
+				printf "%s ping_%s_avg %.6f\n%s ping_%s_p99 %.6f\n", n, k, s / NR * 1000, n, k, p * 1000 }' "$work/rtt" >>"$work/samples"
 		fi
 	done
 }
@@ -304,6 +317,12 @@ report() {
 		done
 		echo
 	done
+	if [[ -s $work/notes ]]; then
+		echo
+		echo "Notes:"
+		echo
+		sed 's/^/- /' "$work/notes"
+	fi
 }
 
 # stolen_share: the share of the machine's CPU time, between two readings of
@@ -319,6 +338,7 @@ for mtu in $mtus; do
 	case $mtu in 1500) desc="vnicd eth_mtu 1428, VXLAN MTU 1450" ;; 9000) desc="vnicd eth_mtu 8924, VXLAN MTU 8950" ;; esac
 	say "bench: underlay MTU $mtu: setting up ($desc)"
 	: >"$work/samples"
+	: >"$work/notes"
 	setup "$mtu"
 	cc=$(inns "$A" cat /proc/sys/net/ipv4/tcp_congestion_control)
 	paths=(1:veth 2:vxlan 3:vnicd 4:vnicd-bp)
