@@ -229,6 +229,12 @@ iperf() {
 	echo '{}'
 }
 
+# failed JSON FIGURE: notes an iperf3 test that failed three times; its figure
+# is recorded as 0, which the reader should know.
+failed() {
+	if [[ $1 == '{}' ]]; then note "$name: $2, round $((r + 1)): iperf3 failed three times (in the median as 0)"; fi
+}
+
 # measure PATHNO NAME: one round of every figure on one path; appends
 # "name figure value" lines to $work/samples.
 measure() {
@@ -236,10 +242,12 @@ measure() {
 	case $name in vnicd) dp=("${vnicd_pids[@]}") ;; vnicd-bp) dp=("${bp_pids[@]}") ;; esac
 	c0=$(cpu_ticks "${dp[@]}")
 	j=$(iperf "$p")
+	failed "$j" "TCP, 1 stream"
 	v=$(jq -r '.end.sum_received.bits_per_second // 0' <<<"$j")
 	echo "$name tcp1 $v" >>"$work/samples"
 	local bits=$(jq -r '.end.sum_received.bytes // 0' <<<"$j")
 	j=$(iperf "$p" -P 4)
+	failed "$j" "TCP, 4 streams"
 	v=$(jq -r '.end.sum_received.bits_per_second // 0' <<<"$j")
 	echo "$name tcp4 $v" >>"$work/samples"
 	bits=$(jq -rn "($bits + $(jq -r '.end.sum_received.bytes // 0' <<<"$j")) * 8")
@@ -249,6 +257,7 @@ measure() {
 		jq -rn "if $bits > 0 then \"$name cpu \" + ((($c1 - $c0) / $tck) / ($bits / 1e9) | tostring) else empty end" >>"$work/samples"
 	fi
 	j=$(iperf "$p" -u -l 64 -b 0)
+	failed "$j" "64 B UDP"
 	# sum_received is the server's count of packets and losses.
 	jq -r --arg n "$name" '(.end.sum_received // .end.sum) as $s | if $s.packets then
 		"\($n) udp64 \((($s.packets - $s.lost_packets) / $s.seconds))" else "\($n) udp64 0" end' <<<"$j" >>"$work/samples"
