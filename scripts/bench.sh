@@ -380,8 +380,8 @@ result=$(
 	echo "Written by \`scripts/bench.sh\` (started $started; $runs round(s) of ${seconds}-second iperf3 tests"
 	echo "and $bpings back-to-back + $pings spaced pings, paths interleaved, medians). $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//');"
 	echo "kernel $(uname -r); vnicd's SIMD paths here: $simd. Load average before $load0, after $load1;"
-	echo "CPU time stolen by the hypervisor during the run: $stolen. TCP congestion control: $cc. vnicd's node.queues: $queues. Both hosts, both iperf3 ends"
-	echo "and both daemons share the machine's CPUs, so every figure depends on how they are shared; ratios hold better than absolute"
+	echo "CPU time stolen by the hypervisor during the run: $stolen. TCP congestion control: $cc. vnicd's node.queues: $queues. Both hosts, both iperf3 ends,"
+	echo "all four daemons and any other work on the machine share its CPUs, so every figure depends on how they are shared; ratios hold better than absolute"
 	echo "figures. Ratios in parentheses are to kernel VXLAN (for ping and CPU, lower is better)."
 	if [[ -n $profdir ]]; then
 		echo
