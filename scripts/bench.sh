@@ -18,11 +18,17 @@
 # over the TCP tests). Underlay MTU 1500 and 9000.
 #
 # The two pings: back-to-back (ping -A, 1000 pings: each sent as soon as the
-# last reply is in; the figures of ../shared/PERFORMANCE.md and of issue 5's
-# reference are of this kind), and 10 ms apart (200 pings), where every CPU
-# on the path has gone idle between pings and each ping pays for waking
-# them: on a VM that alone is tens of microseconds per wake-up, and a ping
-# through vnicd wakes four threads where VXLAN's wakes one.
+# last reply is in, while ping's smoothed RTT is under 0.5 ms; above that
+# ping -A waits 1 ms or more between pings; the figures of
+# ../shared/PERFORMANCE.md and of issue 5's reference are of this kind), and
+# 10 ms apart (200 pings), where every CPU on the path has gone idle between
+# pings and each ping pays for waking them: on a VM that alone is tens of
+# microseconds per wake-up, and a ping through vnicd wakes four threads where
+# VXLAN's wakes one. The p99 is the nearest rank over the pings sent (of 200,
+# the third slowest), an unanswered ping counting as 1 s; the average is over
+# the answered ones. Each figure is the median of the rounds' figures, and
+# each ratio that of two medians. Under each table the run notes any ping
+# left unanswered and any iperf3 test that failed three times (recorded as 0).
 #
 # eth_mtu that fits: a full frame is eth_mtu+18 (one VLAN tag), the 16B packet
 # is 20 + frame + pad + 5 rounded up to 8 bytes, plus 28 bytes of UDP/IPv4.
@@ -59,7 +65,7 @@ while (($#)); do
 	--queues) queues=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	--cpuprofile) profdir=$2; shift 2 ;;
-	-h | --help) sed -n '2,48p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,/^set -euo/{/^set -euo/!p}' "$0"; exit 0 ;;
 	*) echo "bench: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
