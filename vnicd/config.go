@@ -382,8 +382,12 @@ func (r *rawConfig) build() (*Config, error) {
 	}
 	cfg.Control.Socket = c.buildSocket(r.Control.Socket, cfg.Node.Name)
 	cfg.TrustedManagers = c.buildTrusted(r.TrustedManagers, cfg.Node.Managed())
-	cfg.Netdevs = c.buildNetdevs(r.Netdevs, cfg.Node.Managed())
+	var netdevLeaves map[uint8]netdevEntry
+	cfg.Netdevs, netdevLeaves = c.buildNetdevs(r.Netdevs, cfg.Node.Managed(), cfg.Node.UnderlayInterface)
 	cfg.VNICs = c.buildVNICs(r.VNICs, cfg, known, groups)
+	if !c.Failed() {
+		c.checkNetdevsVsVNICs(cfg, netdevLeaves)
+	}
 	if c.Failed() {
 		return nil, c.result()
 	}
@@ -1195,26 +1199,83 @@ func (c *checker) buildTrusted(l leaf, managed bool) []netip.AddrPort {
 	return out
 }
 
-func (c *checker) buildNetdevs(raw map[string]rawNetdev, managed bool) map[uint8]NetdevConfig {
+// netdevEntry is where a netdevs entry is written: its key and its ifname.
+type netdevEntry struct {
+	key    string
+	ifname leaf
+}
+
+// buildNetdevs builds netdevs, and says by vport where each entry is written
+// (for checkNetdevsVsVNICs).
+func (c *checker) buildNetdevs(raw map[string]rawNetdev, managed bool, underlay string) (map[uint8]NetdevConfig, map[uint8]netdevEntry) {
 	if len(raw) == 0 {
-		return nil
+		return nil, nil
 	}
 	if !managed {
 		k := sortedKeys(raw)[0]
 		r := raw[k]
 		c.Failf("netdevs."+k, r.IfName, "only in managed mode (with node.fabric_manager); in static mode each vnics[] entry names its netdev under port:")
-		return nil
+		return nil, nil
 	}
 	out := map[uint8]NetdevConfig{}
+	leaves := map[uint8]netdevEntry{}
+	ifnames := map[string]string{} // netdevKey -> path, as buildVNICs checks vnics'
+	if underlay != "" {
+		ifnames[netdevKey("", underlay)] = "node.underlay_interface"
+	}
 	for _, k := range sortedKeys(raw) {
 		path := "netdevs." + k
 		r := raw[k]
-		v, err := strconv.ParseUint(k, 10, 8)
-		if err != nil || v > 254 {
-			c.Failf(path, r.IfName, "%q is not a vport index (0..254)", k)
+		// The key is a vport index, written as any integer of the config
+		// (a leading 0 refused as ambiguous); its line is its value's.
+		line := r.IfName
+		for _, l := range []leaf{r.NetNS, r.Addresses} {
+			if !line.Present() {
+				line = l
+			}
+		}
+		kn := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k, Line: line.Line()}
+		v, ok := c.Number(yamlcfg.LeafOf(kn), path)
+		switch {
+		case !ok:
+			continue
+		case v > MaxVPort:
+			c.Failf(path, line, "%q is not a vport index (0..%d)", k, MaxVPort)
+			continue
+		case leaves[uint8(v)].key != "": // 7 and 0x7 are one vport
+			c.Failf(path, line, "vport %d is also netdevs.%s", v, leaves[uint8(v)].key)
 			continue
 		}
-		out[uint8(v)] = c.buildNetdev(&rawPort{IfName: r.IfName, NetNS: r.NetNS, Addresses: r.Addresses}, path, v)
+		nd := c.buildNetdev(&rawPort{IfName: r.IfName, NetNS: r.NetNS, Addresses: r.Addresses}, path, v)
+		key := netdevKey(nd.NetNS, nd.IfName)
+		if prev := ifnames[key]; prev != "" {
+			c.Failf(path+".ifname", r.IfName, "%q is also %s, in the same network namespace", nd.IfName, prev)
+		}
+		ifnames[key] = path + ".ifname"
+		out[uint8(v)] = nd
+		leaves[uint8(v)] = netdevEntry{k, r.IfName}
 	}
-	return out
+	return out, leaves
+}
+
+// checkNetdevsVsVNICs refuses a netdevs entry whose netdev has the name of a
+// vnics[] entry's (of another vport) in the same network namespace: the EM
+// would make a second netdev of that name for it.
+func (c *checker) checkNetdevsVsVNICs(cfg *Config, leaves map[uint8]netdevEntry) {
+	ifnames := map[string]string{}
+	vports := map[uint8]bool{}
+	for i, v := range cfg.VNICs {
+		ifnames[netdevKey(v.Netdev.NetNS, v.Netdev.IfName)] = fmt.Sprintf("vnics[%d].port.ifname", i)
+		vports[v.VPort] = true
+	}
+	for _, vp := range sortedKeys(cfg.Netdevs) {
+		nd := cfg.Netdevs[vp]
+		if vports[vp] {
+			continue // the vnics[] entry names this vport's netdev (NetdevFor)
+		}
+		if prev := ifnames[netdevKey(nd.NetNS, nd.IfName)]; prev != "" {
+			c.Failf("netdevs."+leaves[vp].key+".ifname", leaves[vp].ifname, "%q is also %s, in the same network namespace", nd.IfName, prev)
+			return
+		}
+	}
 }

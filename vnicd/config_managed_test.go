@@ -3,6 +3,7 @@ package vnicd
 import (
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -54,5 +55,42 @@ netdevs:
 	cfg, err = ParseConfig([]byte("node: {name: a, lid: 2}\ntrusted_managers: ['10.0.0.2:4000']"))
 	if err != nil || len(cfg.TrustedManagers) != 1 || cfg.TrustedManagers[0].Port() != 4000 {
 		t.Fatalf("trusted: %v %v", err, cfg)
+	}
+}
+
+// Two netdevs keys that are one vport (7 and 07) used to keep one entry and
+// drop the other without a word, and two netdevs entries with one name in
+// one namespace (or the underlay's name, or a vnics[] port's) were taken,
+// though the EM would then make two netdevs of that name. Each is an error
+// naming the second entry, as for vnics[].port.ifname.
+func TestParseConfigNetdevsConflicts(t *testing.T) {
+	const managed = "node: {name: a, lid: 5, fabric_manager: '10.0.0.1', underlay_interface: eth0}\n"
+	for name, c := range map[string]struct{ text, field, reason string }{
+		"one vport twice": {"netdevs:\n  7: {ifname: x}\n  0x7: {ifname: y}\n", "netdevs.7", "vport 7 is also netdevs.0x7"},
+		"leading 0":       {"netdevs:\n  7: {ifname: x}\n  '07': {ifname: y}\n", "netdevs.07", "a leading 0 is ambiguous"},
+		"above 254":       {"netdevs:\n  255: {ifname: y}\n", "netdevs.255", "not a vport index (0..254)"},
+		"ifname twice":    {"netdevs:\n  1: {ifname: x}\n  2: {ifname: x}\n", "netdevs.2.ifname", `"x" is also netdevs.1.ifname`},
+		"default ifname":  {"netdevs:\n  1: {ifname: vnic2}\n  2: {addresses: [10.1.0.1/24]}\n", "netdevs.2.ifname", `"vnic2" is also netdevs.1.ifname`},
+		"same netns": {"netdevs:\n  1: {ifname: x, netns: c1}\n  2: {ifname: x, netns: /var/run/netns/c1}\n",
+			"netdevs.2.ifname", `"x" is also netdevs.1.ifname`},
+		"underlay": {"netdevs:\n  1: {ifname: eth0}\n", "netdevs.1.ifname", `"eth0" is also node.underlay_interface`},
+		"a vnics port": {"netdevs:\n  1: {ifname: vnic0}\nvnics:\n  - vesw: {id: 1, pkey: 0x8001}\n",
+			"netdevs.1.ifname", `"vnic0" is also vnics[0].port.ifname`},
+	} {
+		_, err := ParseConfig([]byte(managed + c.text))
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != c.field || !strings.Contains(ce.Reason, c.reason) {
+			t.Errorf("%s: %v; want an error at %s with %q", name, err, c.field, c.reason)
+		}
+	}
+	// Not conflicts: one name in two namespaces, and a vport's own vnics[]
+	// entry, which names its netdev in place of the netdevs one.
+	for name, text := range map[string]string{
+		"two namespaces": "netdevs:\n  1: {ifname: x, netns: c1}\n  2: {ifname: x, netns: c2}\n  0x3: {ifname: x}\n",
+		"same vport":     "netdevs:\n  0: {ifname: vnic0}\nvnics:\n  - vesw: {id: 1, pkey: 0x8001}\n",
+	} {
+		if _, err := ParseConfig([]byte(managed + text)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }
