@@ -459,8 +459,8 @@ func (c *checker) buildFM(r *rawFM) FMConfig {
 	f.ControlSocket = DefaultControlSocket(f.Name)
 	if s, ok := c.Text(r.ControlSocket, "fm.control_socket"); ok {
 		switch {
-		case s == "" || !strings.HasPrefix(s, "/"):
-			c.Failf("fm.control_socket", r.ControlSocket, "%q must be an absolute path", s)
+		case len(s) < 2 || s[0] != '/' && s[0] != '@':
+			c.Failf("fm.control_socket", r.ControlSocket, "%q must be an absolute path (or @name for an abstract socket)", s)
 		case len(s) > maxSocketPath:
 			c.Failf("fm.control_socket", r.ControlSocket, "is longer than %d bytes", maxSocketPath)
 		}

@@ -113,6 +113,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"prefix zone", "fm: {name: x, subnet_prefix: 'fe80::%eth0'}\n", "fm.subnet_prefix", "not an IPv6 prefix"},
 		{"prefix IPv4", "fm: {name: x, subnet_prefix: '10.0.0.0'}\n", "fm.subnet_prefix", "not an IPv6 prefix"},
 		{"relative socket", "fm: {name: x, control_socket: a.sock}\n", "fm.control_socket", "absolute"},
+		{"bare @ socket", "fm: {name: x, control_socket: '@'}\n", "fm.control_socket", "absolute"},
 		{"pool reversed", "fm: {name: x}\nlid_pool: {start: 0xC100, end: 0xC000}\n", "lid_pool.end", "below"},
 		{"pool multicast", "fm: {name: x}\nlid_pool: {start: 0xF00000}\n", "lid_pool.start", "out of range"},
 		{"duplicate node", "fm: {name: x}\nnodes: [{name: a}, {name: a}]\n", "nodes[1].name", "twice"},
@@ -202,4 +203,17 @@ func FuzzParseConfig(f *testing.F) {
 			}
 		}
 	})
+}
+
+// configs/README.md's fm.control_socket may be @name, an abstract socket
+// (which has no MAC file beside it); the loader used to refuse it as not an
+// absolute path.
+func TestParseConfigAbstractControlSocket(t *testing.T) {
+	cfg, err := ParseConfig([]byte("fm: {name: x, control_socket: '@opafm-x'}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.FM.ControlSocket != "@opafm-x" || MACFilePath(cfg.FM.ControlSocket) != "" {
+		t.Errorf("control socket %q, MAC file %q", cfg.FM.ControlSocket, MACFilePath(cfg.FM.ControlSocket))
+	}
 }
