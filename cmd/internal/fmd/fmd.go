@@ -58,6 +58,16 @@ func Serve(ctx context.Context, path string, log *zap.Logger, hup <-chan os.Sign
 			log.Error("reload: bad config; keeping the old one", zap.Error(err))
 			return err
 		}
+		// The control socket (and the MAC file beside it) is this
+		// daemon's, opened once: a reload cannot move it, so a changed
+		// one is refused as the FM refuses a changed identity, rather
+		// than reported applied while the old socket stays.
+		if c.FM.ControlSocket != cfg.FM.ControlSocket {
+			err := fmt.Errorf("fmd: reload: fm.control_socket changed (%s -> %s); restart the FM to change it",
+				cfg.FM.ControlSocket, c.FM.ControlSocket)
+			log.Error("reload refused; keeping the old config", zap.Error(err))
+			return err
+		}
 		if err := f.Reload(c); err != nil {
 			log.Error("reload refused; keeping the old config", zap.Error(err))
 			return err
