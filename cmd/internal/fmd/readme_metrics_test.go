@@ -1,0 +1,86 @@
+package fmd
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/opavnic/opavnic/vnicd"
+)
+
+// Every label of the FM's metrics (and of vnicd's HFI and VNICs) is named, in backquotes, in the row of
+// the README's metrics table that names the metric. opafm_info's row gave
+// the vesw metrics' labels (vesw, name) for its name, lid and guid.
+func TestREADMEMetricLabels(t *testing.T) {
+	b, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "| `opafm_") || strings.HasPrefix(l, "| `opavnic_") {
+			rows = append(rows, l)
+		}
+	}
+	reName := regexp.MustCompile(`fqName: "([^"]+)"`)
+	reLabels := regexp.MustCompile(`variableLabels: \{([^}]*)\}`)
+	ch := make(chan *prometheus.Desc, 1024)
+	NewCollector(nil).Describe(ch)
+	vnicd.NewHFICollector(nil, "n").Describe(ch)
+	vnicd.NewVNICCollector(nil).Describe(ch)
+	close(ch)
+	for d := range ch {
+		s := d.String()
+		name := reName.FindStringSubmatch(s)[1]
+		if strings.HasPrefix(name, "opavnic_vnic_") && strings.HasSuffix(name, "_total") {
+			continue // one row for all: opavnic_vnic_<name>_total
+		}
+		var row string
+		for _, r := range rows {
+			if cells := strings.Split(r, "|"); len(cells) > 1 && strings.Contains(expandBraces(cells[1]), "`"+name+"`") {
+				row = r
+			}
+		}
+		if row == "" {
+			t.Errorf("%s: no row in the README's metrics table", name)
+			continue
+		}
+		labelCell := strings.Split(row, "|")[3]
+		if m := reLabels.FindStringSubmatch(s); m != nil && m[1] != "" {
+			for _, l := range strings.Split(m[1], ",") {
+				if !strings.Contains(labelCell, "`"+strings.TrimSpace(l)+"`") {
+					t.Errorf("%s: label %s is not in its README row's labels: %s", name, l, labelCell)
+				}
+			}
+		}
+	}
+}
+
+// expandBraces writes out each {a,b} of text as a README row's names use
+// them ("x_{a,b}_y" -> "x_a_y` `x_b_y"), one backquoted name each.
+func expandBraces(text string) string {
+	var out []string
+	for _, f := range strings.Split(text, "`") {
+		names := []string{f}
+		for {
+			i := strings.IndexByte(names[0], '{')
+			j := strings.IndexByte(names[0], '}')
+			if i < 0 || j < i {
+				break
+			}
+			var next []string
+			for _, n := range names {
+				i, j := strings.IndexByte(n, '{'), strings.IndexByte(n, '}')
+				for _, alt := range strings.Split(n[i+1:j], ",") {
+					next = append(next, n[:i]+alt+n[j+1:])
+				}
+			}
+			names = next
+		}
+		out = append(out, strings.Join(names, "` `"))
+	}
+	return strings.Join(out, "`")
+}
