@@ -375,6 +375,15 @@ func (r *rawConfig) build() (*Config, error) {
 	// known maps a unicast LID to the path of the field that declares it.
 	known := map[uint32]string{uint32(cfg.Node.LID): "node.lid"}
 	cfg.Peers = c.buildPeers(r.Peers, known)
+	if cfg.Node.Managed() {
+		// The directory maps node.fm_lid to node.fabric_manager: a peer
+		// with that LID would be dropped from it.
+		for i, p := range cfg.Peers {
+			if p.LID == cfg.Node.FMLID {
+				c.Failf(fmt.Sprintf("peers[%d].lid", i), r.Peers[i].LID, "%v is node.fm_lid, the FM's LID", p.LID)
+			}
+		}
+	}
 	groups := map[uint32][]uint32{}
 	cfg.Multicast = c.buildGroups(r.Multicast, known, groups)
 	if c.Failed() {
@@ -437,6 +446,9 @@ func (c *checker) buildNode(r *rawNode) NodeConfig {
 	if n.Managed() {
 		if r.LID.Present() {
 			n.LID = encap.LID(c.unicastLID(r.LID, "node.lid"))
+			if n.LID != 0 && n.LID == n.FMLID {
+				c.Failf("node.lid", r.LID, "%v is node.fm_lid, the FM's LID", n.LID)
+			}
 		}
 	} else if c.Required(r.LID, "node.lid") {
 		n.LID = encap.LID(c.unicastLID(r.LID, "node.lid"))

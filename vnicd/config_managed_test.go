@@ -94,3 +94,32 @@ func TestParseConfigNetdevsConflicts(t *testing.T) {
 		}
 	}
 }
+
+// In managed mode the directory maps node.fm_lid to node.fabric_manager. A
+// node.lid equal to it used to replace the FM's entry with the node's own
+// endpoint (so management MADs to the FM went back to the node), and a peer
+// with that LID was dropped from the directory; both are errors.
+func TestParseConfigManagedFMLIDClash(t *testing.T) {
+	for name, c := range map[string]struct{ text, field string }{
+		"node.lid":        {"node: {name: a, lid: 1, listen: '10.0.0.2', fabric_manager: '10.0.0.1'}\n", "node.lid"},
+		"node.lid fm_lid": {"node: {name: a, lid: 0x20, fm_lid: 0x20, listen: '10.0.0.2', fabric_manager: '10.0.0.1'}\n", "node.lid"},
+		"peers[].lid":     {"node: {name: a, lid: 2, fabric_manager: '10.0.0.1'}\npeers: [{lid: 3, address: '10.0.0.4'}, {lid: 1, address: '10.0.0.3'}]\n", "peers[1].lid"},
+	} {
+		cfg, err := ParseConfig([]byte(c.text))
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != c.field || !strings.Contains(ce.Reason, "node.fm_lid") {
+			if err == nil {
+				dir, _ := cfg.Directory()
+				ep, _ := dir.Endpoint(uint32(cfg.Node.FMLID))
+				t.Errorf("%s: accepted; the directory maps the FM's LID %v to %v (node.fabric_manager %v)",
+					name, cfg.Node.FMLID, ep, cfg.Node.FabricManager)
+				continue
+			}
+			t.Errorf("%s: %v; want an error at %s", name, err, c.field)
+		}
+	}
+	// In static mode node.fm_lid means nothing, and LID 1 is any node's.
+	if _, err := ParseConfig([]byte("node: {name: a, lid: 1}\npeers: [{lid: 2, address: '10.0.0.3'}]\n")); err != nil {
+		t.Error(err)
+	}
+}
