@@ -374,7 +374,7 @@ func (r *rawConfig) build() (*Config, error) {
 	}
 	// known maps a unicast LID to the path of the field that declares it.
 	known := map[uint32]string{uint32(cfg.Node.LID): "node.lid"}
-	cfg.Peers = c.buildPeers(r.Peers, known)
+	cfg.Peers = c.buildPeers(r.Peers, known, cfg.Node.Listen)
 	if cfg.Node.Managed() {
 		// The directory maps node.fm_lid to node.fabric_manager: a peer
 		// with that LID would be dropped from it.
@@ -544,9 +544,13 @@ func parseListen(s string) (netip.AddrPort, error) {
 	return parseEndpoint(s)
 }
 
-func (c *checker) buildPeers(raw []rawPeer, known map[uint32]string) []Peer {
+func (c *checker) buildPeers(raw []rawPeer, known map[uint32]string, listen netip.AddrPort) []Peer {
 	var peers []Peer
 	addrs := map[netip.AddrPort]string{}
+	if !listen.Addr().IsUnspecified() {
+		// The directory maps node.lid to it (Config.Directory).
+		addrs[listen] = "node.listen"
+	}
 	for i, r := range raw {
 		path := fmt.Sprintf("peers[%d]", i)
 		if i == maxPeers {

@@ -875,3 +875,29 @@ func FuzzParseConfig(f *testing.F) {
 		roundTrip(t, c, fuzzEnv)
 	})
 }
+
+// A peer at this node's own concrete listen address used to be taken: the
+// directory (which maps node.lid to node.listen) then mapped two LIDs to
+// this one HFI, and what was sent to the peer was sent to this node. It is
+// refused as two peers at one endpoint are.
+func TestParseConfigPeerAtOwnListen(t *testing.T) {
+	for name, text := range map[string]string{
+		"bare":      "node: {name: a, lid: 2, listen: '10.0.0.2'}\npeers: [{lid: 3, address: '10.0.0.2'}]\n",
+		"port":      "node: {name: a, lid: 2, listen: '10.0.0.2:5000'}\npeers: [{lid: 3, address: '10.0.0.2:5000'}]\n",
+		"v4-mapped": "node: {name: a, lid: 2, listen: '10.0.0.2'}\npeers: [{lid: 3, address: '[::ffff:10.0.0.2]:4793'}]\n",
+	} {
+		_, err := ParseConfig([]byte(text))
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != "peers[0].address" || !strings.Contains(ce.Reason, "node.listen") {
+			t.Errorf("%s: %v; want an error at peers[0].address naming node.listen", name, err)
+		}
+	}
+	for name, text := range map[string]string{
+		"other port":  "node: {name: a, lid: 2, listen: '10.0.0.2:5000'}\npeers: [{lid: 3, address: '10.0.0.2'}]\n",
+		"unspecified": "node: {name: a, lid: 2, listen: ':4793'}\npeers: [{lid: 3, address: '10.0.0.2'}]\n",
+	} {
+		if _, err := ParseConfig([]byte(text)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
