@@ -303,10 +303,7 @@ func (d *Daemon) warnMTU() {
 		d.log.Debug("underlay MTU not checked", zap.Error(err))
 		return
 	}
-	ipHdr := 20
-	if d.cfg.Node.Listen.Addr().Is6() && !d.cfg.Node.Listen.Addr().Is4In6() {
-		ipHdr = 40
-	}
+	ipHdr := d.cfg.underlayIPHeaderLen()
 	for _, v := range d.cfg.VNICs {
 		pkt := encap.VNICPacketLen(int(v.Port.VESW.EthMTU)+maxFrameOverMTU) + 8 + ipHdr
 		if mtu := link.Attrs().MTU; pkt > mtu {
@@ -316,6 +313,21 @@ func (d *Daemon) warnMTU() {
 				zap.Int("eth_mtu_that_fits", mtu-(pkt-int(v.Port.VESW.EthMTU))))
 		}
 	}
+}
+
+// underlayIPHeaderLen is the IP header of the underlay's datagrams: 40
+// bytes for IPv6, 20 for IPv4. The family is the listen address's, or with
+// the unspecified [::] (dual-stack, the default) the first peer's, whose
+// route warnMTU checks.
+func (c *Config) underlayIPHeaderLen() int {
+	a := c.Node.Listen.Addr()
+	if a == netip.IPv6Unspecified() && len(c.Peers) > 0 {
+		a = c.Peers[0].Addr.Addr()
+	}
+	if a.Is6() && !a.Is4In6() {
+		return 40
+	}
+	return 20
 }
 
 func (d *Daemon) underlayLink() (netlink.Link, error) {
