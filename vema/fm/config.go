@@ -471,7 +471,8 @@ func (c *checker) buildFM(r *rawFM) FMConfig {
 
 // parseListen parses HOST:PORT or HOST (port 4793); [::] and 0.0.0.0 listen
 // everywhere. An IPv6 link-local or zoned address is refused (hfi.Scoped):
-// the UDP transport carries no zone, and nodes could not reach it.
+// the UDP transport carries no zone, and nodes could not reach it; so is a
+// multicast address, as vnicd's node.listen.
 func parseListen(s string) (netip.AddrPort, error) {
 	ap, err := netip.ParseAddrPort(s)
 	if err == nil && ap.Port() == 0 {
@@ -483,6 +484,11 @@ func parseListen(s string) (netip.AddrPort, error) {
 			return netip.AddrPort{}, errors.New("expected ADDRESS:PORT or ADDRESS")
 		}
 		ap = netip.AddrPortFrom(a, DefaultUDPPort)
+	}
+	if ap.Addr().IsMulticast() {
+		// Go binds a multicast address as the wildcard, and directory()
+		// would push the group as the FM's endpoint.
+		return netip.AddrPort{}, errors.New("a multicast address")
 	}
 	if hfi.Scoped(ap.Addr()) {
 		return netip.AddrPort{}, errors.New("an IPv6 link-local or zoned address: the UDP transport carries no zone (scope id); use a global or ULA address")

@@ -98,6 +98,10 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad listen", "fm: {name: x, listen: 'nope:1:2'}\n", "fm.listen", "ADDRESS"},
 		{"listen zoned link-local", "fm: {name: x, listen: '[fe80::1%eth0]:4793'}\n", "fm.listen", "use a global or ULA address"},
 		{"listen link-local", "fm: {name: x, listen: 'fe80::1'}\n", "fm.listen", "link-local or zoned"},
+		// Go bound it as 0.0.0.0 while directory() pushed the group as the
+		// FM's endpoint.
+		{"listen multicast", "fm: {name: x, listen: '224.0.0.7:4793'}\n", "fm.listen", "multicast"},
+		{"listen multicast v6", "fm: {name: x, listen: '[ff02::1]:4793'}\n", "fm.listen", "multicast"},
 		{"bad prefix", "fm: {name: x, subnet_prefix: 'fe80::1'}\n", "fm.subnet_prefix", "interface ID half"},
 		{"vesws a mapping", "fm: {name: x}\nvesws: {id: 1}\n", "vesws", "must be a list, not a mapping"},
 		{"fm a string", "fm: x\n", "fm", "must be a mapping"},
