@@ -338,7 +338,10 @@ func (f *FM) Run(ctx context.Context) error {
 	if f.ownsHFI {
 		go func() { hfiErr <- f.h.Run(ctx) }()
 	}
-	f.log.Info("fabric manager running", zap.Stringer("lid", encap.LID(f.cfg.FM.LID)),
+	f.mu.Lock()
+	lid := f.cfg.FM.LID // f.cfg is Reload's to change: read it under f.mu
+	f.mu.Unlock()
+	f.log.Info("fabric manager running", zap.Stringer("lid", encap.LID(lid)),
 		zap.Stringer("listen", f.h.Transport().LocalAddr()))
 	t := time.NewTicker(tickInterval)
 	defer t.Stop()
