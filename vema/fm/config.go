@@ -18,6 +18,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"gopkg.in/yaml.v3"
 
@@ -324,8 +325,8 @@ func (c *checker) name(l leaf, path string) string {
 		c.Failf(path, l, "must not be empty")
 	case len(s) > maxName:
 		c.Failf(path, l, "is longer than %d bytes", maxName)
-	case strings.ContainsAny(s, "\x00/ \t\n"):
-		c.Failf(path, l, "%q: must not contain NUL, / or white space", s)
+	case strings.ContainsRune(s, '/') || strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
+		c.Failf(path, l, "%q: must not contain /, white space or a control character", s)
 	}
 	return s
 }
@@ -463,6 +464,8 @@ func (c *checker) buildFM(r *rawFM) FMConfig {
 			c.Failf("fm.control_socket", r.ControlSocket, "%q must be an absolute path (or @name for an abstract socket)", s)
 		case len(s) > maxSocketPath:
 			c.Failf("fm.control_socket", r.ControlSocket, "is longer than %d bytes", maxSocketPath)
+		case strings.ContainsFunc(s, unicode.IsControl):
+			c.Failf("fm.control_socket", r.ControlSocket, "contains a control character")
 		}
 		f.ControlSocket = s
 	}

@@ -95,6 +95,10 @@ func TestParseConfigErrors(t *testing.T) {
 		{"unknown top field", "fm: {name: x}\nbogus: 1\n", "bogus", "unknown field"},
 		{"unknown fm field", "fm: {name: x, lidd: 3}\n", "fm.lidd", "unknown field"},
 		{"missing fm name", "fm: {lid: 2}\n", "fm.name", "required"},
+		// Names go into logs, NodeDescription matching and the socket path.
+		{"fm name escape", "fm: {name: \"x\\e[31m\"}\n", "fm.name", "control character"},
+		{"node name CR", "fm: {name: x}\nnodes: [{name: \"a\\rb\"}]\n", "nodes[0].name", "control character"},
+		{"socket control", "fm: {name: x, control_socket: \"/run/a\\x01.sock\"}\n", "fm.control_socket", "control character"},
 		{"bad listen", "fm: {name: x, listen: 'nope:1:2'}\n", "fm.listen", "ADDRESS"},
 		{"listen zoned link-local", "fm: {name: x, listen: '[fe80::1%eth0]:4793'}\n", "fm.listen", "use a global or ULA address"},
 		{"listen link-local", "fm: {name: x, listen: 'fe80::1'}\n", "fm.listen", "link-local or zoned"},
