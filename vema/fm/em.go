@@ -687,14 +687,17 @@ func (f *FM) learnMAC(n *node, k memberKey, st *memberState) {
 
 // Reload applies a new config (§4.5): removed members and the members of
 // removed vesws get DeleteVESW, changed fields are pushed again, and the
-// directory follows. The fm section's identity (LID, GUID, listen address,
-// subnet prefix) cannot change without a restart; such a config is refused
-// and the old one stays.
+// directory follows. The fm section's identity (name, LID, GUID, listen
+// address, subnet prefix) cannot change without a restart; such a config is
+// refused and the old one stays. (The name is in every log line and, as the
+// node label, in the FM's HFI metrics, both fixed at start.)
 func (f *FM) Reload(cfg *Config) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	o := f.cfg.FM
 	switch {
+	case cfg.FM.Name != o.Name:
+		return fmt.Errorf("fm: reload: fm.name changed (%q -> %q); restart the FM to change it", o.Name, cfg.FM.Name)
 	case cfg.FM.LID != o.LID:
 		return fmt.Errorf("fm: reload: fm.lid changed (0x%X -> 0x%X); restart the FM to change it", o.LID, cfg.FM.LID)
 	case cfg.FM.GUID != o.GUID:

@@ -271,6 +271,17 @@ func TestReloadRemovesVESW(t *testing.T) {
 	if err := fb.fm.Reload(&bad); err == nil {
 		t.Error("a reload changing fm.lid was accepted")
 	}
+	// The name labels the FM's logs and HFI metrics, fixed at start: a
+	// rename (with the GUID and socket kept, so that only it changes) is
+	// refused like the rest of the identity.
+	renamed := *cfg
+	renamed.FM.Name = "fm1"
+	if err := fb.fm.Reload(&renamed); err == nil || !strings.Contains(err.Error(), "fm.name changed") {
+		t.Errorf("a reload renaming the FM: err = %v, want fm.name changed", err)
+	}
+	if got := fb.fm.Config().FM.Name; got != "fm0" {
+		t.Errorf("after the refused rename the FM is named %q, want fm0", got)
+	}
 }
 
 func TestNodeRestartRejoinsWithSameLID(t *testing.T) {
