@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The long-running reliability checks of issue 7, beyond scripts/test.sh:
 #
-#   1. every native fuzz target in the module (16B decap, management framing,
+#   1. every native fuzz target in the module (16B decap, the FM against a hostile node, management framing,
 #      every MAD codec, the config loaders, the control-socket protocol, the
 #      CNI config, receive coalescing, the TSO/USO segmenter), each for
 #      --fuzztime (default 5m),
