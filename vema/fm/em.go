@@ -664,7 +664,10 @@ func (f *FM) learnMAC(n *node, k memberKey, st *memberState) {
 				f.log.Warn("IfaceUcastMacs Get failed", zap.String("node", n.name), zap.Stringer("status", s))
 				return
 			}
-			st.learned = l.MACs[0]
+			// The netdev's MAC, read now, is what adoptThenPush would read:
+			// the member needs no adopting, and the MAC file's entry from
+			// the FM's start no longer stands for it (saveMACs).
+			st.learned, st.adopted = l.MACs[0], true
 			if v, m, ok := f.member(k); ok {
 				if st.learned == f.configMAC(v, m, n) {
 					st.learned = [6]byte{} // back to the config's MAC

@@ -216,7 +216,7 @@ type memberState struct {
 	// learnOut: an IfaceUcastMacs Get after a trap is in flight;
 	// learnPending: one is due (a trap came meanwhile, or it was lost).
 	learnOut, learnPending bool
-	adopted                bool    // adoptThenPush read the port (once per FM and member)
+	adopted                bool    // adoptThenPush, or learnMAC, read the port (once per FM and member)
 	retry                  emRetry // the member's pushes
 }
 

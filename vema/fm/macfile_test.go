@@ -12,6 +12,7 @@ import (
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/hfi/hfitest"
+	"github.com/opavnic/opavnic/vema"
 )
 
 // readMACFile parses the MAC file at path; ok is false while it is
@@ -220,4 +221,38 @@ func TestMACFilePath(t *testing.T) {
 			t.Errorf("MACFilePath(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// A MAC a trap sets back to the config's, after a restarted FM could not
+// read the port (its VESWPortInfo Gets lost), is what the MAC file holds
+// and what a later configure keeps: the learned MAC the file held when the
+// FM started is no longer the member's.
+func TestMACFileTrapAfterUnansweredPortRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fm0.macs.json")
+	fb := newFabricFile(t, path)
+	x := learnOnC(t, fb)
+	k := memberKey{1, "host-c", 0}
+	waitMACFile(t, path, k, x)
+	fb.c.setDrop(dropping(vema.ClassVEMA, vema.MethodGet, vema.AttrVESWPortInfo))
+	d0 := fb.c.droppedCount()
+	restartFM(t, fb, testFabric, path)
+	waitFor(t, "host-c configured without its port read", 5*time.Second, func() bool {
+		return fb.c.droppedCount() >= d0+3 && memberConfigured(fb.fm, "host-c", 0)
+	})
+	fb.c.setDrop(nil)
+	derived := encap.MACForLID(0xC007, 1)
+	fb.c.trapMACChange(0, derived)
+	waitFor(t, "host-c back on its derived MAC", 3*time.Second, func() bool {
+		_, vp, _, _, _, _ := fb.c.snapshot()
+		return vp[0].VPort.BaseMACAddr == derived && statusMAC(fb.fm, 1, "host-c") == net.HardwareAddr(derived[:]).String()
+	})
+	if err := fb.fm.Reload(mustConfig(t, testFabric)); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if got := fb.c.netdevMAC(0); got != derived {
+			t.Fatalf("host-c's netdev MAC became % x after a reload, want % x", got, derived)
+		}
+	}
+	waitMACFile(t, path, k, [6]byte{})
 }
