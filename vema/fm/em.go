@@ -728,6 +728,7 @@ func (f *FM) Reload(cfg *Config) error {
 				continue
 			}
 			delete(f.members, k)
+			delete(f.saved, k) // its learned MAC goes with it, as in f.members
 			n := f.nodeIn(m.Node, old)
 			if n == nil {
 				continue

@@ -118,7 +118,8 @@ type FM struct {
 	// warned rate-limits the warnings about refused input, by kind.
 	warned map[string]*warnState
 	// macPath is the MAC file (state.go, SetMACFile), "" for none; saved is
-	// what it held when the FM started, macWritten what was last written.
+	// what it held when the FM started (less the members a reload removed),
+	// macWritten what was last written.
 	macPath    string
 	saved      map[memberKey]savedMAC
 	macWritten []byte

@@ -256,3 +256,30 @@ func TestMACFileTrapAfterUnansweredPortRead(t *testing.T) {
 	}
 	waitMACFile(t, path, k, [6]byte{})
 }
+
+// A member a reload removes (its port deleted) and a later reload adds
+// again is made with the config's MAC, as by an FM that never restarted:
+// the learned MAC the MAC file held when the FM started went with the
+// member.
+func TestMACFileMemberRemovedThenReadded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fm0.macs.json")
+	fb := newFabricFile(t, path)
+	x := learnOnC(t, fb)
+	waitMACFile(t, path, memberKey{1, "host-c", 0}, x)
+	restartFM(t, fb, testFabric, path)
+	waitFor(t, "the new FM to know host-c's MAC", 5*time.Second, func() bool {
+		return statusMAC(fb.fm, 1, "host-c") == net.HardwareAddr(x[:]).String()
+	})
+	if err := fb.fm.Reload(mustConfig(t, strings.Replace(testFabric, "      - {node: host-c, vport: 0}\n", "", 1))); err != nil {
+		t.Fatal(err)
+	}
+	waitPorts(t, fb.c, "host-c's red port deleted", 0)
+	if err := fb.fm.Reload(mustConfig(t, testFabric)); err != nil {
+		t.Fatal(err)
+	}
+	derived := encap.MACForLID(0xC007, 1)
+	waitTable(t, fb.c, "host-c's red port made again", 0)
+	if _, vp, _, _, _, _ := fb.c.snapshot(); vp[0].VPort.BaseMACAddr != derived {
+		t.Errorf("host-c's red port was made again with % x, want the derived % x", vp[0].VPort.BaseMACAddr, derived)
+	}
+}
