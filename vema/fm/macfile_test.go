@@ -283,3 +283,48 @@ func TestMACFileMemberRemovedThenReadded(t *testing.T) {
 		t.Errorf("host-c's red port was made again with % x, want the derived % x", vp[0].VPort.BaseMACAddr, derived)
 	}
 }
+
+// A MAC file the FM cannot write any more (here: its temporary file's name
+// is too long; on a host, a full or read-only /run) does not outlive the
+// MACs it holds: a restarted FM must not take it for the truth and set an
+// older learned MAC over the one the EM learned since.
+func TestMACFileUnwritableNotTrusted(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "fm0.macs.json")
+	fb := newFabricFile(t, good)
+	x := learnOnC(t, fb)
+	k := memberKey{1, "host-c", 0}
+	waitMACFile(t, good, k, x)
+	// 249 bytes: the file can be, but statefile.Write's temporary file
+	// (the name, ".tmp" and digits) is longer than a name may be.
+	path := filepath.Join(dir, strings.Repeat("m", 239)+".macs.json")
+	b, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	restartFM(t, fb, testFabric, path)
+	waitFor(t, "the new FM to know host-c's MAC", 5*time.Second, func() bool {
+		return statusMAC(fb.fm, 1, "host-c") == net.HardwareAddr(x[:]).String()
+	})
+	y := [6]byte{0x02, 0x66, 0x77, 0x88, 0x99, 0xaa}
+	fb.c.trapMACChange(0, y)
+	waitFor(t, "host-c's base_mac_addr is the new learned MAC", 3*time.Second, func() bool {
+		_, vp, _, _, _, _ := fb.c.snapshot()
+		return vp[0].VPort.BaseMACAddr == y
+	})
+	restartFM(t, fb, testFabric, path)
+	waitFor(t, "the FM to know host-c's MAC after the second restart", 5*time.Second, func() bool {
+		return statusMAC(fb.fm, 1, "host-c") != ""
+	})
+	for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if got := fb.c.netdevMAC(0); got != y {
+			t.Fatalf("host-c's netdev MAC became % x after the FM restart, want % x", got, y)
+		}
+	}
+	if got, want := statusMAC(fb.fm, 1, "host-c"), net.HardwareAddr(y[:]).String(); got != want {
+		t.Errorf("the FM reports host-c's MAC as %s, want %s", got, want)
+	}
+}

@@ -133,8 +133,9 @@ func (f *FM) savedLearned(k memberKey, m *Member) ([6]byte, bool) {
 // every config member the FM has read or configured in this run, and, for
 // the others, what the file held. It is written before the push that
 // follows a change goes out, so that a crash between the two never leaves a
-// port with a MAC the file does not know. A write that fails is logged; the
-// FM goes on.
+// port with a MAC the file does not know. A write that fails is logged and
+// the old file removed (a restart then guesses, as without one); the FM
+// goes on.
 func (f *FM) saveMACs() {
 	if f.macPath == "" {
 		return
@@ -179,8 +180,15 @@ func (f *FM) saveMACs() {
 		return
 	}
 	if err := statefile.Write(f.macPath, b); err != nil {
-		f.warn("macfile", "cannot write the MAC file; a restart will guess learned MACs from the ports",
-			zap.String("path", f.macPath), zap.Error(err))
+		// The old file no longer says what the ports carry: a restart
+		// that trusted it would set its older MACs again. Without it, a
+		// restart guesses from the ports.
+		msg := "cannot write the MAC file; removed it: a restart will guess learned MACs from the ports"
+		if rerr := os.Remove(f.macPath); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			msg, err = "cannot write or remove the MAC file; a restart may set the older MACs it holds again", errors.Join(err, rerr)
+		}
+		f.warn("macfile", msg, zap.String("path", f.macPath), zap.Error(err))
+		f.macWritten = nil
 		return
 	}
 	f.macWritten = b
