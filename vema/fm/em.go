@@ -566,8 +566,9 @@ func (f *FM) checkMembers(n *node) {
 
 // sendDeletes sends n the DeleteVESWs it is owed and not waiting on, once
 // their backoff is over. A vport the config now gives n again (another vesw)
-// is deleted once, not retried: the member's Set, sent after, makes it anew,
-// and a late retry of the deletion would undo that.
+// is deleted once, not retried, and a DeleteVESW of it still in flight is
+// cancelled: the member's Set, sent after, makes it anew, and a late retry
+// of the deletion would undo that.
 func (f *FM) sendDeletes(n *node) {
 	dels := f.deletes[n.portGUID]
 	if n.state != NodeActive || len(dels) == 0 {
@@ -580,6 +581,9 @@ func (f *FM) sendDeletes(n *node) {
 	}
 	for vport, d := range dels {
 		if used[vport] {
+			if d.out {
+				f.cancel(d.tid) // its retry would delete the port the Set makes
+			}
 			delete(dels, vport)
 			f.log.Info("DeleteVESW", zap.String("node", n.name), zap.Uint16("vesw", uint16(d.vesw)), zap.Uint8("vport", vport))
 			f.vendorMAD(n, vema.ClassVEMA, vema.MethodSet, vema.AttrDeleteVESW, uint32(vport), nil, nil, nil)
@@ -590,7 +594,7 @@ func (f *FM) sendDeletes(n *node) {
 		}
 		d.out = true
 		f.log.Info("DeleteVESW", zap.String("node", n.name), zap.Uint16("vesw", uint16(d.vesw)), zap.Uint8("vport", vport))
-		f.vendorMAD(n, vema.ClassVEMA, vema.MethodSet, vema.AttrDeleteVESW, uint32(vport), nil,
+		d.tid = f.vendorMAD(n, vema.ClassVEMA, vema.MethodSet, vema.AttrDeleteVESW, uint32(vport), nil,
 			func(_ *inbound, s vema.Status) {
 				// 0x001C: no such vport, which is as good.
 				if dels[vport] == d {

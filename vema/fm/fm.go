@@ -226,6 +226,7 @@ type memberState struct {
 type pendingDelete struct {
 	vesw  encap.VESWID
 	out   bool
+	tid   uint64 // the DeleteVESW in flight (out)
 	retry emRetry
 }
 

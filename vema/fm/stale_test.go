@@ -127,3 +127,33 @@ func TestPollRepairsVESWPortInfo(t *testing.T) {
 		t.Errorf("%d VESWPortInfo Sets to a node that agrees with the EM", len(sets))
 	}
 }
+
+// A DeleteVESW still unanswered when a reload gives the node its vport
+// again is not sent again: its retry would reach the node after the
+// member's Set and delete the port just made.
+func TestSupersededDeleteVESWNotResent(t *testing.T) {
+	fb := newFabric(t)
+	waitTable(t, fb.c, "host-c red configured", 0)
+	slowRetries(fb, 400*time.Millisecond)
+	fb.c.setDrop(dropping(vema.ClassVEMA, vema.MethodSet, vema.AttrDeleteVESW))
+	d0 := fb.c.droppedCount()
+	if err := fb.fm.Reload(mustConfig(t, strings.Replace(testFabric, "      - {node: host-c, vport: 0}\n", "", 1))); err != nil {
+		t.Fatal(err)
+	}
+	waitDropped(t, fb.c, d0, "host-c's DeleteVESW")
+	fb.c.setDrop(nil)
+	if err := fb.fm.Reload(mustConfig(t, testFabric)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "host-c red made again", 3*time.Second, func() bool {
+		_, vp, _, _, _, del := fb.c.snapshot()
+		_, ok := vp[0]
+		return ok && len(del) == 1
+	})
+	for end := time.Now().Add(1200 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if _, vp, _, _, _, del := fb.c.snapshot(); len(del) != 1 {
+			_, ok := vp[0]
+			t.Fatalf("host-c took %d DeleteVESWs (its red port there: %v), want 1: a replaced one was sent again", len(del), ok)
+		}
+	}
+}
