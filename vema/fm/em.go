@@ -731,6 +731,17 @@ func (f *FM) Reload(cfg *Config) error {
 			if _, _, still := f.member(k); still {
 				continue
 			}
+			if st := f.members[k]; st != nil {
+				// Its pushes in flight end: a retry that came after the
+				// DeleteVESW would make the port again, and no poll
+				// looks at it any more.
+				if st.infoOut {
+					f.cancel(st.infoTID)
+				}
+				for _, tid := range st.tableTIDs {
+					f.cancel(tid)
+				}
+			}
 			delete(f.members, k)
 			delete(f.saved, k) // its learned MAC goes with it, as in f.members
 			n := f.nodeIn(m.Node, old)

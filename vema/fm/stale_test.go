@@ -157,3 +157,29 @@ func TestSupersededDeleteVESWNotResent(t *testing.T) {
 		}
 	}
 }
+
+// A member a reload removes while its VESWPortInfo Set is unanswered does
+// not get that Set again: its retry would reach the node after the
+// DeleteVESW and make the port again, which no poll looks at any more.
+func TestRemovedMemberSetNotResent(t *testing.T) {
+	fb := newFabric(t)
+	waitTable(t, fb.c, "host-c red configured", 0)
+	slowRetries(fb, 400*time.Millisecond)
+	down := strings.Replace(testFabric, "    name: red\n", "    name: red\n    admin_state: down\n", 1)
+	fb.c.setDrop(dropping(vema.ClassVEMA, vema.MethodSet, vema.AttrVESWPortInfo))
+	d0 := fb.c.droppedCount()
+	if err := fb.fm.Reload(mustConfig(t, down)); err != nil {
+		t.Fatal(err)
+	}
+	waitDropped(t, fb.c, d0, "the DROP_ALL Set to host-c")
+	fb.c.setDrop(nil)
+	if err := fb.fm.Reload(mustConfig(t, strings.Replace(down, "      - {node: host-c, vport: 0}\n", "", 1))); err != nil {
+		t.Fatal(err)
+	}
+	waitPorts(t, fb.c, "host-c's red port deleted", 0)
+	for end := time.Now().Add(1200 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if _, vp, _, _, _, _ := fb.c.snapshot(); len(vp) != 0 {
+			t.Fatalf("host-c's red port was made again after its DeleteVESW: the removed member's Set was sent again")
+		}
+	}
+}
