@@ -176,7 +176,7 @@ func (f *FM) adoptThenPush(n *node, k memberKey, force bool) {
 		st.learned, known = f.savedLearned(k, m)
 	}
 	st.reading = true
-	done := func() { st.reading = false; f.saveMACs(); push() }
+	done := func() { f.afterMACFile(func() { st.reading = false; push() }) }
 	f.vendorMAD(n, vema.ClassVEMA, vema.MethodGet, vema.AttrVESWPortInfo, uint32(k.vport), nil,
 		func(p *inbound, s vema.Status) {
 			var pi vema.VESWPortInfo

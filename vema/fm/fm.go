@@ -123,6 +123,9 @@ type FM struct {
 	macPath    string
 	saved      map[memberKey]savedMAC
 	macWritten []byte
+	// macPushes are the pushes that wait for the next write of the MAC
+	// file (afterMACFile): the tick writes it once for all of them.
+	macPushes []func()
 	// notSent is set while request calls the onFail of a request it did
 	// not send (maxPending): the node is not to blame (emFailed).
 	notSent bool
@@ -463,6 +466,7 @@ func (f *FM) cancel(tid uint64) { delete(f.pending, tid) }
 // --- the loop's events ---
 
 func (f *FM) tick(now time.Time) {
+	f.flushMACs()
 	for tid, r := range f.pending {
 		if now.Before(r.deadline) {
 			continue

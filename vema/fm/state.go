@@ -129,6 +129,33 @@ func (f *FM) savedLearned(k memberKey, m *Member) ([6]byte, bool) {
 	return s.learned, true
 }
 
+// afterMACFile runs push, which follows a port read that may change what
+// the MAC file holds, once the file is written (f.mu held): at once without
+// a file, else at the next tick, which writes the file once for every push
+// waiting (flushMACs). Each write encodes every member: one per port read
+// would cost a start-up sweep time quadratic in the members, under f.mu.
+func (f *FM) afterMACFile(push func()) {
+	if f.macPath == "" {
+		push()
+		return
+	}
+	f.macPushes = append(f.macPushes, push)
+}
+
+// flushMACs writes the MAC file for the pushes afterMACFile holds, then
+// sends them (f.mu held).
+func (f *FM) flushMACs() {
+	if len(f.macPushes) == 0 {
+		return
+	}
+	f.saveMACs()
+	pushes := f.macPushes
+	f.macPushes = nil
+	for _, push := range pushes {
+		push()
+	}
+}
+
 // saveMACs writes the MAC file when what it would hold changed (f.mu held):
 // every config member the FM has read or configured in this run, and, for
 // the others, what the file held. It is written before the push that
