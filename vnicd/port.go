@@ -265,6 +265,14 @@ func (p *Port) txLoop(s *hfi.Sender) {
 // encap makes the transmit decisions for one frame (at buf[Headroom:]) and
 // wraps it; nil means dropped (and counted).
 func (p *Port) encap(st *portState, fwd bool, buf []byte, n int) []byte {
+	if n >= 14 && n < encap.MinFrameLen {
+		// The kernel's netdev pads a short frame with zeros before anything
+		// looks at it (opa_netdev_start_xmit): the counters and the choices
+		// below see the 60 bytes the packet carries. Every transmit buffer
+		// has room for them (txBufLen).
+		clear(buf[encap.Headroom+n : encap.Headroom+encap.MinFrameLen])
+		n = encap.MinFrameLen
+	}
 	c := &p.Counters
 	c.TxPackets.Add(1)
 	c.TxBytes.Add(uint64(n) + 4)
