@@ -17,9 +17,11 @@ const maxTxBufLen = encap.Headroom + encap.MaxFrameLen + 1 + encap.Tailroom
 
 // txBufLen is the transmit buffer of a port whose frames are at most
 // maxFrame bytes (eth_mtu + 18): a longer frame the kernel hands over is cut
-// to the buffer, seen by its spare byte, and dropped.
+// to the buffer, seen by its spare byte, and dropped. It holds a short frame
+// padded to 60 bytes (Port.encap) whatever the eth_mtu: the EM may set one
+// below 42.
 func txBufLen(maxFrame int) int {
-	return encap.Headroom + min(maxFrame, encap.MaxFrameLen) + 1 + encap.Tailroom
+	return encap.Headroom + max(min(maxFrame, encap.MaxFrameLen), encap.MinFrameLen) + 1 + encap.Tailroom
 }
 
 // readErrorBackoff is the pause after a failed TAP read, so that a device in

@@ -82,3 +82,42 @@ func TestEncapShortFrameSeesPaddedFrame(t *testing.T) {
 		t.Errorf("tx_vlan %d, want 1 (the kernel sees the tag of the padded frame)", v)
 	}
 }
+
+// An eth_mtu below what a padded short frame needs (the EM may set any,
+// vnicd's config refuses them): the transmit buffers still hold the padded
+// frame, and a short frame, too long for the MTU once padded, is a counted
+// drop, never a write past the buffer. At eth_mtu 42 the padded frame fits.
+func TestEncapShortFrameTinyMTU(t *testing.T) {
+	a := newNode(t, hfitest.NewNetwork(), tLIDA, tEPA)
+	for _, mtu := range []uint16{1, 20, 41, 42} {
+		cfg := portConfig(tLIDA, 1, 0x8001)
+		cfg.VESW.EthMTU = mtu
+		if err := a.engine.SetPort(0, cfg, vnicd.NetdevConfig{}, nil); err != nil {
+			t.Fatal(err)
+		}
+		p := a.engine.Port(0)
+		maxFrame := int(mtu) + 18
+		frame := ethFrame(encap.MACForLID(tLIDB, 1), encap.MACForLID(tLIDA, 1), 42)
+		for _, n := range []int{14, maxFrame, maxFrame + 1} {
+			if n > len(frame) {
+				continue
+			}
+			buf := make([]byte, vnicd.TxBufLenFor(maxFrame))
+			copy(buf[encap.Headroom:], frame[:n])
+			before := p.Counters.TxFifoErrors.Load()
+			pkt := p.EncapOne(buf, n)
+			if fits := n <= maxFrame && encap.MinFrameLen <= maxFrame; fits {
+				if pkt == nil {
+					t.Errorf("eth_mtu %d: a %d-byte frame was dropped", mtu, n)
+				}
+				continue
+			}
+			if pkt != nil {
+				t.Errorf("eth_mtu %d: a %d-byte frame (60 padded) was sent", mtu, n)
+			}
+			if p.Counters.TxFifoErrors.Load() != before+1 {
+				t.Errorf("eth_mtu %d: a %d-byte frame's drop was not counted", mtu, n)
+			}
+		}
+	}
+}
