@@ -52,6 +52,9 @@ const (
 	// timeoutAnswerGrace is how long the error answer to a request that
 	// did not arrive within controlTimeout may take to write.
 	timeoutAnswerGrace = 100 * time.Millisecond
+	// drainTimeout bounds how long a connection stays open after its
+	// answer, for the client to close it (serveConn).
+	drainTimeout = 200 * time.Millisecond
 )
 
 // Handler answers one command; args may be empty.
@@ -234,7 +237,16 @@ func (s *ControlServer) serveConn(c *net.UnixConn) {
 		resp.OK, resp.Data = true, raw
 	}
 	out, _ := json.Marshal(resp)
-	_, _ = c.Write(append(out, '\n'))
+	if _, err := c.Write(append(out, '\n')); err != nil {
+		return
+	}
+	// One request per connection: what the client sent after its line is
+	// read and dropped before the close (at most maxRequest bytes, for at
+	// most drainTimeout). Closing a Unix socket with unread data resets it,
+	// and a client reading to EOF would see ECONNRESET after the answer.
+	_ = c.CloseWrite()
+	_ = c.SetReadDeadline(time.Now().Add(drainTimeout))
+	_, _ = io.Copy(io.Discard, io.LimitReader(r, maxRequest))
 }
 
 // readLine reads one newline-terminated line of at most limit bytes.

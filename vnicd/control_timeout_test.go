@@ -82,3 +82,23 @@ func rawRoundTrip(sock string, req []byte, keepOpen bool) ([]byte, error) {
 	}()
 	return io.ReadAll(c)
 }
+
+// One request per connection: what a client sends after its request line
+// is not read as a request, and the answer still comes whole and ends in an
+// orderly close. Closing a Unix socket with unread data resets it, so a
+// client that reads to EOF (socat, nc -U) saw ECONNRESET after the answer
+// when more than the server's read buffer followed the line.
+func TestControlTrailingDataAfterRequest(t *testing.T) {
+	sock := serveTestControl(t)
+	for _, trail := range []int{1, 4 << 10, 64 << 10} {
+		req := append([]byte(`{"cmd":"echo"}`+"\n"), bytes.Repeat([]byte(`{"cmd":"nope"}`+"\n"), trail/15+1)...)
+		resp, err := rawRoundTrip(sock, req, false)
+		if err != nil {
+			t.Fatalf("%d bytes after the request: %v (answer %q)", trail, err, resp)
+		}
+		var r Response
+		if err := json.Unmarshal(resp, &r); err != nil || !r.OK || bytes.Count(resp, []byte("\n")) != 1 {
+			t.Errorf("%d bytes after the request: answer %q", trail, resp)
+		}
+	}
+}
