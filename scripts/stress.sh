@@ -2,9 +2,10 @@
 # The long-running reliability checks of issue 7, beyond scripts/test.sh:
 #
 #   1. every native fuzz target in the module (16B decap, management
-#      framing, every MAD codec, the FM against a hostile node, the config
-#      loaders, the control-socket protocol, the CNI config, receive
-#      coalescing, the TSO/USO segmenter), each for
+#      framing, every MAD codec, the FM against a hostile node, a node
+#      against a hostile EM, the config loaders, the control-socket
+#      protocol, the CNI config, receive coalescing, the TSO/USO
+#      segmenter), each for
 #      --fuzztime (default 5m),
 #      one worker each; a crasher fails the run and Go keeps it in the
 #      package's testdata/fuzz, where it becomes a regression test;
