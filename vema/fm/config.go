@@ -567,6 +567,7 @@ func (c *checker) buildVESW(r *rawVESW, path string, nodes map[string]bool) VESW
 		vport uint8
 	}
 	members := map[key]bool{}
+	macs := map[[6]byte]int{} // fixed MAC -> the member that has it
 	for i := range r.Members {
 		mp := fmt.Sprintf("%s.members[%d]", path, i)
 		rm := &r.Members[i]
@@ -589,6 +590,13 @@ func (c *checker) buildVESW(r *rawVESW, path string, nodes map[string]bool) VESW
 			mac, err := parseMAC(s)
 			if err != nil {
 				c.Failf(mp+".mac", rm.MAC, "%q: %v", s, err)
+			} else if j, dup := macs[mac]; dup {
+				// Every member's MAC goes into the vesw's MAC table: two
+				// entries for one MAC leave its frames to whichever the
+				// node's lookup finds first.
+				c.Failf(mp+".mac", rm.MAC, "%q is already members[%d]'s mac: two ports of one vesw cannot share a MAC", s, j)
+			} else {
+				macs[mac] = i
 			}
 			m.MAC = mac
 		}

@@ -142,6 +142,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"member no vport", base + "vesws: [{id: 1, pkey: 1, members: [{node: a}]}]\n", "vesws[0].members[0].vport", "required"},
 		{"member twice", base + "vesws: [{id: 1, pkey: 1, members: [{node: a, vport: 0}, {node: a, vport: 0}]}]\n", "vesws[0].members[1]", "twice"},
 		{"member mac multicast", base + "vesws: [{id: 1, pkey: 1, members: [{node: a, vport: 0, mac: '01:00:00:00:00:01'}]}]\n", "vesws[0].members[0].mac", "multicast"},
+		{"member mac shared", base + "vesws: [{id: 1, pkey: 1, members: [{node: a, vport: 0, mac: '02:00:00:00:00:01'}, {node: b, vport: 0, mac: '02:00:00:00:00:01'}]}]\n",
+			"vesws[0].members[1].mac", "already members[0]'s mac"},
 		{"member bad ip", base + "vesws: [{id: 1, pkey: 1, members: [{node: a, vport: 0, ip: [nope]}]}]\n", "vesws[0].members[0].ip[0]", "not an address"},
 		{"member unknown field", base + "vesws: [{id: 1, pkey: 1, members: [{node: a, vport: 0, vlan: 3}]}]\n", "vesws[0].members[0].vlan", "unknown field"},
 		{"default port both", base + "vesws: [{id: 1, pkey: 1, default_ports: [{index: 0, dlid: 5, node: a}]}]\n", "vesws[0].default_ports[0]", "not both"},
@@ -223,5 +225,16 @@ func TestParseConfigAbstractControlSocket(t *testing.T) {
 	}
 	if cfg.FM.ControlSocket != "@opafm-x" || MACFilePath(cfg.FM.ControlSocket) != "" {
 		t.Errorf("control socket %q, MAC file %q", cfg.FM.ControlSocket, MACFilePath(cfg.FM.ControlSocket))
+	}
+}
+
+// A fixed MAC may repeat across vesws: each is its own Ethernet segment
+// with its own MAC table.
+func TestConfigSameMACTwoVESWs(t *testing.T) {
+	_, err := ParseConfig([]byte("fm: {name: x}\nnodes: [{name: a}, {name: b}]\nvesws:\n" +
+		"  - {id: 1, pkey: 1, members: [{node: a, vport: 0, mac: '02:00:00:00:00:01'}]}\n" +
+		"  - {id: 2, pkey: 2, members: [{node: b, vport: 0, mac: '02:00:00:00:00:01'}]}\n"))
+	if err != nil {
+		t.Fatal(err)
 	}
 }
