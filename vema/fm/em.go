@@ -675,6 +675,8 @@ func (f *FM) learnMAC(n *node, k memberKey, st *memberState) {
 			if v, m, ok := f.member(k); ok {
 				if st.learned == f.configMAC(v, m, n) {
 					st.learned = [6]byte{} // back to the config's MAC
+				} else {
+					f.warnSharedMAC(v, k, n, st.learned)
 				}
 				f.saveMACs()
 				// base_mac_addr follows, so that a restarted FM finds the
@@ -690,6 +692,25 @@ func (f *FM) learnMAC(n *node, k memberKey, st *memberState) {
 			st.learnOut, st.learnPending = false, true
 			f.emFailed(n, &st.retry, "IfaceUcastMacs Get")
 		})
+}
+
+// warnSharedMAC warns when mac, which a user set on member k's netdev, is
+// another active member's of the same vesw: every member's MAC table then
+// holds it twice, and its frames go to whichever entry a lookup finds
+// first. The EM learns it as the kernel's would; the warning says why
+// traffic to one of the two ports goes astray.
+func (f *FM) warnSharedMAC(v *VESWConfig, k memberKey, n *node, mac [6]byte) {
+	for _, o := range v.Members {
+		if o.Node == k.node && o.VPort == k.vport {
+			continue
+		}
+		if on := f.activeNode(o.Node); on != nil && f.memberMAC(*v, o, on) == mac {
+			f.warn("mac-shared", "a MAC set on a VNIC is another port's of the same vesw; frames to it reach only one of them",
+				zap.String("node", n.name), zap.Uint8("vport", k.vport), zap.Uint16("vesw", uint16(k.vesw)),
+				zap.String("mac", net.HardwareAddr(mac[:]).String()), zap.String("other_node", o.Node), zap.Uint8("other_vport", o.VPort))
+			return
+		}
+	}
 }
 
 // Reload applies a new config (§4.5): removed members and the members of

@@ -16,6 +16,7 @@ import (
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/hfi/hfitest"
 	"github.com/opavnic/opavnic/vema"
+	"go.uber.org/zap"
 )
 
 var (
@@ -93,9 +94,14 @@ func startFMSettle(t *testing.T, ctx context.Context, n *hfitest.Network, cfg *C
 
 // startFMFile is startFMSettle with a MAC file at macFile ("" for none).
 func startFMFile(t *testing.T, ctx context.Context, n *hfitest.Network, cfg *Config, settle time.Duration, macFile string) (*FM, context.CancelFunc) {
+	return startFMLog(t, ctx, n, cfg, settle, macFile, nil)
+}
+
+// startFMLog is startFMFile with the FM logging to log.
+func startFMLog(t *testing.T, ctx context.Context, n *hfitest.Network, cfg *Config, settle time.Duration, macFile string, log *zap.Logger) (*FM, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
 	h := hfi.New(n.Listen(fmEP), hfi.Config{LID: cfg.FM.LID, VerifyICRC: true, TrustAnyMgmtSource: true})
-	f := New(h, cfg, nil)
+	f := New(h, cfg, log)
 	if err := f.SetMACFile(macFile); err != nil {
 		t.Errorf("SetMACFile: %v", err)
 	}
@@ -119,11 +125,14 @@ type fabric struct {
 func newFabric(t *testing.T) *fabric { return newFabricFile(t, "") }
 
 // newFabricFile is newFabric with the FM keeping a MAC file at macFile.
-func newFabricFile(t *testing.T, macFile string) *fabric {
+func newFabricFile(t *testing.T, macFile string) *fabric { return newFabricLog(t, macFile, nil) }
+
+// newFabricLog is newFabricFile with the FM logging to log.
+func newFabricLog(t *testing.T, macFile string, log *zap.Logger) *fabric {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	fb := &fabric{net: hfitest.NewNetwork()}
-	fb.fm, fb.stop = startFMFile(t, ctx, fb.net, mustConfig(t, testFabric), 500*time.Millisecond, macFile)
+	fb.fm, fb.stop = startFMLog(t, ctx, fb.net, mustConfig(t, testFabric), 500*time.Millisecond, macFile, log)
 	t.Cleanup(func() { fb.stop() })
 	fb.a = newFakeNode(t, ctx, fb.net, "host-a", epA, fmEP, 0)
 	fb.b = newFakeNode(t, ctx, fb.net, "host-b", epB, fmEP, 0)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/opavnic/opavnic/encap"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 func (f *fakeNode) netdevMAC(vport uint8) [6]byte {
@@ -148,5 +150,26 @@ func TestNodeRestartKeepsLearnedMAC(t *testing.T) {
 	waitFor(t, "host-c back with X", 5*time.Second, func() bool {
 		_, vp, ta, _, _, _ := fb.c.snapshot()
 		return vp[0].VPort.MACTblDigest != 0 && vp[0].VPort.BaseMACAddr == x && fb.c.netdevMAC(0) == x && len(ta[0]) == 1
+	})
+}
+
+// A MAC a user sets on a VNIC that another port of the same vesw has is
+// learned (as the kernel's EM would) and warned about: frames to it reach
+// only one of the two ports. The same MAC on another vesw is no conflict.
+func TestLearnedMACSharedWarned(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	fb := newFabricLog(t, "", zap.New(core))
+	waitTable(t, fb.a, "host-a configured", 1)
+	shared := [6]byte{0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0xee} // host-b's fixed blue MAC
+	fb.a.trapMACChange(0, shared)                         // red: no conflict
+	waitFor(t, "the FM to learn host-a's red MAC", 3*time.Second, func() bool {
+		return statusMAC(fb.fm, 1, "host-a") == "02:aa:bb:cc:dd:ee"
+	})
+	if n := logs.FilterMessageSnippet("another port's of the same vesw").Len(); n != 0 {
+		t.Fatalf("%d warnings for a MAC another vesw's port has", n)
+	}
+	fb.a.trapMACChange(1, shared) // blue: host-b's
+	waitFor(t, "the warning", 3*time.Second, func() bool {
+		return logs.FilterMessageSnippet("another port's of the same vesw").FilterField(zap.String("other_node", "host-b")).Len() == 1
 	})
 }
