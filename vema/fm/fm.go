@@ -171,6 +171,10 @@ type node struct {
 	misses     int
 	pollOut    bool
 	answeredAt time.Time // its last poll answer
+	// probing: an announce came from another endpoint while the node
+	// answered at its own; a PortInfo Get to its own endpoint is in flight
+	// to tell a moved node (no answer) from a second host with its GUID.
+	probing bool
 	// cpiDone: its VEMA ClassPortInfo (trap_lid) was answered; cpiOut: the
 	// Set is in flight; cpiRetry paces sending it again.
 	cpiDone, cpiOut bool
@@ -601,17 +605,51 @@ func (f *FM) announce(p *inbound) {
 		f.log.Debug("node announced", zap.Uint64("guid", guid), zap.Stringer("peer", p.src), zap.Stringer("lid", encap.LID(held)))
 	}
 	if n.ep != p.src && n.state == NodeActive && n.misses == 0 && time.Since(n.answeredAt) < 2*f.pollEvery {
-		// The node answers its polls at its endpoint: this is another
-		// host with the same port GUID (a cloned config, two hosts with
-		// one name and a derived GUID), not the node moving, which would
-		// have stopped answering there.
-		f.warn("guid", "port GUID announced from a second endpoint while the node answers at its own; ignored",
-			zap.String("node", n.name), zap.Uint64("guid", guid), zap.Stringer("peer", p.src), zap.Stringer("node_peer", n.ep))
+		// The node answered its polls at its endpoint lately: either it
+		// restarted at another address (a move), or this is another host
+		// with the same port GUID (a cloned config, two hosts with one name
+		// and a derived GUID). Ask at the old endpoint: no answer is a move,
+		// taken at once rather than after the polls there have failed.
+		f.probeMove(n, p.src, held)
 		return
 	}
-	if n.ep != p.src {
-		f.log.Info("node moved", zap.String("node", n.name), zap.Stringer("peer", p.src), zap.Stringer("old", n.ep))
-		n.ep = p.src
+	f.joinFrom(n, p.src, held)
+}
+
+// probeMove sends n a PortInfo Get at its own endpoint after an announce
+// from newEP: an answer means a second host announces n's GUID (warned,
+// ignored); none, after the usual tries, means n moved to newEP, which then
+// joins as an announce from there would (f.mu held in the callbacks).
+func (f *FM) probeMove(n *node, newEP netip.AddrPort, held uint32) {
+	if n.probing {
+		return
+	}
+	n.probing = true
+	oldEP := n.ep
+	f.drSMP(n, vema.MethodGet, vema.SMPAttrPortInfo, vema.PortInfoAttrMod(1, false), nil, f.tries, f.retryTimeout,
+		func(p *inbound, _ *vema.SMP) {
+			n.probing = false
+			if p.src != oldEP {
+				return
+			}
+			n.answeredAt = time.Now()
+			f.warn("guid", "port GUID announced from a second endpoint while the node answers at its own; ignored",
+				zap.String("node", n.name), zap.Uint64("guid", n.portGUID), zap.Stringer("peer", newEP), zap.Stringer("node_peer", oldEP))
+		}, func() {
+			n.probing = false
+			if f.nodes[n.portGUID] != n || n.ep != oldEP || n.state != NodeActive {
+				return // moved, rejoined or lost meanwhile: that path decided
+			}
+			f.joinFrom(n, newEP, held)
+		})
+}
+
+// joinFrom takes n, which announced from src holding held, through the join
+// (the end of announce).
+func (f *FM) joinFrom(n *node, src netip.AddrPort, held uint32) {
+	if n.ep != src {
+		f.log.Info("node moved", zap.String("node", n.name), zap.Stringer("peer", src), zap.Stringer("old", n.ep))
+		n.ep = src
 		// Polls missed at the old endpoint say nothing of the node at the
 		// new one, where it just spoke: they must not drop it.
 		n.misses = 0

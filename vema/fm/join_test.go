@@ -185,3 +185,40 @@ func TestDuplicateGUIDDoesNotMoveNode(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A node that restarts at another address (its old one gone) is moved at
+// its first announce from there: the FM asks at the old endpoint and,
+// with no answer, takes the move, rather than wait for the polls there to
+// fail (two poll intervals and more at the defaults).
+func TestNodeMovedAtFirstAnnounce(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	net := hfitest.NewNetwork()
+	f, stop := startFM(t, ctx, net, mustConfig(t, testFabric))
+	defer stop()
+	bctx, bstop := context.WithCancel(ctx)
+	newFakeNode(t, bctx, net, "host-b", epB, fmEP, 0)
+	waitFor(t, "host-b polled", 3*time.Second, func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, n := range f.nodes {
+			if n.cfgName == "host-b" && n.state == NodeActive && !n.answeredAt.IsZero() {
+				f.pollEvery = 3 * time.Second // polls alone would take seconds to notice
+				return true
+			}
+		}
+		return false
+	})
+	bstop() // host-b's process ends; it starts again elsewhere
+	net.Listen(epB).Close()
+	moved := netip.MustParseAddrPort("10.9.0.33:4793")
+	t0 := time.Now()
+	newFakeNode(t, ctx, net, "host-b", moved, fmEP, 0)
+	waitFor(t, "host-b active at its new endpoint", 2*time.Second, func() bool {
+		n, _ := f.Node("host-b")
+		return n.Endpoint == moved && n.State == NodeActive
+	})
+	if d := time.Since(t0); d > time.Second {
+		t.Errorf("moved after %v", d)
+	}
+}
