@@ -41,3 +41,52 @@ func TestBadMADsCounted(t *testing.T) {
 		t.Errorf("a bad MAD made %d nodes", len(f.nodes))
 	}
 }
+
+// An answer is matched to its request by TID, class and attribute, as the
+// kernel's MAD layer matches TID and class: one of another class or
+// attribute (a node's garbled or forged answer) is counted and does not
+// end the request, whose real answer is still taken.
+func TestResponseOfAnotherClassNotTaken(t *testing.T) {
+	net := hfitest.NewNetwork()
+	cfg := mustConfig(t, testFabric)
+	f := New(hfi.New(net.Listen(fmEP), hfi.Config{LID: cfg.FM.LID, TrustAnyMgmtSource: true}), cfg, nil)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a := announceFrom(0xA, epA)
+	f.handle(&a) // the join's NodeInfo Get is now pending
+	if len(f.pending) != 1 {
+		t.Fatalf("%d requests pending after the announce, want 1", len(f.pending))
+	}
+	var tid uint64
+	var req []byte
+	for k, r := range f.pending {
+		mp, err := encap.ParseMgmt(r.pkt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tid, req = k, append([]byte(nil), mp.MAD...)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(b []byte)
+	}{
+		{"class", func(b []byte) { b[1] = byte(vema.ClassSubnLIDRouted) }},
+		{"attribute", func(b []byte) { b[16], b[17] = 0, byte(vema.SMPAttrNodeDescription) }},
+	} {
+		resp := append([]byte(nil), req...)
+		resp[3] = byte(vema.MethodGetResp)
+		tc.edit(resp)
+		before := f.BadMADs.Load()
+		f.handle(&inbound{mad: resp, slid: encap.LID16BPermissive, src: epA})
+		if _, still := f.pending[tid]; !still || f.BadMADs.Load() != before+1 {
+			t.Errorf("%s: pending %v, BadMADs %d -> %d; want the request still pending and one more bad MAD",
+				tc.name, still, before, f.BadMADs.Load())
+		}
+	}
+	resp := append([]byte(nil), req...)
+	resp[3] = byte(vema.MethodGetResp)
+	f.handle(&inbound{mad: resp, slid: encap.LID16BPermissive, src: epA})
+	if _, still := f.pending[tid]; still {
+		t.Error("the request's own answer was not taken")
+	}
+}

@@ -2,6 +2,7 @@ package fm
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -247,6 +248,8 @@ type inbound struct {
 type request struct {
 	pkt      []byte
 	ep       netip.AddrPort
+	class    vema.Class // the request's class and attribute, which its answer must have
+	attr     uint16
 	left     int
 	timeout  time.Duration
 	deadline time.Time
@@ -415,7 +418,7 @@ func (f *FM) request(ep netip.AddrPort, p encap.MgmtParams, tid uint64, mad []by
 		f.log.Warn("cannot frame a MAD", zap.Error(err))
 		return
 	}
-	f.pending[tid] = &request{pkt: pkt, ep: ep, left: tries - 1, timeout: timeout,
+	f.pending[tid] = &request{pkt: pkt, ep: ep, class: vema.Class(mad[1]), attr: binary.BigEndian.Uint16(mad[16:]), left: tries - 1, timeout: timeout,
 		deadline: time.Now().Add(timeout), onResp: onResp, onFail: onFail}
 	f.send.SendTo(pkt, ep)
 }
@@ -551,6 +554,15 @@ func (f *FM) handle(p *inbound) {
 		r, ok := f.pending[h.TID]
 		if !ok {
 			f.log.Debug("response to no request", zap.Uint64("tid", h.TID), zap.Stringer("peer", p.src))
+			return
+		}
+		if h.MgmtClass != r.class || h.AttrID != r.attr {
+			// Not the answer to that request, whatever its TID (the kernel's
+			// MAD layer matches the class too): counted, and the request
+			// waits for its answer or its retries.
+			f.BadMADs.Add(1)
+			f.log.Debug("response of another class or attribute than its request", zap.Uint64("tid", h.TID),
+				zap.Stringer("peer", p.src), zap.Uint8("class", uint8(h.MgmtClass)), zap.Uint16("attr", h.AttrID))
 			return
 		}
 		delete(f.pending, h.TID)
