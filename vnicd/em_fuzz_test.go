@@ -11,16 +11,6 @@ import (
 	"github.com/opavnic/opavnic/vnicd"
 )
 
-// emSet is a VEMA request of the EM (the FM) for the node's agent.
-func emSet(method vema.Method, attr uint16, vport uint8, data []byte) []byte {
-	var m vema.MAD
-	m.VendorHeader = vema.VendorHeader{MADHeader: vema.MADHeader{BaseVersion: vema.BaseVersion, MgmtClass: vema.ClassVEMA,
-		ClassVersion: vema.VEMAClassVersion, Method: method, TID: 1, AttrID: attr, AttrMod: uint32(vport)}, OUI: vema.IntelOUI}
-	copy(m.Data[:], data)
-	b, _ := m.MarshalBinary()
-	return b
-}
-
 // emPortInfo is a sane VESWPortInfo Set for vport on vesw 1, which the
 // fuzzer then changes.
 func emPortInfo(vport uint8) []byte {
@@ -61,13 +51,13 @@ func FuzzEMConfiguresNode(f *testing.F) {
 			case 0: // VESWPortInfo Set: a sane one with data written at off
 				pi := emPortInfo(vport)
 				copy(pi[min(off, len(pi)):], data)
-				req = emSet(vema.MethodSet, vema.AttrVESWPortInfo, vport, pi)
+				req = vemaMAD(vema.MethodSet, vema.AttrVESWPortInfo, uint32(vport), pi)
 			case 1: // MAC table Set: the data as it comes (header and entries)
-				req = emSet(vema.MethodSet, vema.AttrVESWPortMACEntries, vport, data)
+				req = vemaMAD(vema.MethodSet, vema.AttrVESWPortMACEntries, uint32(vport), data)
 			case 2:
-				req = emSet(vema.MethodSet, vema.AttrDeleteVESW, vport, nil)
+				req = vemaMAD(vema.MethodSet, vema.AttrDeleteVESW, uint32(vport), nil)
 			case 3: // a Get of any attribute
-				req = emSet(vema.MethodGet, uint16(off)|uint16(k)<<8, vport, data)
+				req = vemaMAD(vema.MethodGet, uint16(off)|uint16(k)<<8, uint32(vport), data)
 			}
 			if r, ok := m.Agent.Handle(req); ok && len(r) != vema.MADSize {
 				t.Fatalf("answer of %d bytes", len(r))
