@@ -1,6 +1,7 @@
 package vnicd
 
 import (
+	"net/netip"
 	"time"
 
 	"github.com/opavnic/opavnic/vema"
@@ -57,7 +58,19 @@ func RuntimePathOf(socket string) string { return RuntimePath(socket) }
 
 // HeardFromSM makes the node look joined (Mgmt.joined): the SM gave it lid
 // and was heard just now.
-func (d *Daemon) HeardFromSM(lid uint32) {
-	d.hfi.SetLID(lid)
-	d.mgmt.lastSM.Store(time.Now().UnixNano())
+func (d *Daemon) HeardFromSM(lid uint32) { d.mgmt.HeardFromSM(lid) }
+
+// WatchAddr makes m follow its source address toward the FM as a node
+// listening on the wildcard address does, with src and local in place of
+// the kernel's route lookup and the host's address list. Call it before
+// m.Run.
+func (m *Mgmt) WatchAddr(src func(netip.AddrPort) (netip.Addr, error), local func(netip.Addr) bool) {
+	m.watch = &addrWatch{fm: m.cfg.FM, src: src, local: local}
+}
+
+// HeardFromSM makes the node look joined: the SM gave it lid and was heard
+// just now.
+func (m *Mgmt) HeardFromSM(lid uint32) {
+	m.hfi.SetLID(lid)
+	m.lastSM.Store(time.Now().UnixNano())
 }

@@ -57,6 +57,9 @@ type Mgmt struct {
 	// a response asked for. A ring, so unanswered announces take no room.
 	announced [announceTIDs]uint64
 	annNext   int
+	// watch follows the node's source address toward the FM when it
+	// listens on the wildcard address (nil otherwise).
+	watch *addrWatch
 
 	// Untrusted counts MADs from a source that is not the manager, and
 	// responses nobody asked for (mgmt_untrusted).
@@ -103,6 +106,9 @@ func NewMgmt(e *Engine, cfg MgmtConfig, log *zap.Logger) *Mgmt {
 	m.SMA = vema.NewSMA(cfg.NodeGUID, cfg.PortGUID, cfg.Description,
 		vema.SMAPort{LID: encap.LIDFrom16B(h.LID()), SubnetPrefix: cfg.SubnetPrefix, State: state, SAQP: 1},
 		m.applyPort)
+	if m.Managed() && h.Transport().LocalAddr().Addr().IsUnspecified() {
+		m.watch = newAddrWatch(cfg.FM)
+	}
 	e.SetEventHook(m.portEvent)
 	h.Register(encap.L4FabricMgt, m)
 	return m
@@ -350,28 +356,52 @@ func (m *Mgmt) joined() bool {
 }
 
 // Run sends announces (managed mode) until ctx is done: every second while
-// the node has no LID or has not heard from the SM for 3 s.
+// the node has no LID or has not heard from the SM for 3 s, and at once
+// when a node listening on the wildcard address loses the address the FM
+// knows it by (addrWatch).
 func (m *Mgmt) Run(ctx context.Context) {
 	if !m.Managed() {
 		return
 	}
 	t := time.NewTicker(announceIv)
 	defer t.Stop()
+	var watch <-chan time.Time
+	if m.watch != nil {
+		wt := time.NewTicker(addrWatchIv)
+		defer wt.Stop()
+		watch = wt.C
+	}
+	due := true
 	for {
-		if !m.joined() {
-			tid := m.tid.Add(1)
-			m.pendMu.Lock()
-			m.announced[m.annNext] = tid // a TrapRepress is a response we asked for
-			m.annNext = (m.annNext + 1) % announceTIDs
-			m.pendMu.Unlock()
-			m.send(m.SMA.Announce(tid), m.cfg.FMLID, scSMP, pkeyLimit, encap.QPNSMI, encap.QPNSMI, m.cfg.FM)
+		if due && !m.joined() {
+			m.announce()
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			due = true
+		case <-watch:
+			due = false
+			if old, cur, moved := m.watch.moved(); moved && m.joined() {
+				m.log.Info("the underlay address the FM knows this node by is gone: announcing from the new one",
+					zap.Stringer("old", old), zap.Stringer("new", cur))
+				m.lastSM.Store(0) // the FM cannot reach the node until it hears the announce
+				t.Reset(announceIv)
+				due = true
+			}
 		}
 	}
+}
+
+// announce sends one announce (PROTOCOL.md §2) to the FM.
+func (m *Mgmt) announce() {
+	tid := m.tid.Add(1)
+	m.pendMu.Lock()
+	m.announced[m.annNext] = tid // a TrapRepress is a response we asked for
+	m.annNext = (m.annNext + 1) % announceTIDs
+	m.pendMu.Unlock()
+	m.send(m.SMA.Announce(tid), m.cfg.FMLID, scSMP, pkeyLimit, encap.QPNSMI, encap.QPNSMI, m.cfg.FM)
 }
 
 // expect registers an SA query's TID; nil when MaxSAQueries are in flight.

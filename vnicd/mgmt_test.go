@@ -118,7 +118,11 @@ type mnode struct {
 	host   map[uint8]*taptest.Device
 }
 
-func newManagedNode(t *testing.T, n *hfitest.Network) *mnode {
+func newManagedNode(t *testing.T, n *hfitest.Network) *mnode { return newManagedNodeWith(t, n, nil) }
+
+// newManagedNodeWith is newManagedNode with before(mgmt) called before the
+// node starts.
+func newManagedNodeWith(t *testing.T, n *hfitest.Network, before func(*vnicd.Mgmt)) *mnode {
 	tr := n.Listen(tEPNode)
 	h := hfi.New(tr, hfi.Config{VerifyICRC: true})
 	dir, _ := hfi.NewDirectory(map[uint32]netip.AddrPort{fmLID: tEPFM}, nil)
@@ -132,6 +136,9 @@ func newManagedNode(t *testing.T, n *hfitest.Network) *mnode {
 	nd.mgmt = vnicd.NewMgmt(nd.engine, vnicd.MgmtConfig{NodeGUID: 0x1122, PortGUID: 0x1122, Description: "node",
 		FM: tEPFM, FMLID: fmLID}, nil)
 	t.Cleanup(func() { nd.engine.Close() })
+	if before != nil {
+		before(nd.mgmt)
+	}
 	go h.Run(t.Context())
 	go nd.mgmt.Run(t.Context())
 	return nd
