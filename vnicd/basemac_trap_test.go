@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +24,10 @@ type macEventDevice struct {
 	closeOnce sync.Once
 	mu        sync.Mutex
 	mac       [6]byte
+	// late: SetMAC returns first and its event comes 50 ms later, as a
+	// netlink event may reach the watcher after SetPort has returned.
+	late atomic.Bool
+	sent sync.WaitGroup
 }
 
 func (d *macEventDevice) Watch(context.Context) (<-chan vnicd.LinkEvent, error) { return d.events, nil }
@@ -31,6 +36,13 @@ func (d *macEventDevice) SetMAC(mac [6]byte) error {
 	d.mu.Lock()
 	d.mac = mac
 	d.mu.Unlock()
+	if d.late.Load() {
+		d.sent.Go(func() {
+			time.Sleep(50 * time.Millisecond)
+			d.events <- vnicd.LinkEvent{Up: true, MAC: mac, MTU: 1500}
+		})
+		return nil
+	}
 	d.events <- vnicd.LinkEvent{Up: true, MAC: mac, MTU: 1500}
 	time.Sleep(100 * time.Millisecond)
 	return nil
@@ -46,6 +58,7 @@ func (d *macEventDevice) userSetMAC(mac [6]byte) {
 }
 
 func (d *macEventDevice) Close() error {
+	d.sent.Wait()
 	d.closeOnce.Do(func() { close(d.events) })
 	return d.Device.Close()
 }
@@ -112,5 +125,34 @@ func TestEMBaseMACChangeSendsNoTrap(t *testing.T) {
 	}
 	if g := ucGen(); g != 1 {
 		t.Errorf("uc_macs_gen_count %d after the user's MAC change, want 1", g)
+	}
+
+	// The user sets it back to the base_mac_addr: a change by the user
+	// like any other (the kernel traps every ndo_set_mac_address), which
+	// the FM must hear of if it has learned the other MAC and is about to
+	// push it as the base.
+	dev.userSetMAC(info.VPort.BaseMACAddr)
+	if ops := trapOps(300 * time.Millisecond); len(ops) != 1 || ops[0] != vema.TrapIfaceUcastMACChange {
+		t.Errorf("the user's MAC change back to base_mac_addr sent traps %v, want [%d]", ops, vema.TrapIfaceUcastMACChange)
+	}
+	if g := ucGen(); g != 2 {
+		t.Errorf("uc_macs_gen_count %d after the user's change back to base_mac_addr, want 2", g)
+	}
+
+	// The EM pushes another base MAC whose event reaches the watcher only
+	// after the Set has returned: still the EM's change, no trap.
+	dev.late.Store(true)
+	info.VPort.BaseMACAddr = [6]byte{0x02, 0x11, 0x22, 0x33, 0x44, 0x56}
+	set()
+	if ops := trapOps(300 * time.Millisecond); len(ops) != 0 {
+		t.Errorf("the EM's base_mac_addr change reported after the Set sent traps %v; the kernel sends none", ops)
+	}
+	if g := ucGen(); g != 2 {
+		t.Errorf("uc_macs_gen_count %d after the EM's late-reported change, want 2", g)
+	}
+	// And the user's next change is trapped.
+	dev.userSetMAC([6]byte{0x02, 0x66, 0x77, 0x88, 0x99, 0xAB})
+	if ops := trapOps(300 * time.Millisecond); len(ops) != 1 || ops[0] != vema.TrapIfaceUcastMACChange {
+		t.Errorf("the user's MAC change after a late report sent traps %v, want [%d]", ops, vema.TrapIfaceUcastMACChange)
 	}
 }

@@ -54,7 +54,15 @@ type vportState struct {
 	// applied: the netdev reports the MAC change (its link watcher) while
 	// SetPort is still running, before info holds the new value.
 	applying [][6]byte
+	// owed are base_mac_addr values a Set put on the netdev whose change
+	// the link watcher had not yet reported when SetPort returned, oldest
+	// first: that report is the EM's change, not the user's.
+	owed [][6]byte
 }
+
+// maxOwedMACs bounds vportState.owed: a report that never comes (SetMAC
+// failed, logged) is forgotten after this many later Sets.
+const maxOwedMACs = 4
 
 var _ vema.PortController = (*EnginePorts)(nil)
 
@@ -144,8 +152,18 @@ func (c *EnginePorts) SetVESWPortInfo(vport uint8, info *vema.VESWPortInfo) erro
 	err := c.e.SetPort(vport, PortConfigFrom(info), c.netdev(vport), macs)
 	c.mu.Lock()
 	if s != nil {
-		if i := slices.Index(s.applying, info.VPort.BaseMACAddr); i >= 0 {
+		base := info.VPort.BaseMACAddr
+		if i := slices.Index(s.applying, base); i >= 0 {
 			s.applying = slices.Delete(s.applying, i, i+1)
+		}
+		// SetPort set the netdev's MAC when the base changed; if the
+		// watcher has not reported it yet, its report is owed. Taken with
+		// the removal from applying, so no report falls between the two.
+		if err == nil && s.info.VPort.BaseMACAddr != base && s.mac != base {
+			s.owed = append(s.owed, base)
+			if len(s.owed) > maxOwedMACs {
+				s.owed = slices.Delete(s.owed, 0, len(s.owed)-maxOwedMACs)
+			}
 		}
 	}
 	c.mu.Unlock()
@@ -270,8 +288,11 @@ func (c *EnginePorts) netdevMcast(vport uint8) bool {
 
 // netdevMAC records the netdev's MAC; it reports whether the change is the
 // user's (a trap with opcode 1 is due): not the first reading, and not the
-// EM's base_mac_addr, applied or being applied (the kernel sends no trap for
-// it, kernel-reference.md §4.9). A user change bumps uc_macs_gen_count.
+// report of a base_mac_addr a VESWPortInfo Set is applying or has applied
+// (the kernel sends no trap for the EM's change, and one for every
+// ndo_set_mac_address, kernel-reference.md §4.9: a user who sets the MAC
+// back to the base_mac_addr is trapped too). A user change bumps
+// uc_macs_gen_count.
 func (c *EnginePorts) netdevMAC(vport uint8, mac [6]byte, initial bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -283,7 +304,11 @@ func (c *EnginePorts) netdevMAC(vport uint8, mac [6]byte, initial bool) bool {
 		return false
 	}
 	s.mac = mac
-	if initial || mac == s.info.VPort.BaseMACAddr || slices.Contains(s.applying, mac) {
+	if initial || slices.Contains(s.applying, mac) {
+		return false
+	}
+	if i := slices.Index(s.owed, mac); i >= 0 {
+		s.owed = slices.Delete(s.owed, 0, i+1) // reports come in order: older ones are past
 		return false
 	}
 	s.ucGen++
