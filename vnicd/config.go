@@ -444,7 +444,8 @@ func (c *checker) buildNode(r *rawNode) NodeConfig {
 		n.FabricManager = ap
 	}
 	if n.Managed() {
-		if r.LID.Present() {
+		// Optional: absent, null or 0 waits for the SM to set the LID.
+		if v, ok := c.Number(r.LID, "node.lid"); ok && v != 0 {
 			n.LID = encap.LID(c.unicastLID(r.LID, "node.lid"))
 			if n.LID != 0 && n.LID == n.FMLID {
 				c.Failf("node.lid", r.LID, "%v is node.fm_lid, the FM's LID", n.LID)

@@ -123,3 +123,37 @@ func TestParseConfigManagedFMLIDClash(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestParseConfigManagedLIDZero: in managed mode node.lid is optional, and
+// configs/README.md and vnicd.example.yaml document "absent or 0 waits for
+// the SM"; `lid: 0` (as a template's ${LID:-0} gives) was refused as "0 is
+// not a LID".
+func TestParseConfigManagedLIDZero(t *testing.T) {
+	for _, text := range []string{
+		"node: {name: a, fabric_manager: '10.0.0.1'}",
+		"node: {name: a, fabric_manager: '10.0.0.1', lid: ~}",
+		"node: {name: a, fabric_manager: '10.0.0.1', lid: 0}",
+		"node: {name: a, fabric_manager: '10.0.0.1', lid: 0x0}",
+	} {
+		cfg, err := ParseConfig([]byte(text))
+		if err != nil {
+			t.Errorf("%s: %v", text, err)
+			continue
+		}
+		if cfg.Node.LID != 0 {
+			t.Errorf("%s: LID %v, want 0 (the SM sets it)", text, cfg.Node.LID)
+		}
+		out, err := cfg.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back, err := ParseConfig(out); err != nil || back.Node.LID != 0 {
+			t.Errorf("%s: marshalled back: %v %v", text, err, back)
+		}
+	}
+	// A static node still needs a real LID.
+	var ce *ConfigError
+	if _, err := ParseConfig([]byte("node: {name: a, lid: 0}")); !errors.As(err, &ce) || ce.Field != "node.lid" {
+		t.Errorf("static lid 0: %v, want an error at node.lid", err)
+	}
+}
