@@ -84,18 +84,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
-	path := *socket
-	if path == "" {
-		p, err := defaultSocket()
-		if err != nil {
-			fmt.Fprintf(stderr, "vnicctl: %v\n", err)
-			if errors.Is(err, errNoDaemon) {
-				return 1
-			}
-			return 2 // several: --socket must say which
-		}
-		path = p
-	}
 	cmd, rest := fs.Arg(0), fs.Args()[1:]
 	if sub, ok := strings.CutPrefix(cmd, "vnic_"); ok && (sub == "add" || sub == "del") {
 		// The control protocol's name (vnicctl commands lists it), not the CLI's.
@@ -111,6 +99,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "vnicctl: %s takes no arguments (flags go before the command)\n", cmd)
 			return 2
 		}
+	}
+	// vnic add and del are read before the socket is looked for, so that
+	// their usage errors and --help need no daemon.
+	var vnicName string
+	var vnicArgs any
+	if cmd == "vnic" {
+		var code int
+		var ok bool
+		if vnicName, vnicArgs, code, ok = parseVNIC(rest, stderr); !ok {
+			return code
+		}
+	}
+	path := *socket
+	if path == "" {
+		p, err := defaultSocket()
+		if err != nil {
+			fmt.Fprintf(stderr, "vnicctl: %v\n", err)
+			if errors.Is(err, errNoDaemon) {
+				return 1
+			}
+			return 2 // several: --socket must say which
+		}
+		path = p
 	}
 	var err error
 	switch cmd {
@@ -211,10 +222,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			})
 		}
 	case "vnic":
-		var code int
-		if code, err = vnicCmd(path, rest, stdout, stderr, *asJSON); code == 2 {
-			return 2
-		}
+		err = generic(path, vnicName, vnicArgs, stdout, *asJSON)
 	default:
 		// fabric, vesws, reload, commands, and whatever else the daemon
 		// (vnicd or opafm) answers: printed in the order the daemon wrote.

@@ -17,34 +17,43 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
-// vnicCmd runs "vnic add" and "vnic del". It returns 2 for bad usage (with
-// the message written to stderr), else 0 and the daemon's error.
-func vnicCmd(path string, args []string, stdout, stderr io.Writer, asJSON bool) (int, error) {
+// errUsage is a parse error whose message the parser has written to stderr.
+var errUsage = errors.New("bad usage")
+
+// parseVNIC reads "vnic add ..." and "vnic del ..." into the control command
+// and its arguments. It needs no daemon, so that "vnic add --help" works
+// with none running. When ok is false nothing is to be sent: exit with code,
+// 2 for bad usage or 0 after --help, the message already written to stderr.
+func parseVNIC(args []string, stderr io.Writer) (cmd string, a any, code int, ok bool) {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "vnicctl: vnic needs a subcommand: add or del")
-		return 2, nil
+		return "", nil, 2, false
 	}
+	var err error
 	switch args[0] {
 	case "add":
-		a, ok := parseVNICAdd(args[1:], stderr)
-		if !ok {
-			return 2, nil
-		}
-		return 0, generic(path, "vnic_add", a, stdout, asJSON)
+		cmd = "vnic_add"
+		a, err = parseVNICAdd(args[1:], stderr)
 	case "del", "delete", "rm":
-		a, ok := parseVNICDel(args[1:], stderr)
-		if !ok {
-			return 2, nil
-		}
-		return 0, generic(path, "vnic_del", a, stdout, asJSON)
+		cmd = "vnic_del"
+		a, err = parseVNICDel(args[1:], stderr)
+	default:
+		fmt.Fprintf(stderr, "vnicctl: unknown vnic subcommand %q: add or del\n", args[0])
+		return "", nil, 2, false
 	}
-	fmt.Fprintf(stderr, "vnicctl: unknown vnic subcommand %q: add or del\n", args[0])
-	return 2, nil
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return "", nil, 0, false
+	case err != nil:
+		return "", nil, 2, false
+	}
+	return cmd, a, 0, true
 }
 
 // parseVNICAdd reads the flags of "vnic add". Numbers go to the daemon as
 // written (decimal or 0x hex) and are checked there, by the config's rules.
-func parseVNICAdd(args []string, stderr io.Writer) (vnicd.VNICAddArgs, bool) {
+// It returns flag.ErrHelp after --help, errUsage after a usage error.
+func parseVNICAdd(args []string, stderr io.Writer) (vnicd.VNICAddArgs, error) {
 	fs := flag.NewFlagSet("vnicctl vnic add", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var a vnicd.VNICAddArgs
@@ -61,15 +70,15 @@ func parseVNICAdd(args []string, stderr io.Writer) (vnicd.VNICAddArgs, bool) {
 	fs.StringVar(&a.ConfigState, "config-state", "", "forwarding (default) or drop_all")
 	fs.StringVar(&a.Owner, "owner", "", "owner tag, for vnic del --owner")
 	if err := fs.Parse(args); err != nil {
-		return a, false
+		return a, usageErr(err)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "vnicctl: vnic add takes flags only, not %q\n", fs.Arg(0))
-		return a, false
+		return a, errUsage
 	}
 	if *vesw == "" {
 		fmt.Fprintf(stderr, "vnicctl: vnic add needs --vesw\nusage: vnicctl vnic add --vesw ID [--pkey PKEY] [--ifname NAME] [--netns NS] [--address CIDR]... (--help for all)\n")
-		return a, false
+		return a, errUsage
 	}
 	a.VESW = *vesw
 	for _, f := range []struct {
@@ -81,16 +90,17 @@ func parseVNICAdd(args []string, stderr io.Writer) (vnicd.VNICAddArgs, bool) {
 		}
 	}
 	a.Addresses = addrs
-	return a, true
+	return a, nil
 }
 
-func parseVNICDel(args []string, stderr io.Writer) (vnicd.VNICDelArgs, bool) {
+// parseVNICDel reads the arguments of "vnic del", with parseVNICAdd's errors.
+func parseVNICDel(args []string, stderr io.Writer) (vnicd.VNICDelArgs, error) {
 	fs := flag.NewFlagSet("vnicctl vnic del", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var a vnicd.VNICDelArgs
 	fs.StringVar(&a.Owner, "owner", "", "delete the VNIC of this owner instead of a vport")
 	if err := fs.Parse(args); err != nil {
-		return a, false
+		return a, usageErr(err)
 	}
 	err := error(nil)
 	switch {
@@ -107,7 +117,16 @@ func parseVNICDel(args []string, stderr io.Writer) (vnicd.VNICDelArgs, bool) {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "vnicctl: %v\nusage: vnicctl vnic del VPORT | --owner OWNER\n", err)
-		return a, false
+		return a, errUsage
 	}
-	return a, true
+	return a, nil
+}
+
+// usageErr is a flag.FlagSet's Parse error (already written to stderr):
+// flag.ErrHelp after -h or --help, else errUsage.
+func usageErr(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return flag.ErrHelp
+	}
+	return errUsage
 }
