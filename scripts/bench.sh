@@ -65,7 +65,7 @@ while (($#)); do
 	--queues) queues=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	--cpuprofile) profdir=$2; shift 2 ;;
-	-h | --help) sed -n '2,/^set -euo/{/^set -euo/!p}' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,/^set -euo/{/^set -euo/!p}' "scripts/${0##*/}"; exit 0 ;;
 	*) echo "bench: unknown argument $1" >&2; exit 2 ;;
 	esac
 done

@@ -34,7 +34,7 @@ while (($#)); do
 		[[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { echo "demo: --seconds takes a whole number of seconds, such as --seconds 10" >&2; exit 2; }
 		seconds=$2; shift 2 ;;
 	--managed) managed=1; shift ;;
-	-h | --help) sed -n '2,23p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,23p' "scripts/${0##*/}"; exit 0 ;;
 	*) echo "demo: unknown argument $1" >&2; exit 2 ;;
 	esac
 done

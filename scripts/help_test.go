@@ -12,7 +12,9 @@ import (
 // lines after the #! line up to the first that is not a comment), exits 0,
 // and names every option the script reads. stress.sh printed a fixed line
 // range that stopped two lines short of its header, dropping its --out
-// option's description.
+// option's description; and the scripts printed "$0" after changing to the
+// repository's root, so that --help run other than from the root (./demo.sh
+// in scripts/) failed with "sed: can't read".
 func TestScriptHelp(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
@@ -30,16 +32,22 @@ func TestScriptHelp(t *testing.T) {
 			}
 			header.WriteString(l + "\n")
 		}
-		// --help exits in the option loop, before any root check or work.
-		cmd := exec.Command("bash", "scripts/"+s, "--help")
-		cmd.Dir = ".."
-		out, err := cmd.Output()
-		if err != nil {
-			t.Errorf("%s --help: %v", s, err)
-			continue
-		}
-		if string(out) != header.String() {
-			t.Errorf("%s --help printed:\n%s\nwant its header comment:\n%s", s, out, header.String())
+		// --help exits in the option loop, before any root check or work,
+		// but after the script's cd to the repository: run it from there
+		// and from elsewhere (here, scripts/).
+		var out []byte
+		for _, run := range []struct{ dir, path string }{{"..", "scripts/" + s}, {".", "./" + s}} {
+			cmd := exec.Command("bash", run.path, "--help")
+			cmd.Dir = run.dir
+			o, err := cmd.Output()
+			if err != nil {
+				t.Errorf("%s --help in %s: %v", run.path, run.dir, err)
+				continue
+			}
+			if string(o) != header.String() {
+				t.Errorf("%s --help in %s printed:\n%s\nwant its header comment:\n%s", run.path, run.dir, o, header.String())
+			}
+			out = o
 		}
 		for _, m := range option.FindAllStringSubmatch(string(text), -1) {
 			if m[1] != "--help" && !strings.Contains(string(out), m[1]) {

@@ -44,7 +44,7 @@ while (($#)); do
 	--faults-only) fuzz=0; shift ;;
 	--match) value "$@"; match=$2; shift 2 ;;
 	--out) value "$@"; out=$2; shift 2 ;;
-	-h | --help) sed -n '2,/^set -euo/{/^set -euo/!p}' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,/^set -euo/{/^set -euo/!p}' "scripts/${0##*/}"; exit 0 ;;
 	*) echo "stress: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
