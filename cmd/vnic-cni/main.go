@@ -234,12 +234,18 @@ func unreachable(err error) bool {
 }
 
 // transient reports whether an ADD failed for a reason that should clear
-// up by itself: vnicd not running (it is restarted), or no free port on the
-// vesw (a managed node the fabric manager has not configured yet, or every
-// port taken until a container goes).
+// up by itself: vnicd not running (it is restarted), busy (it serves
+// vnicd.MaxControlConns requests at once: many pods at once on the node),
+// or no free port on the vesw (a managed node the fabric manager has not
+// configured yet, or every port taken until a container goes).
 func transient(err error) bool {
-	return unreachable(err) || strings.Contains(err.Error(), vnicd.ErrNoFreePort.Error())
+	return unreachable(err) || busy(err) || strings.Contains(err.Error(), vnicd.ErrNoFreePort.Error())
 }
+
+// busy reports whether vnicd refused the request because it was serving
+// as many as it takes (vnicd.ErrBusy, which vnicd.Call returns as text):
+// it did nothing, and the same request later should go through.
+func busy(err error) bool { return strings.Contains(err.Error(), vnicd.ErrBusy.Error()) }
 
 // tryAgain is err as the CNI error "try again later" (code 11), which tells
 // the runtime to retry the ADD rather than give up (SPEC.md, Error codes).
@@ -281,7 +287,11 @@ func cmdDel(args *skel.CmdArgs) error {
 		if conf.Socket == "" {
 			return err // findSocket's
 		}
-		return fmt.Errorf("vnic-cni: vnicd at %s: %w", conf.Socket, err)
+		err = fmt.Errorf("vnic-cni: vnicd at %s: %w", conf.Socket, err)
+		if busy(err) {
+			return tryAgain(err)
+		}
+		return err
 	}
 	if conf.IPAM.Type != "" {
 		if err := ipam.ExecDel(conf.IPAM.Type, args.StdinData); err != nil {
