@@ -47,6 +47,7 @@ import (
 	"syscall"
 
 	"github.com/containernetworking/cni/pkg/invoke"
+	cnins "github.com/containernetworking/cni/pkg/ns"
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -151,6 +152,16 @@ func cmdAdd(args *skel.CmdArgs) error {
 	}
 	if args.Netns == "" {
 		return errors.New("vnic-cni: no network namespace (CNI_NETNS)")
+	}
+	// skel refuses the plugin's own namespace (the host's: a stale
+	// /proc/PID/ns/net whose PID a host process took), but only after
+	// cmdAdd has run; refuse it before vnicd puts a VNIC there.
+	if o := args.NetnsOverride; strings.ToUpper(o) != "TRUE" && o != "1" {
+		if same, cerr := cnins.CheckNetNS(args.Netns); cerr != nil {
+			return cerr
+		} else if same {
+			return types.NewError(types.ErrInvalidNetNS, "vnic-cni: CNI_NETNS "+args.Netns+" is the plugin's own network namespace, not a container's", "")
+		}
 	}
 	// After another plugin in a chain, its result is passed on with this
 	// VNIC added (SPEC.md, ADD: a plugin MUST handle prevResult).
