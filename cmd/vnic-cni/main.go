@@ -106,13 +106,16 @@ func loadConf(data []byte) (*NetConf, error) {
 }
 
 // parseConf reads the network config; Socket stays empty if it names none.
+// Its errors are the spec's well-known codes: 6 (failed to decode) for a
+// config that does not decode, 7 (invalid network config) for one without
+// a vesw.
 func parseConf(data []byte) (*NetConf, error) {
 	var c NetConf
 	if err := json.Unmarshal(data, &c); err != nil {
-		return nil, fmt.Errorf("vnic-cni: bad network config: %w", err)
+		return nil, types.NewError(types.ErrDecodingFailure, "vnic-cni: bad network config: "+err.Error(), "")
 	}
 	if c.VESW == nil {
-		return nil, errors.New("vnic-cni: the network config needs vesw (and pkey, unless vnicd is managed by a fabric manager)")
+		return nil, types.NewError(types.ErrInvalidNetworkConfig, "vnic-cni: the network config needs vesw (and pkey, unless vnicd is managed by a fabric manager)", "")
 	}
 	return &c, nil
 }
