@@ -61,6 +61,11 @@ type Mgmt struct {
 	// listens on the wildcard address (nil otherwise).
 	watch *addrWatch
 
+	// refused holds, per vport, the reason the EM's last refused Set was
+	// warned about, so that a Set the FM retries is warned about once.
+	refusedMu sync.Mutex
+	refused   map[uint8]string
+
 	// Untrusted counts MADs from a source that is not the manager, and
 	// responses nobody asked for (mgmt_untrusted).
 	Untrusted atomic.Uint64
@@ -180,6 +185,9 @@ func (m *Mgmt) Receive(pkt []byte, h encap.Header16B, src netip.AddrPort) {
 		sc, pkey = scSMP, pkeyLimit
 	case vema.ClassVEMA:
 		resp, ok = m.Agent.Handle(mad)
+		if ok && method == vema.MethodSet {
+			m.noteSet(mad, resp)
+		}
 	case vema.ClassDirectory:
 		resp, ok = m.handleDirectory(mad)
 	default:
@@ -191,6 +199,38 @@ func (m *Mgmt) Receive(pkt []byte, h encap.Header16B, src netip.AddrPort) {
 		return
 	}
 	m.send(resp, slid, sc, pkey, mp.SrcQPN, mp.DestQPN, src)
+}
+
+// noteSet warns when the node refuses a VEMA Set of the EM (a netdev name
+// taken in the target namespace, say): the FM logs the status it got, and
+// the node says why. A refusal the FM's retries repeat is warned about
+// once, until a Set of that vport succeeds or fails otherwise.
+func (m *Mgmt) noteSet(req, resp []byte) {
+	if len(resp) < vema.MADHeaderLen || len(req) < vema.MADHeaderLen {
+		return
+	}
+	vport := uint8(binary.BigEndian.Uint32(req[20:]))
+	st := vema.Status(binary.BigEndian.Uint16(resp[4:]))
+	reason := st.String()
+	if err := m.Ports.takeErr(); err != nil {
+		reason = err.Error()
+	}
+	m.refusedMu.Lock()
+	defer m.refusedMu.Unlock()
+	if st == vema.StatusSuccess {
+		delete(m.refused, vport)
+		return
+	}
+	if m.refused == nil {
+		m.refused = map[uint8]string{}
+	}
+	if m.refused[vport] == reason {
+		return
+	}
+	m.refused[vport] = reason
+	m.log.Warn("refused a VEMA Set of the fabric manager", zap.Uint8("vport", vport),
+		zap.String("attr", vema.VEMAAttrName(binary.BigEndian.Uint16(req[16:]))), zap.Stringer("status", st),
+		zap.String("reason", reason))
 }
 
 // Flush is part of hfi.Receiver; management packets are handled at once.
