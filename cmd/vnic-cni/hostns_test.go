@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -51,5 +52,43 @@ func TestAddRefusesPluginNetNS(t *testing.T) {
 	args.NetnsOverride = "true"
 	if _, err := captureStdout(t, func() error { return cmdAdd(args) }); err != nil || adds.Load() != 1 {
 		t.Errorf("ADD with CNI_NETNS_OVERRIDE: %v, %d vnic_add; want it through", err, adds.Load())
+	}
+}
+
+// TestDelNoVnicdPluginNetNS: with vnicd not running, DEL removes the
+// container's TAP itself, but not in the plugin's own namespace: a
+// CNI_NETNS that names it (the stale /proc/PID/ns/net above) is not the
+// container's, and a netdev there named CNI_IFNAME may be another of
+// vnicd's VNICs. The addresses are released either way.
+func TestDelNoVnicdPluginNetNS(t *testing.T) {
+	var removed []string
+	old := removeTAP
+	removeTAP = func(netns, name string, _ func(string) bool) error {
+		removed = append(removed, netns+" "+name)
+		return nil
+	}
+	t.Cleanup(func() { removeTAP = old })
+	conf := []byte(`{"cniVersion": "1.1.0", "name": "red", "type": "vnic-cni", "vesw": 1, "ipam": {"type": "fakeipam"}}`)
+	for _, tc := range []struct {
+		netns, override string
+		remove          bool
+	}{
+		{"/proc/self/ns/net", "", false},
+		{"/proc/self/ns/net", "true", true},
+		{"/var/run/netns/does-not-exist", "", true},
+	} {
+		useSocketDir(t) // no vnicd socket
+		log := fakeIPAM(t)
+		removed = nil
+		args := &skel.CmdArgs{ContainerID: "c1", IfName: "net1", Netns: tc.netns, NetnsOverride: tc.override, StdinData: conf}
+		if err := cmdDel(args); err != nil {
+			t.Fatalf("DEL in %s (override %q) with no vnicd: %v", tc.netns, tc.override, err)
+		}
+		if got := len(removed) == 1; got != tc.remove || len(removed) > 1 {
+			t.Errorf("DEL in %s (override %q) with no vnicd removed %q; want a removal: %v", tc.netns, tc.override, removed, tc.remove)
+		}
+		if b, err := os.ReadFile(log); err != nil || string(b) != "DEL c1\n" {
+			t.Errorf("IPAM calls %q (%v); want one DEL of c1", b, err)
+		}
 	}
 }

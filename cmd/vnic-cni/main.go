@@ -159,12 +159,10 @@ func cmdAdd(args *skel.CmdArgs) error {
 	// skel refuses the plugin's own namespace (the host's: a stale
 	// /proc/PID/ns/net whose PID a host process took), but only after
 	// cmdAdd has run; refuse it before vnicd puts a VNIC there.
-	if o := args.NetnsOverride; strings.ToUpper(o) != "TRUE" && o != "1" {
-		if same, cerr := cnins.CheckNetNS(args.Netns); cerr != nil {
-			return cerr
-		} else if same {
-			return types.NewError(types.ErrInvalidNetNS, "vnic-cni: CNI_NETNS "+args.Netns+" is the plugin's own network namespace, not a container's", "")
-		}
+	if same, cerr := ownNetNS(args); cerr != nil {
+		return cerr
+	} else if same {
+		return types.NewError(types.ErrInvalidNetNS, "vnic-cni: CNI_NETNS "+args.Netns+" is the plugin's own network namespace, not a container's", "")
 	}
 	// After another plugin in a chain, its result is passed on with this
 	// VNIC added (SPEC.md, ADD: a plugin MUST handle prevResult).
@@ -279,6 +277,23 @@ func where(conf *NetConf) string {
 	return "vnicd at " + conf.Socket
 }
 
+// ownNetNS reports whether CNI_NETNS is the plugin's own network namespace
+// (the host's), as skel checks it, unless CNI_NETNS_OVERRIDE says to let it
+// through.
+func ownNetNS(args *skel.CmdArgs) (bool, error) {
+	if o := args.NetnsOverride; strings.ToUpper(o) == "TRUE" || o == "1" {
+		return false, nil
+	}
+	same, cerr := cnins.CheckNetNS(args.Netns)
+	if cerr != nil { // a *types.Error: a nil one must not become a non-nil error
+		return false, cerr
+	}
+	return same, nil
+}
+
+// removeTAP is vnicd.RemovePersistentTAP; tests replace it.
+var removeTAP = vnicd.RemovePersistentTAP
+
 func cmdDel(args *skel.CmdArgs) error {
 	conf, err := parseConf(args.StdinData)
 	if err != nil {
@@ -293,8 +308,15 @@ func cmdDel(args *skel.CmdArgs) error {
 		// No vnicd: its runtime VNIC (static) or claimed port (managed)
 		// stays in the container (persistent) for vnicd to take over when
 		// it starts. Remove it here; vnicd drops the VNIC or ends the
-		// claim when it finds the netdev gone.
-		if err := vnicd.RemovePersistentTAP(args.Netns, args.IfName, claimedAlias); err != nil && !errors.Is(err, vnicd.ErrNotOurTAP) {
+		// claim when it finds the netdev gone. Not in the plugin's own
+		// namespace: a CNI_NETNS that names it (a stale /proc/PID/ns/net
+		// whose PID a host process took) is not the container's, whose
+		// namespace, and the TAP in it, are gone; a host netdev of the
+		// same name may be another VNIC of vnicd's.
+		if own, _ := ownNetNS(args); own {
+			break
+		}
+		if err := removeTAP(args.Netns, args.IfName, claimedAlias); err != nil && !errors.Is(err, vnicd.ErrNotOurTAP) {
 			return fmt.Errorf("vnic-cni: %s does not answer, and removing %s: %w", where(conf), args.IfName, err)
 		}
 	case err != nil && !unreachable(err):
