@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
@@ -487,13 +488,16 @@ func (d *Daemon) setPersist(p *Port, on bool) error {
 }
 
 // claimAdd is vnic_add on a managed node.
-func (d *Daemon) claimAdd(args json.RawMessage) (any, error) {
+func (d *Daemon) claimAdd(deadline time.Time, args json.RawMessage) (any, error) {
 	r, err := claimFromArgs(args)
 	if err != nil {
 		return nil, err
 	}
 	d.rt.op.Lock()
 	defer d.rt.op.Unlock()
+	if err := startBy(deadline); err != nil {
+		return nil, err
+	}
 	if r.owner != "" {
 		if vps := d.claims.owned(func(o string) bool { return o == r.owner }); len(vps) > 0 {
 			return nil, fmt.Errorf("owner: %q already holds vport %d", r.owner, vps[0])

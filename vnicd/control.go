@@ -60,13 +60,18 @@ const (
 // Handler answers one command; args may be empty.
 type Handler func(args json.RawMessage) (any, error)
 
+// DeadlineHandler is a Handler told when the request's connection times
+// out (its client, which set the same timeout when it dialled, has given
+// up by then).
+type DeadlineHandler func(deadline time.Time, args json.RawMessage) (any, error)
+
 // ControlServer serves the control socket.
 type ControlServer struct {
 	log      *zap.Logger
 	path     string
 	ln       *net.UnixListener
 	mu       sync.RWMutex
-	handlers map[string]Handler
+	handlers map[string]DeadlineHandler
 	wg       sync.WaitGroup
 	slots    chan struct{} // one per connection being served
 
@@ -76,8 +81,30 @@ type ControlServer struct {
 	busyWarn time.Time
 }
 
+// BusyPrefix begins every answer that means "busy, nothing was done, try
+// again": ErrBusy and ErrLate.
+const BusyPrefix = "vnicd: busy: "
+
 // ErrBusy is the answer to a connection beyond MaxControlConns.
-var ErrBusy = fmt.Errorf("vnicd: busy: %d control connections are being served; try again", MaxControlConns)
+var ErrBusy = fmt.Errorf(BusyPrefix+"%d control connections are being served; try again", MaxControlConns)
+
+// ErrLate is the answer to a request that changes state (vnic_add) and
+// waited for the requests before it until too little of its time was left
+// (LateMargin): its client may be gone before it is done, and would not
+// learn of a VNIC made for it. Nothing was done.
+var ErrLate = errors.New(BusyPrefix + "this request waited for others until too close to its timeout, and was not started; try again")
+
+// LateMargin is the time a state-changing request must have left when its
+// turn comes (ErrLate); such a request takes tens of milliseconds.
+const LateMargin = 1500 * time.Millisecond
+
+// startBy returns ErrLate when less than LateMargin is left before deadline.
+func startBy(deadline time.Time) error {
+	if time.Until(deadline) < LateMargin {
+		return ErrLate
+	}
+	return nil
+}
 
 // ErrSocketInUse is returned when another live daemon serves the socket path.
 var ErrSocketInUse = errors.New("control socket is in use by a running daemon")
@@ -121,7 +148,7 @@ func ListenControl(path string, log *zap.Logger) (*ControlServer, error) {
 			return nil, fmt.Errorf("control socket: %w", err)
 		}
 	}
-	s := &ControlServer{log: log.Named("control"), path: path, ln: ln, handlers: map[string]Handler{},
+	s := &ControlServer{log: log.Named("control"), path: path, ln: ln, handlers: map[string]DeadlineHandler{},
 		slots: make(chan struct{}, MaxControlConns)}
 	s.Handle("commands", func(json.RawMessage) (any, error) { return s.commands(), nil })
 	return s, nil
@@ -132,6 +159,11 @@ func (s *ControlServer) Path() string { return s.path }
 
 // Handle registers h for cmd.
 func (s *ControlServer) Handle(cmd string, h Handler) {
+	s.HandleDeadline(cmd, func(_ time.Time, args json.RawMessage) (any, error) { return h(args) })
+}
+
+// HandleDeadline registers h for cmd; h is told the request's deadline.
+func (s *ControlServer) HandleDeadline(cmd string, h DeadlineHandler) {
 	s.mu.Lock()
 	s.handlers[cmd] = h
 	s.mu.Unlock()
@@ -201,7 +233,8 @@ func (s *ControlServer) Close() error { return s.ln.Close() }
 
 func (s *ControlServer) serveConn(c *net.UnixConn) {
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(controlTimeout))
+	deadline := time.Now().Add(controlTimeout)
+	_ = c.SetDeadline(deadline)
 	r := bufio.NewReaderSize(c, 4096)
 	line, err := readLine(r, maxRequest)
 	resp := Response{}
@@ -224,7 +257,7 @@ func (s *ControlServer) serveConn(c *net.UnixConn) {
 			resp.Error = fmt.Sprintf("unknown command %q (try \"commands\")", req.Cmd)
 			break
 		}
-		data, err := h(req.Args)
+		data, err := h(deadline, req.Args)
 		if err != nil {
 			resp.Error = err.Error()
 			break

@@ -74,3 +74,6 @@ func (m *Mgmt) HeardFromSM(lid uint32) {
 	m.hfi.SetLID(lid)
 	m.lastSM.Store(time.Now().UnixNano())
 }
+
+// ControlTimeout is how long a control connection may take.
+const ControlTimeout = controlTimeout

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -306,7 +307,7 @@ func (d *Daemon) netdevFor(vport uint8) NetdevConfig {
 }
 
 func (d *Daemon) registerRuntime() {
-	d.ctl.Handle("vnic_add", d.vnicAdd)
+	d.ctl.HandleDeadline("vnic_add", d.vnicAdd)
 	d.ctl.Handle("vnic_del", d.vnicDel)
 	d.ctl.Handle("vnic_gc", d.vnicGC)
 }
@@ -342,12 +343,19 @@ func (d *Daemon) status(vport uint8) (VNICStatus, bool) {
 	return VNICStatus{}, false
 }
 
-func (d *Daemon) vnicAdd(args json.RawMessage) (any, error) {
+// vnicAdd is vnic_add. Its turn may come after other requests have held
+// the daemon (rt.op) for a while: with too little of its time left it does
+// nothing (ErrLate), since a VNIC made after its client gave up would stay
+// with nobody knowing of it.
+func (d *Daemon) vnicAdd(deadline time.Time, args json.RawMessage) (any, error) {
 	if d.mgmt.Managed() {
-		return d.claimAdd(args)
+		return d.claimAdd(deadline, args)
 	}
 	d.rt.op.Lock()
 	defer d.rt.op.Unlock()
+	if err := startBy(deadline); err != nil {
+		return nil, err
+	}
 	s, err := d.addRuntime(args, nil)
 	if err != nil {
 		return nil, err

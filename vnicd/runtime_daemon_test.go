@@ -25,6 +25,13 @@ func startFakeDaemon(t testing.TB, cfgText string) string {
 // buffers small.
 func startFakeDaemonBatch(t testing.TB, cfgText string, batch int) string {
 	t.Helper()
+	return startFakeDaemonWith(t, cfgText, batch, nil)
+}
+
+// startFakeDaemonWith is startFakeDaemonBatch with made(spec) called for
+// every device the daemon makes, before it is made.
+func startFakeDaemonWith(t testing.TB, cfgText string, batch int, made func(vnicd.DeviceSpec)) string {
+	t.Helper()
 	sock := filepath.Join(t.TempDir(), "vnicd.sock")
 	pc, err := net.ListenPacket("udp4", "127.0.0.1:0") // a free port for the HFI
 	if err != nil {
@@ -38,6 +45,9 @@ func startFakeDaemonBatch(t testing.TB, cfgText string, batch int) string {
 		t.Fatal(err)
 	}
 	factory := func(s vnicd.DeviceSpec) (vnicd.Device, error) {
+		if made != nil {
+			made(s)
+		}
 		a, _ := taptest.Pair(taptest.Options{Names: [2]string{s.Netdev.IfName, "peer"}, BatchSize: batch})
 		_ = a.MoveTo(s.Netdev.NetNS, s.Netdev.IfName, nil) // placed as the TAP factory places it
 		return a, nil

@@ -255,9 +255,10 @@ func transient(err error) bool {
 }
 
 // busy reports whether vnicd refused the request because it was serving
-// as many as it takes (vnicd.ErrBusy, which vnicd.Call returns as text):
-// it did nothing, and the same request later should go through.
-func busy(err error) bool { return strings.Contains(err.Error(), vnicd.ErrBusy.Error()) }
+// as many as it takes (vnicd.ErrBusy), or because the request's turn came
+// too close to its timeout (vnicd.ErrLate); vnicd.Call returns them as
+// text: it did nothing, and the same request later should go through.
+func busy(err error) bool { return strings.Contains(err.Error(), vnicd.BusyPrefix) }
 
 // tryAgain is err as the CNI error "try again later" (code 11), which tells
 // the runtime to retry the ADD rather than give up (SPEC.md, Error codes).

@@ -14,7 +14,7 @@ import (
 )
 
 // An ADD that fails for a reason that clears up by itself (vnicd not
-// running, no free port yet) is CNI error 11, "try again later", so that
+// running, no free port yet, its turn came too late) is CNI error 11, "try again later", so that
 // the runtime retries; other failures are not.
 func TestAddTryAgainLater(t *testing.T) {
 	conf := []byte(`{"cniVersion": "1.1.0", "name": "red", "type": "vnic-cni", "vesw": 1}`)
@@ -26,6 +26,7 @@ func TestAddTryAgainLater(t *testing.T) {
 	}{
 		{"no vnicd", nil, types.ErrTryAgainLater},
 		{"no free port", errors.New(vnicd.ErrNoFreePort.Error() + ": vesw 1 on node host-a is not configured by the fabric manager yet"), types.ErrTryAgainLater},
+		{"too late to start", vnicd.ErrLate, types.ErrTryAgainLater},
 		{"bad arguments", errors.New("bad arguments: pkey 0x8002 is not vesw 1's"), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
