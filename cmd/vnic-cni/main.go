@@ -338,6 +338,23 @@ func cmdDel(args *skel.CmdArgs) error {
 	return nil
 }
 
+// missingVNIC is CHECK's error when vnicd lists no VNIC of owner. A
+// managed vnicd that restarted holds its claims pending until the EM makes
+// their ports again: that is said, as try again later (code 11), rather
+// than that the VNIC is gone.
+func missingVNIC(socket, owner string) error {
+	var cs []vnicd.Claim
+	if err := vnicd.Call(socket, "claims", nil, &cs); err == nil {
+		for _, c := range cs {
+			if c.Owner == owner && c.State == vnicd.ClaimPending {
+				return types.NewError(types.ErrTryAgainLater, fmt.Sprintf("vnic-cni: vnicd's claim of %s (vport %d, vesw %d) is pending: "+
+					"vnicd restarted and the fabric manager has not configured the port again yet", owner, c.VPort, c.VESW), "")
+			}
+		}
+	}
+	return fmt.Errorf("vnic-cni: vnicd has no VNIC of %s", owner)
+}
+
 func cmdCheck(args *skel.CmdArgs) error {
 	conf, err := loadConf(args.StdinData)
 	if err != nil {
@@ -387,7 +404,7 @@ func cmdCheck(args *skel.CmdArgs) error {
 		}
 	}
 	if !found {
-		return fmt.Errorf("vnic-cni: vnicd has no VNIC of %s", own)
+		return missingVNIC(conf.Socket, own)
 	}
 	err = ns.WithNetNSPath(args.Netns, func(ns.NetNS) error {
 		l, err := netlink.LinkByName(args.IfName)
