@@ -443,14 +443,14 @@ func (c *checker) buildFM(r *rawFM) FMConfig {
 	}
 	f.LID = uint32(c.Ranged(r.LID, "fm.lid", 1, DefaultPoolEnd, DefaultLID, true))
 	f.Listen = netip.AddrPortFrom(netip.IPv6Unspecified(), DefaultUDPPort)
-	if s, ok := c.Text(r.Listen, "fm.listen"); ok {
+	if s, _ := c.Text(r.Listen, "fm.listen"); s != "" {
 		ap, err := parseListen(s)
 		if err != nil {
 			c.Failf("fm.listen", r.Listen, "%q: %v", s, err)
 		}
 		f.Listen = ap
 	}
-	if s, ok := c.Text(r.SubnetPrefix, "fm.subnet_prefix"); ok {
+	if s, _ := c.Text(r.SubnetPrefix, "fm.subnet_prefix"); s != "" {
 		p, err := encap.ParseSubnetPrefix(s)
 		if err != nil {
 			c.Failf("fm.subnet_prefix", r.SubnetPrefix, "%q: %v", s, err)
@@ -458,7 +458,7 @@ func (c *checker) buildFM(r *rawFM) FMConfig {
 		f.SubnetPrefix = p
 	}
 	f.ControlSocket = DefaultControlSocket(f.Name)
-	if s, ok := c.Text(r.ControlSocket, "fm.control_socket"); ok {
+	if s, _ := c.Text(r.ControlSocket, "fm.control_socket"); s != "" {
 		switch {
 		case len(s) < 2 || s[0] != '/' && s[0] != '@':
 			c.Failf("fm.control_socket", r.ControlSocket, "%q must be an absolute path (or @name for an abstract socket)", s)
@@ -553,7 +553,7 @@ func (c *checker) buildVESW(r *rawVESW, path string, nodes map[string]bool) VESW
 	v.SC.UC, v.SC.MC, v.SC.NonVLANUC, v.SC.NonVLANMC = c.ClassMap(&r.SC, path+".sc")
 	v.VL.UC, v.VL.MC, v.VL.NonVLANUC, v.VL.NonVLANMC = c.ClassMap(&r.VL, path+".vl")
 	v.AdminUp = true
-	if s, ok := c.Text(r.AdminState, path+".admin_state"); ok {
+	if s, _ := c.Text(r.AdminState, path+".admin_state"); s != "" {
 		switch s {
 		case "up":
 		case "down":
@@ -586,7 +586,7 @@ func (c *checker) buildVESW(r *rawVESW, path string, nodes map[string]bool) VESW
 			c.Failf(mp, rm.Node, "node %q vport %d is listed twice", m.Node, m.VPort)
 		}
 		members[key{m.Node, m.VPort}] = true
-		if s, ok := c.Text(rm.MAC, mp+".mac"); ok {
+		if s, _ := c.Text(rm.MAC, mp+".mac"); s != "" {
 			mac, err := parseMAC(s)
 			if err != nil {
 				c.Failf(mp+".mac", rm.MAC, "%q: %v", s, err)

@@ -23,6 +23,22 @@ func TestParseConfigDefaults(t *testing.T) {
 	}
 }
 
+// An empty string in a string field takes its default, as in vnicd's
+// config (configs/README.md, "How a file is read"): a template's
+// ${VAR:-} leaves the field to the default.
+func TestParseConfigEmptyStringDefaults(t *testing.T) {
+	c := mustConfig(t, `fm: {name: x, listen: "", subnet_prefix: "", control_socket: ""}
+nodes: [{name: a}]
+vesws: [{id: 3, pkey: 0x8003, admin_state: "", members: [{node: a, vport: 0, mac: ""}]}]
+`)
+	if c.FM.Listen.String() != "[::]:4793" || c.FM.SubnetPrefix != 0xFE80000000000000 || c.FM.ControlSocket != "/run/opavnic/opafm-x.sock" {
+		t.Errorf("fm with empty strings: %+v", c.FM)
+	}
+	if v := c.VESWs[0]; !v.AdminUp || v.Members[0].MAC != ([6]byte{}) {
+		t.Errorf("vesw with empty strings: admin up %v, member mac %v", v.AdminUp, v.Members[0].MAC)
+	}
+}
+
 func TestShippedConfigsParse(t *testing.T) {
 	for _, p := range []string{"../../configs/fabric.example.yaml", "../../configs/demo/fabric.yaml"} {
 		c, err := LoadConfig(p)
