@@ -431,7 +431,7 @@ func claimFromArgs(args []byte) (claimRequest, error) {
 		r.ethMTU = &v
 	}
 	if a.McastDLID.Present() {
-		v := ck.multicastLID(a.McastDLID, "vnic.vesw.mcast_dlid")
+		v := ck.MulticastLID(a.McastDLID, "vnic.vesw.mcast_dlid")
 		r.mcastDLID = &v
 	}
 	r.netdev = ck.buildNetdev(&rawPort{IfName: a.IfName, NetNS: a.NetNS, Addresses: a.Addresses}, "vnic.port", 0)

@@ -346,25 +346,6 @@ func (c *checker) unicastLID(l leaf, path string) uint32 {
 	return 0
 }
 
-// multicastLID parses a 16B multicast LID (0xF00000..0xF7FFFF); 0 when
-// absent or bad.
-func (c *checker) multicastLID(l leaf, path string) uint32 {
-	v, ok := c.Number(l, path)
-	switch {
-	case !ok:
-		return 0
-	case v >= uint64(encap.LID16BMulticast) && v < uint64(encap.LID16BCollective):
-		return uint32(v)
-	case v >= uint64(encap.LIDMulticastBase) &&
-		v-uint64(encap.LIDMulticastBase) < uint64(encap.LID16BCollective-encap.LID16BMulticast):
-		// A 32-bit multicast LID whose 16B form is a group LID.
-		c.Failf(path, l, "0x%X is a 32-bit multicast LID; write its 16B form 0x%X", v, encap.LID(v).To16B())
-	default:
-		c.Failf(path, l, "0x%X is not a 16B multicast LID (0xF00000..0xF7FFFF; collective and permissive LIDs are not groups)", v)
-	}
-	return 0
-}
-
 func (r *rawConfig) build() (*Config, error) {
 	c := &checker{}
 	cfg := &Config{}
@@ -600,7 +581,7 @@ func (c *checker) buildGroups(raw []rawGroup, known map[uint32]string, groups ma
 		}
 		var g MulticastGroup
 		if c.Required(r.LID, path+".lid") {
-			g.LID = c.multicastLID(r.LID, path+".lid")
+			g.LID = c.MulticastLID(r.LID, path+".lid")
 			if _, dup := groups[g.LID]; dup && g.LID != 0 {
 				c.Failf(path+".lid", r.LID, "group 0x%X is declared twice", g.LID)
 			}
@@ -747,7 +728,7 @@ func (c *checker) buildVESW(r *rawVESW, path string, self encap.LID, known map[u
 	}
 	if r.McastDLID.Present() {
 		if n, ok := c.Number(r.McastDLID, path+".mcast_dlid"); ok && n != 0 {
-			v.McastDLID = c.multicastLID(r.McastDLID, path+".mcast_dlid")
+			v.McastDLID = c.MulticastLID(r.McastDLID, path+".mcast_dlid")
 			members, declared := groups[v.McastDLID]
 			switch {
 			case v.McastDLID == 0:
@@ -791,7 +772,7 @@ func (c *checker) dlid(l leaf, path string, self encap.LID, known map[uint32]str
 		return 0
 	}
 	if groups != nil && encap.Is16BMulticast(uint32(v)) {
-		g := c.multicastLID(l, path)
+		g := c.MulticastLID(l, path)
 		if _, declared := groups[g]; g != 0 && !declared {
 			c.Failf(path, l, "group 0x%X is not declared under multicast", g)
 		}

@@ -109,3 +109,22 @@ func (c *Checker) ClassMap(r *RawClassMap, path string) (uc, mc [8]uint8, nonUC,
 	nonMC = uint8(c.Ranged(r.NonVLANMC, path+".non_vlan_mc", 0, MaxSC, 0, false))
 	return uc, mc, nonUC, nonMC
 }
+
+// MulticastLID parses a 16B multicast group LID (0xF00000..0xF7FFFF); 0
+// when absent or bad. A 32-bit multicast LID whose 16B form is a group LID
+// is refused with that form in the message.
+func (c *Checker) MulticastLID(l Leaf, path string) uint32 {
+	v, ok := c.Number(l, path)
+	switch {
+	case !ok:
+		return 0
+	case v >= uint64(encap.LID16BMulticast) && v < uint64(encap.LID16BCollective):
+		return uint32(v)
+	case v >= uint64(encap.LIDMulticastBase) &&
+		v-uint64(encap.LIDMulticastBase) < uint64(encap.LID16BCollective-encap.LID16BMulticast):
+		c.Failf(path, l, "0x%X is a 32-bit multicast LID; write its 16B form 0x%X", v, encap.LID(v).To16B())
+	default:
+		c.Failf(path, l, "0x%X is not a 16B multicast LID (0xF00000..0xF7FFFF; collective and permissive LIDs are not groups)", v)
+	}
+	return 0
+}

@@ -516,12 +516,8 @@ func (c *checker) buildVESW(r *rawVESW, path string, nodes map[string]bool) VESW
 		}
 	}
 	v.EthMTU = uint16(c.Ranged(r.EthMTU, path+".eth_mtu", minEthMTU, maxEthMTU, DefaultEthMTU, false))
-	if r.McastDLID.Present() {
-		m := uint32(c.Ranged(r.McastDLID, path+".mcast_dlid", 0, 0xFFFFFF, 0, true))
-		if m != 0 && (m < encap.LID16BMulticast || m >= encap.LID16BCollective) {
-			c.Failf(path+".mcast_dlid", r.McastDLID, "0x%X is not a 16B multicast LID (0xF00000..0xF7FFFF; collective and permissive LIDs are not groups)", m)
-		}
-		v.McastDLID = m
+	if v0, ok := c.Number(r.McastDLID, path+".mcast_dlid"); ok && v0 != 0 { // 0: no group
+		v.McastDLID = c.MulticastLID(r.McastDLID, path+".mcast_dlid")
 	}
 	seen := uint32(0)
 	for i, d := range r.DefaultPorts {

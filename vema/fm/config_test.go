@@ -151,6 +151,9 @@ func TestParseConfigErrors(t *testing.T) {
 		{"mcast unicast", base + "vesws: [{id: 1, pkey: 1, mcast_dlid: 0xC000}]\n", "vesws[0].mcast_dlid", "multicast"},
 		{"mcast collective", base + "vesws: [{id: 1, pkey: 1, mcast_dlid: 0xF80001}]\n", "vesws[0].mcast_dlid", "collective"},
 		{"mcast permissive", base + "vesws: [{id: 1, pkey: 1, mcast_dlid: 0xFFFFFF}]\n", "vesws[0].mcast_dlid", "not a 16B multicast"},
+		// As vnicd's config says it: the 16B form is what to write.
+		{"mcast 32-bit", base + "vesws: [{id: 1, pkey: 1, mcast_dlid: 0xF0000001}]\n", "vesws[0].mcast_dlid", "32-bit multicast LID; write its 16B form 0xF00001"},
+		{"mcast not a number", base + "vesws: [{id: 1, pkey: 1, mcast_dlid: red}]\n", "vesws[0].mcast_dlid", ""},
 		{"vport in two vesws", base + "vesws: [{id: 1, pkey: 1, members: [{node: a, vport: 0}]}, {id: 2, pkey: 2, members: [{node: b, vport: 0}, {node: a, vport: 0}]}]\n",
 			"vesws[1].members[1]", "already a member of vesw 1"},
 		{"mtu small", base + "vesws: [{id: 1, pkey: 1, eth_mtu: 10}]\n", "vesws[0].eth_mtu", "out of range"},
