@@ -106,53 +106,45 @@ func TestEMBaseMACChangeSendsNoTrap(t *testing.T) {
 		}
 		return got.VPort.UCMACsGenCount
 	}
-	trapOps := func(d time.Duration) []uint8 { t.Helper(); return fm.trapOps(d, vesw, 0) }
+	// expect: after step, one trap with opcode 1 (a user's change) or none
+	// (the EM's), and uc_macs_gen_count at gen.
+	expect := func(step string, trap bool, gen uint16) {
+		t.Helper()
+		ops := fm.trapOps(300*time.Millisecond, vesw, 0)
+		switch {
+		case trap && (len(ops) != 1 || ops[0] != vema.TrapIfaceUcastMACChange):
+			t.Errorf("%s sent traps %v, want [%d]", step, ops, vema.TrapIfaceUcastMACChange)
+		case !trap && len(ops) != 0:
+			t.Errorf("%s sent traps %v; the kernel sends none", step, ops)
+		}
+		if g := ucGen(); g != gen {
+			t.Errorf("uc_macs_gen_count %d after %s, want %d", g, step, gen)
+		}
+	}
 
 	// The EM pushes a new base MAC (a reload changed the member's mac).
 	info.VPort.BaseMACAddr = [6]byte{0x02, 0x11, 0x22, 0x33, 0x44, 0x55}
 	set()
-	if ops := trapOps(300 * time.Millisecond); len(ops) != 0 {
-		t.Errorf("the EM's base_mac_addr change sent traps %v; the kernel sends none", ops)
-	}
-	if g := ucGen(); g != 0 {
-		t.Errorf("uc_macs_gen_count %d after the EM's base_mac_addr change, want 0", g)
-	}
+	expect("the EM's base_mac_addr change", false, 0)
 
 	// The user changes the MAC: trap opcode 1, gen count 1.
 	dev.userSetMAC([6]byte{0x02, 0x66, 0x77, 0x88, 0x99, 0xAA})
-	if ops := trapOps(300 * time.Millisecond); len(ops) != 1 || ops[0] != vema.TrapIfaceUcastMACChange {
-		t.Errorf("the user's MAC change sent traps %v, want [%d]", ops, vema.TrapIfaceUcastMACChange)
-	}
-	if g := ucGen(); g != 1 {
-		t.Errorf("uc_macs_gen_count %d after the user's MAC change, want 1", g)
-	}
+	expect("the user's MAC change", true, 1)
 
 	// The user sets it back to the base_mac_addr: a change by the user
 	// like any other (the kernel traps every ndo_set_mac_address), which
 	// the FM must hear of if it has learned the other MAC and is about to
 	// push it as the base.
 	dev.userSetMAC(info.VPort.BaseMACAddr)
-	if ops := trapOps(300 * time.Millisecond); len(ops) != 1 || ops[0] != vema.TrapIfaceUcastMACChange {
-		t.Errorf("the user's MAC change back to base_mac_addr sent traps %v, want [%d]", ops, vema.TrapIfaceUcastMACChange)
-	}
-	if g := ucGen(); g != 2 {
-		t.Errorf("uc_macs_gen_count %d after the user's change back to base_mac_addr, want 2", g)
-	}
+	expect("the user's change back to base_mac_addr", true, 2)
 
 	// The EM pushes another base MAC whose event reaches the watcher only
 	// after the Set has returned: still the EM's change, no trap.
 	dev.late.Store(true)
 	info.VPort.BaseMACAddr = [6]byte{0x02, 0x11, 0x22, 0x33, 0x44, 0x56}
 	set()
-	if ops := trapOps(300 * time.Millisecond); len(ops) != 0 {
-		t.Errorf("the EM's base_mac_addr change reported after the Set sent traps %v; the kernel sends none", ops)
-	}
-	if g := ucGen(); g != 2 {
-		t.Errorf("uc_macs_gen_count %d after the EM's late-reported change, want 2", g)
-	}
+	expect("the EM's change reported after the Set", false, 2)
 	// And the user's next change is trapped.
 	dev.userSetMAC([6]byte{0x02, 0x66, 0x77, 0x88, 0x99, 0xAB})
-	if ops := trapOps(300 * time.Millisecond); len(ops) != 1 || ops[0] != vema.TrapIfaceUcastMACChange {
-		t.Errorf("the user's MAC change after a late report sent traps %v, want [%d]", ops, vema.TrapIfaceUcastMACChange)
-	}
+	expect("the user's MAC change after a late report", true, 3)
 }
