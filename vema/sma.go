@@ -91,7 +91,8 @@ func portInfoOf(p SMAPort) PortInfo {
 
 // Handle answers one SMP (class 0x81 or 0x01) as hfi1's SMA does
 // (kernel-reference.md §9.10): method GetResp, the D bit for directed
-// route, length round_up(header + attribute, 8). ok is false for what gets
+// route, length round_up(header + attribute, 8); a class version other than
+// 0x80 is answered with the request echoed whole (at most 2048 bytes). ok is false for what gets
 // no answer: responses, Trap and TrapRepress (the caller handles those),
 // SMPs shorter than their header, a DR SMP with hop_cnt >= 64.
 func (s *SMA) Handle(req []byte) (resp []byte, ok bool) {
@@ -120,15 +121,25 @@ func (s *SMA) Handle(req []byte) (resp []byte, ok bool) {
 
 	var st Status
 	var attrData []byte
+	n := -1
 	switch {
 	case req[2] != SMPClassVersion:
+		// hfi1 process_subn_opa answers a bad class version before it
+		// sets resp_len to the header size, and out_mad is a copy of
+		// in_mad: the reply is the whole request, data echoed, as long as
+		// the request (hfi1_process_opa_mad: resp_len = byte_len - GRH,
+		// out_mad_size = round_up(resp_len, 8)).
 		st = StatusBadVersion
+		n = (min(len(req), MADSize) + 7) &^ 7
+		attrData = req[hlen:min(len(req), MADSize)]
 	case m != MethodGet && m != MethodSet:
 		st = StatusUnsupportedMethod
 	default:
 		st, attrData = s.attr(m, attr, am, data)
 	}
-	n := (hlen + len(attrData) + 7) &^ 7
+	if n < 0 {
+		n = (hlen + len(attrData) + 7) &^ 7
+	}
 	resp = make([]byte, n)
 	copy(resp, req[:hlen])
 	copy(resp[hlen:], attrData)

@@ -168,3 +168,26 @@ func TestAnnounce(t *testing.T) {
 	}
 	_ = encap.LID(0)
 }
+
+// TestSMABadClassVersionEchoesRequest: hfi1 checks class_version first in
+// process_subn_opa (drivers/infiniband/hw/hfi1/mad.c, "if
+// (smp->class_version != OPA_SM_CLASS_VERSION) { smp->status |=
+// IB_MGMT_MAD_STATUS_BAD_VERSION; ret = reply(ibh); goto bail; }"), before
+// "*resp_len = opa_get_smp_header_size(smp)", after "*out_mad = *in_mad".
+// resp_len is still what hfi1_process_opa_mad started it at, the received
+// MAD (u32 resp_len = in_wc->byte_len - sizeof(*in_grh)), and bail: sets
+// *out_mad_size = round_up(resp_len, 8). So a 2048-byte DR Get with class
+// version 1, as an FM sends it, comes back 2048 bytes long with its data,
+// GetResp and status D|0x0004.
+func TestSMABadClassVersionEchoesRequest(t *testing.T) {
+	s := NewSMA(0x0011223344556677, 0x0011223344556678, "n", SMAPort{State: PortStateInit}, nil)
+	data := seq(0x30, SMPDRDataLen)
+	req := drSMP(0x01, 0x0011, 0, data)
+	req[2] = 1
+	want := make([]byte, 2048)
+	copy(want, req)
+	put(want, 3, 0x81)       // method GetResp
+	put(want, 4, 0x80, 0x04) // status: D | bad version
+	put(want, 6, 0x00)       // hop_ptr after the return-path fixup
+	smaCheck(t, s, "2048-byte DR Get, class version 1", req, want)
+}
