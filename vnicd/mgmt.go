@@ -472,19 +472,10 @@ func (m *Mgmt) Path(ctx context.Context, dlid encap.LID) (vema.PathRecord, error
 		return vema.PathRecord{}, ErrNoFM
 	}
 	tid := m.tid.Add(1)
-	q := vema.SAMAD{SAHeader: vema.SAHeader{
-		MADHeader: vema.MADHeader{BaseVersion: vema.BaseVersion, MgmtClass: vema.ClassSubnAdm,
-			ClassVersion: vema.SAClassVersion, Method: vema.MethodGet, TID: tid, AttrID: vema.SAAttrPathRecord},
-		CompMask: 1<<5 | 1<<4,
-	}}
-	rec := vema.PathRecord{SLID: encap.LIDFrom16B(m.hfi.LID()), DLID: dlid}
-	data, err := rec.MarshalBinary()
+	mad, err := pathQuery(tid, encap.LIDFrom16B(m.hfi.LID()), dlid)
 	if err != nil {
 		return vema.PathRecord{}, err
 	}
-	q.Data = make([]byte, vema.SADataLen)
-	copy(q.Data, data)
-	mad, _ := q.MarshalBinary()
 	ch := m.expect(tid)
 	if ch == nil {
 		return vema.PathRecord{}, ErrSABusy
@@ -512,6 +503,29 @@ func (m *Mgmt) Path(ctx context.Context, dlid encap.LID) (vema.PathRecord, error
 		m.pendMu.Unlock()
 		return vema.PathRecord{}, ErrSATimeout
 	}
+}
+
+// pathQuery is the SubnAdmGet PathRecord Path sends (PROTOCOL.md §5): an
+// OPA SA MAD (base and class version 0x80) with comp_mask SLID|DLID and the
+// OPA record carrying the 32-bit LIDs. It is 256 bytes, as the kernel's SA
+// client sends it: sa_query.c alloc_mad asks ib_create_send_mad for
+// IB_MGMT_SA_HDR + IB_MGMT_SA_DATA (56 + 200) also for an OPA query, and
+// mad.c sends an OPA MAD only hdr_len + data_len long ("OPA MADs don't have
+// to be the full 2048 bytes").
+func pathQuery(tid uint64, slid, dlid encap.LID) ([]byte, error) {
+	q := vema.SAMAD{SAHeader: vema.SAHeader{
+		MADHeader: vema.MADHeader{BaseVersion: vema.BaseVersion, MgmtClass: vema.ClassSubnAdm,
+			ClassVersion: vema.SAClassVersion, Method: vema.MethodGet, TID: tid, AttrID: vema.SAAttrPathRecord},
+		CompMask: vema.CompMaskSLID | vema.CompMaskDLID,
+	}}
+	rec := vema.PathRecord{SLID: slid, DLID: dlid}
+	data, err := rec.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	q.Data = make([]byte, vema.IBSADataLen)
+	copy(q.Data, data)
+	return q.MarshalBinary()
 }
 
 // configurePort runs a VNIC of the static config through the agent, as the
