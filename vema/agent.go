@@ -102,27 +102,38 @@ func (a *Agent) ClassPortInfo() ClassPortInfo {
 	return a.cpi
 }
 
-// Handle answers one VEMA MAD (class 0x34). req is the MAD as received (at
-// least the 40-byte vendor header; a shorter data area reads as zeros). ok
-// is false when the kernel would not answer: a response or TrapRepress, a
-// MAD shorter than its vendor header, another class, a class version other
-// than 0x80, or an OUI other than Intel's (the MAD core delivers those to no
-// agent). Otherwise resp is 2048 bytes: the request's first 40 bytes with
-// method GetResp and the status, then the data area.
+// Handle answers one VEMA MAD (class 0x34) as a Linux node does: the MAD
+// core (drivers/infiniband/core/mad.c ib_mad_recv_done) and, behind it, the
+// kernel's vema_recv. req is the MAD as received (at least the 40-byte
+// vendor header; a shorter data area reads as zeros).
 //
-// Methods other than Get and Set are answered with status 0x000C, as the
-// kernel's vema_recv answers any method that reaches it.
+// vema_register registers Get and Set only, for class version 0x80 and OUI
+// 00 06 6A. ok is false when nothing answers: a MAD shorter than its vendor
+// header, another class or base version, and any method but Get and Set
+// (responses, Trap, TrapRepress, Send...: the MAD core finds no agent, and
+// generate_unmatched_resp answers Get and Set only). A Get or Set with
+// another class version or OUI reaches no agent either; the MAD core
+// answers it itself: the request's 24-byte common header with method
+// GetResp and status 0x000C, 24 bytes long (resp_len = sizeof(struct
+// ib_mad_hdr) for an OPA MAD). Otherwise resp is 2048 bytes: the request's
+// first 40 bytes with method GetResp and the status, then the data area.
 func (a *Agent) Handle(req []byte) (resp []byte, ok bool) {
 	if len(req) < VendorHeaderLen {
 		return nil, false
 	}
-	if req[0] != BaseVersion || Class(req[1]) != ClassVEMA || req[2] != VEMAClassVersion ||
-		OUI(req[37:40]) != IntelOUI {
+	if req[0] != BaseVersion || Class(req[1]) != ClassVEMA {
 		return nil, false
 	}
 	m := Method(req[3])
-	if m.IsResponse() || m == MethodTrapRepress {
+	if m != MethodGet && m != MethodSet {
 		return nil, false
+	}
+	if req[2] != VEMAClassVersion || OUI(req[37:40]) != IntelOUI {
+		resp = make([]byte, MADHeaderLen)
+		copy(resp, req[:MADHeaderLen])
+		resp[3] = byte(MethodGetResp)
+		binary.BigEndian.PutUint16(resp[4:], uint16(StatusUnsupportedMethodAttr))
+		return resp, true
 	}
 	var in [VEMADataLen]byte
 	copy(in[:], req[VendorHeaderLen:])
@@ -136,13 +147,10 @@ func (a *Agent) Handle(req []byte) (resp []byte, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var st Status
-	switch m {
-	case MethodGet:
+	if m == MethodGet {
 		st = a.get(attr, vport, in[:], out)
-	case MethodSet:
+	} else {
 		st = a.set(attr, vport, in[:], out)
-	default:
-		st = StatusUnsupportedMethodAttr
 	}
 	binary.BigEndian.PutUint16(resp[4:], uint16(st))
 	return resp, true

@@ -335,20 +335,37 @@ func TestAgentUnsupported(t *testing.T) {
 		{"Set IfaceUcastMacs (Get only)", 0x02, 0x0013},
 		{"Set counters (Get only)", 0x02, 0x0020},
 		{"Get Notice", 0x01, 0x0002},
-		{"unknown method Send", 0x03, 0x0011},
-		{"unknown method Trap", 0x05, 0x0002},
 	} {
 		req := vemaReq(c.method, c.attr, 0, seq(1, 100))
 		check(t, a, c.name, req, vemaResp(req, 0x000C, nil))
 	}
-	// Not for the agent: no answer.
+	// A Get or Set no agent is registered for (vema_register: class 0x34,
+	// class version 0x80, OUI 00 06 6A) is answered by the MAD core:
+	// drivers/infiniband/core/mad.c generate_unmatched_resp copies the
+	// request, sets method GetResp and status
+	// IB_MGMT_MAD_STATUS_UNSUPPORTED_METHOD_ATTRIB, and for an OPA MAD of a
+	// GSI class sets *resp_len = sizeof(struct ib_mad_hdr): 24 bytes go out
+	// (ib_create_send_mad sends hdr_len + data_len of an OPA MAD).
 	for name, req := range map[string][]byte{
-		"GetResp":       vemaReq(0x81, 0x0011, 0, nil),
-		"TrapRepress":   vemaReq(0x07, 0x0002, 0, nil),
-		"short":         vemaReq(0x01, 0x0011, 0, nil)[:39],
-		"class version": func() []byte { b := vemaReq(0x01, 0x0011, 0, nil); b[2] = 1; return b }(),
-		"OUI":           func() []byte { b := vemaReq(0x01, 0x0011, 0, nil); b[39] = 0; return b }(),
-		"class":         func() []byte { b := vemaReq(0x01, 0x0011, 0, nil); b[1] = 0x35; return b }(),
+		"class version": func() []byte { b := vemaReq(0x01, 0x0011, 7, seq(1, 100)); b[2] = 1; return b }(),
+		"OUI":           func() []byte { b := vemaReq(0x02, 0x0011, 7, seq(1, 100)); b[39] = 0; return b }(),
+	} {
+		w := bytes.Clone(req[:24])
+		w[3] = 0x81             // GetResp
+		w[4], w[5] = 0x00, 0x0C // status 0x000C
+		check(t, a, name, req, w)
+	}
+	// Not answered: vema_register's method_mask holds Get and Set only, so
+	// find_mad_agent finds no agent for any other method, and
+	// generate_unmatched_resp answers Get and Set only (mad.c
+	// ib_mad_recv_done); the rest is not for the agent at all.
+	for name, req := range map[string][]byte{
+		"GetResp":             vemaReq(0x81, 0x0011, 0, nil),
+		"TrapRepress":         vemaReq(0x07, 0x0002, 0, nil),
+		"unknown method Send": vemaReq(0x03, 0x0011, 0, seq(1, 100)),
+		"unknown method Trap": vemaReq(0x05, 0x0002, 0, seq(1, 100)),
+		"short":               vemaReq(0x01, 0x0011, 0, nil)[:39],
+		"class":               func() []byte { b := vemaReq(0x01, 0x0011, 0, nil); b[1] = 0x35; return b }(),
 	} {
 		if _, ok := a.Handle(req); ok {
 			t.Errorf("%s: answered", name)
