@@ -570,11 +570,18 @@ func (f *FM) checkMembers(n *node) {
 // cancelled: the member's Set, sent after, makes it anew, and a late retry
 // of the deletion would undo that.
 func (f *FM) sendDeletes(n *node) {
+	if n.state != NodeActive {
+		return
+	}
+	if len(f.owed) > 0 {
+		f.takeOwed(n)
+	}
 	dels := f.deletes[n.portGUID]
-	if n.state != NodeActive || len(dels) == 0 {
+	if len(dels) == 0 {
 		return
 	}
 	now := time.Now()
+	changed := false
 	used := map[uint8]bool{}
 	for _, k := range f.memberKeys(n) {
 		used[k.vport] = true
@@ -585,6 +592,7 @@ func (f *FM) sendDeletes(n *node) {
 				f.cancel(d.tid) // its retry would delete the port the Set makes
 			}
 			delete(dels, vport)
+			changed = true
 			f.log.Info("DeleteVESW", zap.String("node", n.name), zap.Uint16("vesw", uint16(d.vesw)), zap.Uint8("vport", vport))
 			f.vendorMAD(n, vema.ClassVEMA, vema.MethodSet, vema.AttrDeleteVESW, uint32(vport), nil, nil, nil)
 			continue
@@ -599,6 +607,7 @@ func (f *FM) sendDeletes(n *node) {
 				// 0x001C: no such vport, which is as good.
 				if dels[vport] == d {
 					delete(dels, vport)
+					f.saveMACs() // no longer owed
 				}
 			}, func() {
 				d.out = false
@@ -608,6 +617,18 @@ func (f *FM) sendDeletes(n *node) {
 	if len(dels) == 0 {
 		delete(f.deletes, n.portGUID)
 	}
+	if changed {
+		f.saveMACs()
+	}
+}
+
+// oweDelete records a DeleteVESW of member k owed to its node, by name,
+// until the node is active (takeOwed).
+func (f *FM) oweDelete(k memberKey) {
+	if f.owed == nil {
+		f.owed = map[memberKey]bool{}
+	}
+	f.owed[k] = true
 }
 
 // vemaTrap handles a VEMA trap: on a unicast MAC change it reads the port's
@@ -767,12 +788,15 @@ func (f *FM) Reload(cfg *Config) error {
 			delete(f.saved, k) // its learned MAC goes with it, as in f.members
 			n := f.nodeIn(m.Node, old)
 			if n == nil {
+				// A node not seen since the FM started may still
+				// carry the port: owed by name until it is back.
+				f.oweDelete(k)
 				continue
 			}
 			if f.deletes[n.portGUID] == nil {
 				f.deletes[n.portGUID] = map[uint8]*pendingDelete{}
 			}
-			f.deletes[n.portGUID][m.VPort] = &pendingDelete{vesw: v.ID}
+			f.deletes[n.portGUID][m.VPort] = &pendingDelete{vesw: v.ID, node: m.Node}
 		}
 	}
 	for k, st := range f.members {

@@ -124,6 +124,10 @@ type FM struct {
 	macPath    string
 	saved      map[memberKey]savedMAC
 	macWritten []byte
+	// owed are DeleteVESWs owed to config nodes not matched to an active
+	// node yet (from the MAC file, or a reload before the node was seen):
+	// moved to deletes when the node is active (takeOwed).
+	owed map[memberKey]bool
 	// macPushes are the pushes that wait for the next write of the MAC
 	// file (afterMACFile): the tick writes it once for all of them.
 	macPushes []func()
@@ -233,6 +237,7 @@ type memberState struct {
 // node answers it.
 type pendingDelete struct {
 	vesw  encap.VESWID
+	node  string // the config node whose member it was (the MAC file's)
 	out   bool
 	tid   uint64 // the DeleteVESW in flight (out)
 	retry emRetry
@@ -887,6 +892,11 @@ func (f *FM) makeRoom() bool {
 	f.log.Info("node table full; forgetting the node lost longest ago", zap.String("node", oldest.name),
 		zap.Uint64("guid", oldest.portGUID), zap.Stringer("lid", encap.LID(oldest.lid)))
 	delete(f.nodes, oldest.portGUID)
+	for vport, d := range f.deletes[oldest.portGUID] {
+		if d.node != "" { // still owed, by name, when it is back
+			f.oweDelete(memberKey{d.vesw, d.node, vport})
+		}
+	}
 	delete(f.deletes, oldest.portGUID)
 	return true
 }

@@ -29,6 +29,16 @@ type macFile struct {
 	Version int        `json:"version"`
 	FM      string     `json:"fm"`
 	Members []macEntry `json:"members"`
+	// Deletes are the DeleteVESWs the EM owes nodes (a member removed by
+	// a reload while its node was down): a restarted FM still sends them.
+	Deletes []deleteEntry `json:"deletes,omitempty"`
+}
+
+// deleteEntry is one DeleteVESW owed to the node of config name Node.
+type deleteEntry struct {
+	VESW  encap.VESWID `json:"vesw"`
+	Node  string       `json:"node"`
+	VPort uint8        `json:"vport"`
 }
 
 // macEntry is one member: Learned is the MAC learned from a trap ("" when
@@ -67,7 +77,7 @@ func MACFilePath(sock string) string {
 func (f *FM) SetMACFile(path string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.macPath, f.saved, f.macWritten = path, nil, nil
+	f.macPath, f.saved, f.macWritten, f.owed = path, nil, nil, nil
 	if path == "" {
 		return nil
 	}
@@ -78,23 +88,45 @@ func (f *FM) SetMACFile(path string) error {
 	if err != nil {
 		return fmt.Errorf("fm: MAC file: %w", err)
 	}
-	saved, err := parseMACFile(b)
+	saved, owed, err := parseMACFileDeletes(b)
 	if err != nil {
 		return fmt.Errorf("fm: MAC file %s: %w", path, err)
 	}
-	f.saved, f.macWritten = saved, b
+	// A member the last run configured that the config no longer has was
+	// removed while the FM was down: its node is owed a DeleteVESW, as a
+	// reload would have sent it.
+	for k := range saved {
+		if _, _, ok := f.member(k); !ok {
+			owed[k] = true
+			delete(saved, k)
+		}
+	}
+	for k := range owed {
+		if _, _, ok := f.member(k); ok {
+			delete(owed, k) // a member again: its push makes the port
+		}
+	}
+	f.saved, f.macWritten, f.owed = saved, b, owed
 	return nil
 }
 
+// parseMACFile parses a MAC file's members.
 func parseMACFile(b []byte) (map[memberKey]savedMAC, error) {
+	saved, _, err := parseMACFileDeletes(b)
+	return saved, err
+}
+
+// parseMACFileDeletes parses a MAC file: its members and the DeleteVESWs
+// it says are owed.
+func parseMACFileDeletes(b []byte) (map[memberKey]savedMAC, map[memberKey]bool, error) {
 	var mf macFile
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&mf); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if mf.Version != macFileVersion {
-		return nil, fmt.Errorf("version %d, want %d", mf.Version, macFileVersion)
+		return nil, nil, fmt.Errorf("version %d, want %d", mf.Version, macFileVersion)
 	}
 	saved := make(map[memberKey]savedMAC, len(mf.Members))
 	for i, e := range mf.Members {
@@ -108,13 +140,17 @@ func parseMACFile(b []byte) (map[memberKey]savedMAC, error) {
 			}
 			hw, err := net.ParseMAC(x.text)
 			if err != nil || len(hw) != 6 {
-				return nil, fmt.Errorf("members[%d]: bad MAC %q", i, x.text)
+				return nil, nil, fmt.Errorf("members[%d]: bad MAC %q", i, x.text)
 			}
 			copy(x.to[:], hw)
 		}
 		saved[memberKey{e.VESW, e.Node, e.VPort}] = s
 	}
-	return saved, nil
+	owed := make(map[memberKey]bool, len(mf.Deletes))
+	for _, e := range mf.Deletes {
+		owed[memberKey{e.VESW, e.Node, e.VPort}] = true
+	}
+	return saved, owed, nil
 }
 
 // savedLearned returns the learned MAC (zero for none) the MAC file holds
@@ -190,13 +226,21 @@ func (f *FM) saveMACs() {
 	}
 	sort.Slice(mf.Members, func(i, j int) bool {
 		a, b := mf.Members[i], mf.Members[j]
-		if a.VESW != b.VESW {
-			return a.VESW < b.VESW
+		return keyLess(memberKey{a.VESW, a.Node, a.VPort}, memberKey{b.VESW, b.Node, b.VPort})
+	})
+	for k := range f.owed {
+		mf.Deletes = append(mf.Deletes, deleteEntry{VESW: k.vesw, Node: k.node, VPort: k.vport})
+	}
+	for _, dels := range f.deletes {
+		for vport, d := range dels {
+			if d.node != "" && !f.owed[memberKey{d.vesw, d.node, vport}] {
+				mf.Deletes = append(mf.Deletes, deleteEntry{VESW: d.vesw, Node: d.node, VPort: vport})
+			}
 		}
-		if a.Node != b.Node {
-			return a.Node < b.Node
-		}
-		return a.VPort < b.VPort
+	}
+	sort.Slice(mf.Deletes, func(i, j int) bool {
+		a, b := mf.Deletes[i], mf.Deletes[j]
+		return keyLess(memberKey{a.VESW, a.Node, a.VPort}, memberKey{b.VESW, b.Node, b.VPort})
 	})
 	b, err := json.MarshalIndent(mf, "", "  ")
 	if err != nil {
@@ -219,4 +263,33 @@ func (f *FM) saveMACs() {
 		return
 	}
 	f.macWritten = b
+}
+
+func keyLess(a, b memberKey) bool {
+	if a.vesw != b.vesw {
+		return a.vesw < b.vesw
+	}
+	if a.node != b.node {
+		return a.node < b.node
+	}
+	return a.vport < b.vport
+}
+
+// takeOwed moves the DeleteVESWs owed to n's config node (by name: the
+// MAC file's, or a reload's for a node the FM had not seen) to n, now
+// active (f.mu held). A node the config no longer names matches by its
+// NodeDescription.
+func (f *FM) takeOwed(n *node) {
+	for k := range f.owed {
+		if k.node != n.cfgName && (n.cfgName != "" || k.node != n.name) {
+			continue
+		}
+		delete(f.owed, k)
+		if f.deletes[n.portGUID] == nil {
+			f.deletes[n.portGUID] = map[uint8]*pendingDelete{}
+		}
+		if f.deletes[n.portGUID][k.vport] == nil {
+			f.deletes[n.portGUID][k.vport] = &pendingDelete{vesw: k.vesw, node: k.node}
+		}
+	}
 }
