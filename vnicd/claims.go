@@ -284,6 +284,20 @@ func decodeStateFile(b []byte, path, what string, v any, version func() int, wan
 	return nil
 }
 
+// setAside moves a state file that cannot be read out of the way of the
+// next save (statefile.SetAside) and returns the log fields that say where
+// it went.
+func setAside(path string) []zap.Field {
+	if path == "" {
+		return nil
+	}
+	bad, err := statefile.SetAside(path)
+	if err != nil {
+		return []zap.Field{zap.NamedError("set_aside_error", err)}
+	}
+	return []zap.Field{zap.String("kept_as", bad)}
+}
+
 // loadClaims reads a state file; a missing file is no claims.
 func loadClaims(path string) ([]Claim, error) {
 	b, err := readStateFile(path, "claims")
@@ -717,7 +731,8 @@ func (d *Daemon) claimingFactory(base DeviceFactory) DeviceFactory {
 func (d *Daemon) loadClaimsOnStart() {
 	cs, err := loadClaims(d.claims.path)
 	if err != nil {
-		d.log.Warn("cannot read the claims of the last run; starting with none", zap.Error(err))
+		d.log.Warn("cannot read the claims of the last run; starting with none: their netdevs stay in their containers, carrier off",
+			append([]zap.Field{zap.Error(err)}, setAside(d.claims.path)...)...)
 		return
 	}
 	kept := 0

@@ -443,3 +443,29 @@ func TestClaimNoPortMessages(t *testing.T) {
 		t.Errorf("joined, no port: %v", err)
 	}
 }
+
+// TestClaimsUnreadableFileKept: a claims state file that cannot be read
+// (damaged, or a newer version's) is set aside at start, not overwritten
+// by the next claim's save: it is the only record of where the claimed
+// netdevs of the last run are.
+func TestClaimsUnreadableFileKept(t *testing.T) {
+	n := newFakeNode(t)
+	n.emSet(0, 1)
+	n.emSet(1, 2)
+	n.halt()
+	bad := `{"version": 2, "node": "m", "claims": [{"vport": 0, "vesw": 1, "netns": "/x", "ifname": "eth0", "home": "vnic0", "ns_dev": 1, "ns_ino": 2, "new": 1}]}`
+	if err := os.WriteFile(vnicd.ClaimsPath(n.sock), []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n.start()
+	if cs := n.claims(); len(cs) != 0 {
+		t.Fatalf("claims after the restart: %+v", cs)
+	}
+	n.emSet(0, 1)
+	if err := vnicd.Call(n.sock, "vnic_add", vnicd.VNICAddArgs{VESW: 1, NetNS: nsFile(t, "c1"), IfName: "eth0", Owner: "new"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(vnicd.ClaimsPath(n.sock) + ".bad"); err != nil || string(b) != bad {
+		t.Errorf("the unreadable claims file set aside: %q, %v", b, err)
+	}
+}

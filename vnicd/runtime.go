@@ -501,7 +501,8 @@ func (d *Daemon) runtimeFactory(base DeviceFactory) DeviceFactory {
 func (d *Daemon) readRuntimeOnStart() ([]RuntimeEntry, int) {
 	es, err := loadRuntime(d.rt.path)
 	if err != nil {
-		d.log.Warn("cannot read the runtime VNICs of the last run; starting with none", zap.Error(err))
+		d.log.Warn("cannot read the runtime VNICs of the last run; starting with none",
+			append([]zap.Field{zap.Error(err)}, setAside(d.rt.path)...)...)
 		return nil, 0
 	}
 	var out []RuntimeEntry

@@ -168,6 +168,11 @@ func TestRuntimeCorruptStateFile(t *testing.T) {
 	if got := owners(n.vnics()); !slices.Equal(got, []string{"", "x"}) {
 		t.Errorf("VNICs after a good save and a restart: %q", got)
 	}
+	// The last file that could not be read was set aside, not overwritten
+	// by the good save.
+	if b, err := os.ReadFile(vnicd.RuntimePathOf(n.sock) + ".bad"); err != nil || string(b) != `{"vers` {
+		t.Errorf("the unreadable state file set aside: %q, %v", b, err)
+	}
 }
 
 // TestRuntimeRestartConfigClash: a runtime VNIC whose interface a VNIC added

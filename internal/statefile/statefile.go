@@ -36,3 +36,16 @@ func Write(path string, b []byte) error {
 	}
 	return nil
 }
+
+// SetAside renames the state file at path, which its reader cannot use
+// (damaged, or written by another version), to path + ".bad", replacing
+// an older one, and returns that name. The daemon then starts without the
+// file's state and writes a new file at its first change; without this,
+// that write would destroy the only record of what the file held.
+func SetAside(path string) (string, error) {
+	bad := path + ".bad"
+	if err := os.Rename(path, bad); err != nil {
+		return "", err
+	}
+	return bad, nil
+}

@@ -208,6 +208,10 @@ func TestMACFileBad(t *testing.T) {
 	if s, ok := readMACFile(path); !ok || len(s) != 1 {
 		t.Errorf("after a change the file holds %v (parsed %v), want host-a's entry", s, ok)
 	}
+	// The file that could not be parsed is kept, not overwritten.
+	if b, err := os.ReadFile(path + ".bad"); err != nil || string(b) != "garbage" {
+		t.Errorf("the unparsable file set aside: %q, %v; want it as %s.bad", b, err, path)
+	}
 }
 
 func TestMACFilePath(t *testing.T) {

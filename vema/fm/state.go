@@ -73,7 +73,8 @@ func MACFilePath(sock string) string {
 // from the ports as it would without one. A file it cannot read or parse is
 // an error, but the FM is set up as for a missing one and writes the file
 // anew at its first change; the caller may log the error and go on (the
-// daemon does).
+// daemon does). A file it cannot parse is first renamed to path + ".bad",
+// so that the new one does not destroy it.
 func (f *FM) SetMACFile(path string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -90,6 +91,10 @@ func (f *FM) SetMACFile(path string) error {
 	}
 	saved, owed, err := parseMACFileDeletes(b)
 	if err != nil {
+		// Out of the way of the first write, which would destroy it.
+		if bad, serr := statefile.SetAside(path); serr == nil {
+			return fmt.Errorf("fm: MAC file %s (kept as %s): %w", path, bad, err)
+		}
 		return fmt.Errorf("fm: MAC file %s: %w", path, err)
 	}
 	// A member the last run configured that the config no longer has was
