@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,13 +27,18 @@ type macEventDevice struct {
 	mac       [6]byte
 	// late: SetMAC returns first and its event comes 50 ms later, as a
 	// netlink event may reach the watcher after SetPort has returned.
-	late atomic.Bool
-	sent sync.WaitGroup
+	late     atomic.Bool
+	sent     sync.WaitGroup
+	zeroSets atomic.Int32 // SetMACs of the all-zero MAC (refused)
 }
 
 func (d *macEventDevice) Watch(context.Context) (<-chan vnicd.LinkEvent, error) { return d.events, nil }
 
 func (d *macEventDevice) SetMAC(mac [6]byte) error {
+	if mac == ([6]byte{}) { // as a TAP (eth_mac_addr) refuses it
+		d.zeroSets.Add(1)
+		return syscall.EADDRNOTAVAIL
+	}
 	d.mu.Lock()
 	d.mac = mac
 	d.mu.Unlock()
@@ -147,4 +153,15 @@ func TestEMBaseMACChangeSendsNoTrap(t *testing.T) {
 	// And the user's next change is trapped.
 	dev.userSetMAC([6]byte{0x02, 0x66, 0x77, 0x88, 0x99, 0xAB})
 	expect("the user's MAC change after a late report", true, 3)
+
+	// DeleteVESW puts the power-on values, base_mac_addr zero, in the
+	// port: the netdev keeps its MAC (a TAP refuses a zero one, and
+	// trying only logged a warning), and nothing is trapped.
+	if st := handle(t, m.Agent, vemaMAD(vema.MethodSet, vema.AttrDeleteVESW, 0, nil)); st != vema.StatusSuccess {
+		t.Fatalf("DeleteVESW: %v", st)
+	}
+	expect("DeleteVESW", false, 3) // gen counts are read-only: DeleteVESW keeps them
+	if n := dev.zeroSets.Load(); n != 0 {
+		t.Errorf("DeleteVESW: %d SetMACs of 00:00:00:00:00:00", n)
+	}
 }

@@ -224,7 +224,11 @@ func (e *Engine) SetPort(vport uint8, cfg PortConfig, nd NetdevConfig, macs []MA
 	} else {
 		old := p.st.Load().cfg
 		p.st.Store(st)
-		if old.Port.BaseMAC != cfg.Port.BaseMAC {
+		// A zero base_mac_addr (a DeleteVESW's power-on values) is left
+		// off the netdev: the kernel's eth_commit_mac_addr_change would
+		// put it there, but a TAP refuses an all-zero MAC, and the next
+		// Set gives a real one.
+		if old.Port.BaseMAC != cfg.Port.BaseMAC && cfg.Port.BaseMAC != ([6]byte{}) {
 			if ms, ok := p.dev.(macSetter); ok {
 				if err := ms.SetMAC(cfg.Port.BaseMAC); err != nil {
 					e.log.Warn("cannot set MAC", zap.Uint8("vnic", vport), zap.Error(err))
