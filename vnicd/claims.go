@@ -284,6 +284,21 @@ func decodeStateFile(b []byte, path, what string, v any, version func() int, wan
 	return nil
 }
 
+// removeStateTemps removes what an interrupted write of the state file at
+// path left (statefile.RemoveTemps), and logs it; "" is no file.
+func removeStateTemps(path string, log *zap.Logger) {
+	if path == "" {
+		return
+	}
+	removed, err := statefile.RemoveTemps(path)
+	if len(removed) > 0 {
+		log.Info("removed what an interrupted state-file write left", zap.Strings("files", removed))
+	}
+	if err != nil {
+		log.Warn("cannot remove what an interrupted state-file write left", zap.String("path", path), zap.Error(err))
+	}
+}
+
 // setAside moves a state file that cannot be read out of the way of the
 // next save (statefile.SetAside) and returns the log fields that say where
 // it went.

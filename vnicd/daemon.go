@@ -137,6 +137,11 @@ func NewDaemon(cfg *Config, newDevice DeviceFactory, log *zap.Logger) (_ *Daemon
 		return nil, err
 	}
 	d.registerControl()
+	// The socket is this daemon's now, and so are its state files: what an
+	// interrupted write of the last run left goes.
+	for _, p := range []string{ClaimsPath(cfg.Control.Socket), RuntimePath(cfg.Control.Socket)} {
+		removeStateTemps(p, log)
+	}
 	if cfg.Node.Managed() {
 		d.loadClaimsOnStart()
 	} else {

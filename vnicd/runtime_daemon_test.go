@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -33,6 +34,13 @@ func startFakeDaemonBatch(t testing.TB, cfgText string, batch int) string {
 func startFakeDaemonWith(t testing.TB, cfgText string, batch int, made func(vnicd.DeviceSpec)) string {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "vnicd.sock")
+	startFakeDaemonAt(t, sock, cfgText, batch, made)
+	return sock
+}
+
+// startFakeDaemonAt is startFakeDaemonWith with the control socket at sock.
+func startFakeDaemonAt(t testing.TB, sock, cfgText string, batch int, made func(vnicd.DeviceSpec)) {
+	t.Helper()
 	pc, err := net.ListenPacket("udp4", "127.0.0.1:0") // a free port for the HFI
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +73,6 @@ func startFakeDaemonWith(t testing.TB, cfgText string, batch int, made func(vnic
 			t.Error(err)
 		}
 	})
-	return sock
 }
 
 const fakeStatic = `
@@ -135,5 +142,26 @@ func TestRuntimeVNICCommands(t *testing.T) {
 	// The freed vport 1 is the lowest free one again.
 	if err := vnicd.Call(sock, "vnic_add", vnicd.VNICAddArgs{VESW: 1, PKey: "0x8001"}, &st); err != nil || st.VPort != 1 || st.IfName != "vnic1" {
 		t.Errorf("vnic_add after gc: %+v, %v", st, err)
+	}
+}
+
+// TestStartRemovesStateTemps: what a write of a state file cut short by a
+// crash left beside the control socket (the claims and runtime files'
+// temporaries) is removed once the daemon owns the socket; other files
+// stay.
+func TestStartRemovesStateTemps(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "vnicd.sock")
+	for _, n := range []string{"vnicd.runtime.json.tmp123", "vnicd.claims.json.tmp45", "vnicd.runtime.json.bad", "other.tmp1"} {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startFakeDaemonAt(t, sock, fakeStatic, 0, nil)
+	for n, want := range map[string]bool{"vnicd.runtime.json.tmp123": false, "vnicd.claims.json.tmp45": false,
+		"vnicd.runtime.json.bad": true, "other.tmp1": true} {
+		if _, err := os.Stat(filepath.Join(dir, n)); (err == nil) != want {
+			t.Errorf("%s: there %v after the start, want %v", n, err == nil, want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Write writes b to path atomically: a new file in the same directory,
@@ -48,4 +49,35 @@ func SetAside(path string) (string, error) {
 		return "", err
 	}
 	return bad, nil
+}
+
+// RemoveTemps removes what Write leaves of path when the process dies
+// between creating its new file and renaming it: path's directory's files
+// named path's base + ".tmp" + digits (os.CreateTemp's pattern). Call it
+// at start, once the daemon owns path (its control socket bound), and it
+// returns the names removed.
+func RemoveTemps(path string) ([]string, error) {
+	dir, prefix := filepath.Dir(path), filepath.Base(path)+".tmp"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || rest == "" || !e.Type().IsRegular() || strings.Trim(rest, "0123456789") != "" {
+			continue
+		}
+		name := filepath.Join(dir, e.Name())
+		if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, name)
+	}
+	return removed, errors.Join(errs...)
 }

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/internal/statefile"
 	"github.com/opavnic/opavnic/vema/fm"
 	"github.com/opavnic/opavnic/vnicd"
 )
@@ -51,6 +52,11 @@ func Serve(ctx context.Context, path string, log *zap.Logger, hup <-chan os.Sign
 	if err != nil {
 		f.HFI().Transport().Close()
 		return err
+	}
+	if macFile != "" { // the socket is this FM's now, and so is the MAC file
+		if removed, err := statefile.RemoveTemps(macFile); len(removed) > 0 || err != nil {
+			log.Info("what an interrupted MAC file write left", zap.Strings("removed", removed), zap.Error(err))
+		}
 	}
 	reload := func() error {
 		c, err := fm.LoadConfig(path)

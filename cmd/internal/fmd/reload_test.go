@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/opavnic/opavnic/vema/fm"
 	"github.com/opavnic/opavnic/vnicd"
 )
 
@@ -20,12 +21,7 @@ import (
 // socket (and the MAC file beside it) stayed where it was. It is refused,
 // as a changed fm.lid is, and the old config stays in full.
 func TestReloadRefusesChangedControlSocket(t *testing.T) {
-	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := pc.LocalAddr().(*net.UDPAddr).Port
-	pc.Close()
+	port := freeUDPPort(t)
 	sock := fmt.Sprintf("@opavnic-fmd-reload-%d-%d", os.Getpid(), time.Now().UnixNano())
 	config := func(sock string, pkey int) string {
 		return fmt.Sprintf("fm: {name: reload-test, listen: '127.0.0.1:%d', control_socket: '%s'}\n"+
@@ -35,15 +31,7 @@ func TestReloadRefusesChangedControlSocket(t *testing.T) {
 	if err := os.WriteFile(path, []byte(config(sock, 0x8001)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, path, zap.NewNop(), nil) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	}()
+	serveFMD(t, path)
 	pkey := func() string {
 		var vs []struct {
 			PKey string `json:"pkey"`
@@ -66,7 +54,7 @@ func TestReloadRefusesChangedControlSocket(t *testing.T) {
 	if err := os.WriteFile(path, []byte(config(sock+"-moved", 0x8002)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err = vnicd.Call(sock, "reload", nil, nil)
+	err := vnicd.Call(sock, "reload", nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "fm.control_socket changed") {
 		t.Errorf("reload with a moved control socket: %v, want it refused", err)
 	}
@@ -83,5 +71,64 @@ func TestReloadRefusesChangedControlSocket(t *testing.T) {
 	}
 	if got := pkey(); got == before {
 		t.Errorf("vesw 1 pkey still %s after a reload that changed it", got)
+	}
+}
+
+// freeUDPPort returns a UDP port on 127.0.0.1 that was free a moment ago.
+func freeUDPPort(t *testing.T) int {
+	t.Helper()
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	return pc.LocalAddr().(*net.UDPAddr).Port
+}
+
+// serveFMD runs Serve on the config file at path until the test ends.
+func serveFMD(t *testing.T, path string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, path, zap.NewNop(), nil) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+}
+
+// TestServeRemovesMACFileTemps: what an interrupted write of the MAC file
+// left beside it is removed once the FM has its control socket.
+func TestServeRemovesMACFileTemps(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "opafm-x.sock")
+	path := filepath.Join(dir, "fabric.yaml")
+	text := fmt.Sprintf("fm: {name: x, listen: '127.0.0.1:%d', control_socket: '%s'}\nnodes: [{name: a}]\n", freeUDPPort(t), sock)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Base(fm.MACFilePath(sock)) + ".tmp31337"
+	for _, n := range []string{tmp, "keep.tmp1"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("{"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	serveFMD(t, path)
+	var err error
+	for range 100 {
+		if err = vnicd.Call(sock, "vesws", nil, nil); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, tmp)); err == nil {
+		t.Errorf("%s is still there", tmp)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "keep.tmp1")); err != nil {
+		t.Errorf("keep.tmp1: %v", err)
 	}
 }
