@@ -175,8 +175,13 @@ func FuzzAgentSMA(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		a := NewAgent(newFakePorts(), nil)
 		a.Handle(vemaReq(0x02, 0x0011, 1, setInfoData()))
+		// 2048 bytes, but for a Get or Set no agent takes (another class
+		// version or OUI), which the MAD core answers with the 24-byte
+		// common header (generate_unmatched_resp).
 		if r, ok := a.Handle(b); ok && len(r) != MADSize {
-			t.Fatal("VEMA response not 2048 bytes")
+			if len(r) != MADHeaderLen || b[2] == VEMAClassVersion && OUI(b[37:40]) == IntelOUI {
+				t.Fatalf("VEMA response of %d bytes", len(r))
+			}
 		}
 		s := NewSMA(1, 2, "x", SMAPort{}, nil)
 		if r, ok := s.Handle(b); ok && len(r)%8 != 0 {
