@@ -210,10 +210,16 @@ func (m *Mgmt) noteSet(req, resp []byte) {
 		return
 	}
 	vport := uint8(binary.BigEndian.Uint32(req[20:]))
+	attr := binary.BigEndian.Uint16(req[16:])
 	st := vema.Status(binary.BigEndian.Uint16(resp[4:]))
 	reason := st.String()
-	if err := m.Ports.takeErr(); err != nil {
+	err := m.Ports.takeErr()
+	if err != nil {
 		reason = err.Error()
+	} else if attr == vema.AttrDeleteVESW && st == vema.StatusInvalidAttrValue {
+		// No such vport: the FM takes it as done (the port is gone, as
+		// asked), and sends such deletes in normal operation.
+		return
 	}
 	m.refusedMu.Lock()
 	defer m.refusedMu.Unlock()
@@ -229,7 +235,7 @@ func (m *Mgmt) noteSet(req, resp []byte) {
 	}
 	m.refused[vport] = reason
 	m.log.Warn("refused a VEMA Set of the fabric manager", zap.Uint8("vport", vport),
-		zap.String("attr", vema.VEMAAttrName(binary.BigEndian.Uint16(req[16:]))), zap.Stringer("status", st),
+		zap.String("attr", vema.VEMAAttrName(attr)), zap.Stringer("status", st),
 		zap.String("reason", reason))
 }
 

@@ -91,3 +91,38 @@ func TestRefusedSetWarnedOnce(t *testing.T) {
 		t.Fatalf("%d warnings, want 2", len(w))
 	}
 }
+
+// TestDeleteVESWOfAbsentVPortNotWarned: a DeleteVESW of a vport the node
+// does not have is answered 0x001C, as the kernel answers it, and the FM
+// takes that as done (no such vport, which is as good): the node has
+// refused nothing and warns about nothing. The FM sends such deletes in
+// normal operation (owed across a restart of the FM or the node, a vport
+// deleted once before it is set anew).
+func TestDeleteVESWOfAbsentVPortNotWarned(t *testing.T) {
+	n := hfitest.NewNetwork()
+	fm := newFakeFM(t, n)
+	h := hfi.New(n.Listen(tEPNode), hfi.Config{VerifyICRC: true})
+	dir, _ := hfi.NewDirectory(map[uint32]netip.AddrPort{fmLID: tEPFM}, nil)
+	h.SetDirectory(dir)
+	e := vnicd.NewEngine(h, func(s vnicd.DeviceSpec) (vnicd.Device, error) {
+		port, _ := taptest.Pair(taptest.Options{})
+		return port, nil
+	}, nil)
+	t.Cleanup(func() { e.Close() })
+	core, logs := observer.New(zap.WarnLevel)
+	m := vnicd.NewMgmt(e, vnicd.MgmtConfig{NodeGUID: 0x1122, PortGUID: 0x1122, Description: "node",
+		FM: tEPFM, FMLID: fmLID}, zap.New(core))
+	m.HeardFromSM(0x10005)
+	go h.Run(t.Context())
+
+	const nodeLID = 0x10005
+	for range 2 {
+		tid, _ := fm.vema(tEPNode, nodeLID, vema.ClassVEMA, vema.MethodSet, vema.AttrDeleteVESW, 3, nil)
+		if st := vema.Status(binary.BigEndian.Uint16(fm.recvResp(tid).MAD[4:])); st != vema.StatusInvalidAttrValue {
+			t.Fatalf("DeleteVESW of an absent vport: %v, want %v", st, vema.StatusInvalidAttrValue)
+		}
+	}
+	if w := logs.FilterMessageSnippet("refused").All(); len(w) != 0 {
+		t.Errorf("%d warnings for DeleteVESWs of an absent vport, want none: %v", len(w), w[0].ContextMap())
+	}
+}
