@@ -33,6 +33,10 @@ type Daemon struct {
 	// (RemovePersistentTAP; tests replace it).
 	removeTAP func(netns, name string, match func(alias string) bool) error
 	kick      chan struct{} // a claimed port may have changed: reconcile
+	// rtReadErr is why the runtime VNICs' file of the last run could not
+	// be read (readRuntimeOnStart); the file is set aside once the control
+	// socket is this daemon's.
+	rtReadErr error
 }
 
 // startRemoveTAP is a new daemon's removeTAP (tests replace it, to see what
@@ -141,6 +145,10 @@ func NewDaemon(cfg *Config, newDevice DeviceFactory, log *zap.Logger) (_ *Daemon
 	// interrupted write of the last run left goes.
 	for _, p := range []string{ClaimsPath(cfg.Control.Socket), RuntimePath(cfg.Control.Socket)} {
 		removeStateTemps(p, log)
+	}
+	if d.rtReadErr != nil {
+		d.log.Warn("cannot read the runtime VNICs of the last run; starting with none",
+			append([]zap.Field{zap.Error(d.rtReadErr)}, setAside(d.rt.path)...)...)
 	}
 	if cfg.Node.Managed() {
 		d.loadClaimsOnStart()

@@ -493,16 +493,18 @@ func (d *Daemon) runtimeFactory(base DeviceFactory) DeviceFactory {
 	}
 }
 
-// readRuntimeOnStart reads the runtime VNICs of the last run (none, with a
-// warning, from a state file that cannot be read) and drops, removing its
+// readRuntimeOnStart reads the runtime VNICs of the last run (none from a
+// state file that cannot be read: rtReadErr) and drops, removing its
 // TAP, each one whose interface the config's VNICs now name: it runs before
 // those are made, which would otherwise clash with the persistent TAP. It
 // returns the others and how many it dropped.
 func (d *Daemon) readRuntimeOnStart() ([]RuntimeEntry, int) {
 	es, err := loadRuntime(d.rt.path)
 	if err != nil {
-		d.log.Warn("cannot read the runtime VNICs of the last run; starting with none",
-			append([]zap.Field{zap.Error(err)}, setAside(d.rt.path)...)...)
+		// Warned about, and the file set aside, once the control socket
+		// is this daemon's: a second vnicd on the socket of a running one
+		// must not move the running one's file.
+		d.rtReadErr = err
 		return nil, 0
 	}
 	var out []RuntimeEntry

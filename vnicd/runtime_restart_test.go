@@ -1,12 +1,15 @@
 package vnicd_test
 
 import (
+	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/taptest"
 )
 
 // The runtime restart tests run a static vnicd on in-memory devices, with
@@ -195,5 +198,39 @@ func TestRuntimeRestartConfigClash(t *testing.T) {
 	}
 	if attaches, _ := n.record(); len(attaches) != 0 {
 		t.Errorf("attach requests %+v", attaches)
+	}
+}
+
+// TestSecondDaemonLeavesStateFile: a vnicd started on the control socket
+// of a running one fails (the socket is in use) without touching the
+// running one's runtime file, even one it cannot read, which a daemon that
+// owns the socket sets aside as .bad.
+func TestSecondDaemonLeavesStateFile(t *testing.T) {
+	n := newFakeNodeConfig(t, fakeStaticTwoGroups)
+	path := vnicd.RuntimePathOf(n.sock)
+	if err := os.WriteFile(path, []byte(`{"vers`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := pc.LocalAddr().(*net.UDPAddr).Port
+	pc.Close()
+	cfg, err := vnicd.ParseConfig([]byte(strings.ReplaceAll(n.cfg, "PORT", strconv.Itoa(port))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vnicd.NewDaemon(cfg, func(s vnicd.DeviceSpec) (vnicd.Device, error) {
+		a, _ := taptest.Pair(taptest.Options{Names: [2]string{s.Netdev.IfName, "peer"}})
+		return a, nil
+	}, nil); err == nil {
+		t.Fatal("a second vnicd on the same control socket started")
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != `{"vers` {
+		t.Errorf("the running daemon's runtime file after the second start: %q, %v", b, err)
+	}
+	if _, err := os.Stat(path + ".bad"); err == nil {
+		t.Error("the second vnicd set the running daemon's runtime file aside")
 	}
 }

@@ -38,12 +38,6 @@ func Serve(ctx context.Context, path string, log *zap.Logger, hup <-chan os.Sign
 	if err != nil {
 		return err
 	}
-	macFile := fm.MACFilePath(cfg.FM.ControlSocket)
-	if err := f.SetMACFile(macFile); err != nil {
-		log.Warn("cannot read the MAC file; learned MACs are guessed from the ports this time", zap.Error(err))
-	} else if macFile != "" {
-		log.Info("learned MACs kept in the MAC file", zap.String("path", macFile))
-	}
 	if err := RegisterMetrics(o.reg, f, log); err != nil {
 		f.HFI().Transport().Close()
 		return fmt.Errorf("fmd: metrics: %w", err)
@@ -53,10 +47,20 @@ func Serve(ctx context.Context, path string, log *zap.Logger, hup <-chan os.Sign
 		f.HFI().Transport().Close()
 		return err
 	}
-	if macFile != "" { // the socket is this FM's now, and so is the MAC file
+	// The socket is this FM's now, and so is the MAC file beside it: only
+	// now may an unreadable one be set aside (SetMACFile) and what an
+	// interrupted write left be removed. Before, a second opafm started
+	// on the socket of a running one would move the live FM's file.
+	macFile := fm.MACFilePath(cfg.FM.ControlSocket)
+	if macFile != "" {
 		if removed, err := statefile.RemoveTemps(macFile); len(removed) > 0 || err != nil {
 			log.Info("what an interrupted MAC file write left", zap.Strings("removed", removed), zap.Error(err))
 		}
+	}
+	if err := f.SetMACFile(macFile); err != nil {
+		log.Warn("cannot read the MAC file; learned MACs are guessed from the ports this time", zap.Error(err))
+	} else if macFile != "" {
+		log.Info("learned MACs kept in the MAC file", zap.String("path", macFile))
 	}
 	reload := func() error {
 		c, err := fm.LoadConfig(path)

@@ -132,3 +132,46 @@ func TestServeRemovesMACFileTemps(t *testing.T) {
 		t.Errorf("keep.tmp1: %v", err)
 	}
 }
+
+// TestSecondFMLeavesMACFile: an opafm started on the control socket of a
+// running one exits (the socket is in use) without touching the running
+// FM's MAC file, even one it cannot read, which it would otherwise set
+// aside as .bad.
+func TestSecondFMLeavesMACFile(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "opafm-x.sock")
+	config := func(port int) string {
+		p := filepath.Join(dir, fmt.Sprintf("fabric-%d.yaml", port))
+		text := fmt.Sprintf("fm: {name: x, listen: '127.0.0.1:%d', control_socket: '%s'}\nnodes: [{name: a}]\n", port, sock)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	serveFMD(t, config(freeUDPPort(t)))
+	var err error
+	for range 100 {
+		if err = vnicd.Call(sock, "vesws", nil, nil); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	macFile := fm.MACFilePath(sock)
+	if err := os.WriteFile(macFile, []byte("{"), 0o600); err != nil { // unreadable
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := Serve(ctx, config(freeUDPPort(t)), zap.NewNop(), nil); err == nil {
+		t.Fatal("a second FM on the same control socket served")
+	}
+	if b, err := os.ReadFile(macFile); err != nil || string(b) != "{" {
+		t.Errorf("the running FM's MAC file after the second FM: %q, %v", b, err)
+	}
+	if _, err := os.Stat(macFile + ".bad"); err == nil {
+		t.Error("the second FM set the running FM's MAC file aside")
+	}
+}
