@@ -16,8 +16,8 @@ import (
 
 // TestBusyTryAgainLater: vnicd serves at most vnicd.MaxControlConns
 // connections at once and answers the next one ErrBusy ("try again"),
-// which is what many pods started or stopped at once on a node meet. ADD
-// and DEL then fail with CNI error 11, "try again later" (SPEC.md, Error
+// which is what many pods started or stopped at once on a node meet. ADD,
+// DEL and CHECK then fail with CNI error 11, "try again later" (SPEC.md, Error
 // codes), not 999, so that the runtime retries; and DEL does not mistake
 // the busy vnicd for one that is down (it removes nothing, and releases no
 // address, behind vnicd's back).
@@ -65,10 +65,17 @@ func TestBusyTryAgainLater(t *testing.T) {
 			t.Errorf("%s with vnicd busy: %v (%T), want CNI error 11", op.name, err, err)
 		}
 	}
+	// CHECK asks vnicd for its VNICs first: busy is try again later too.
+	checkConf := []byte(`{"cniVersion": "1.1.0", "name": "red", "type": "vnic-cni", "vesw": 1, "socket": "` + sock + `",
+		"prevResult": {"cniVersion": "1.1.0", "interfaces": [{"name": "eth0", "mac": "02:00:01:10:00:00", "sandbox": "/var/run/netns/does-not-exist"}]}}`)
+	err = cmdCheck(&skel.CmdArgs{ContainerID: "c1", IfName: "eth0", Netns: "/var/run/netns/does-not-exist", StdinData: checkConf})
+	if ce := (*types.Error)(nil); !errors.As(err, &ce) || ce.Code != types.ErrTryAgainLater {
+		t.Errorf("CHECK with vnicd busy: %v (%T), want CNI error 11", err, err)
+	}
 	if b, _ := os.ReadFile(log); len(b) != 0 {
 		t.Errorf("IPAM calls %q while vnicd was busy; want none", b)
 	}
-	if n := s.Busy.Load(); n != 2 {
-		t.Errorf("vnicd refused %d connections, want the plugin's 2", n)
+	if n := s.Busy.Load(); n != 3 {
+		t.Errorf("vnicd refused %d connections, want the plugin's 3", n)
 	}
 }

@@ -383,7 +383,11 @@ func cmdCheck(args *skel.CmdArgs) error {
 	own := owner(conf.Name, args.ContainerID, args.IfName)
 	var vs []vnicd.VNICStatus
 	if err := vnicd.Call(conf.Socket, "vnics", nil, &vs); err != nil {
-		return fmt.Errorf("vnic-cni: vnicd at %s: %w", conf.Socket, err)
+		err = fmt.Errorf("vnic-cni: vnicd at %s: %w", conf.Socket, err)
+		if busy(err) {
+			return tryAgain(err)
+		}
+		return err
 	}
 	found := false
 	for _, v := range vs {
