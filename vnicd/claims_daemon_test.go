@@ -91,21 +91,29 @@ func newFakeNodeConfig(t *testing.T, cfgText string) *fakeNode {
 	return n
 }
 
-func (n *fakeNode) start() {
-	t := n.t
+// configFreePort parses cfgText with PORT replaced by a UDP port on
+// 127.0.0.1 that was free a moment ago.
+func configFreePort(t *testing.T, cfgText string) *vnicd.Config {
 	t.Helper()
-	// A free port at every start: between a halt and the next start another
-	// test binary may take the last one.
 	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	port := pc.LocalAddr().(*net.UDPAddr).Port
 	pc.Close()
-	cfg, err := vnicd.ParseConfig([]byte(strings.ReplaceAll(n.cfg, "PORT", strconv.Itoa(port))))
+	cfg, err := vnicd.ParseConfig([]byte(strings.ReplaceAll(cfgText, "PORT", strconv.Itoa(port))))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg
+}
+
+func (n *fakeNode) start() {
+	t := n.t
+	t.Helper()
+	// A free port at every start: between a halt and the next start another
+	// test binary may take the last one.
+	cfg := configFreePort(t, n.cfg)
 	n.mu.Lock()
 	n.devs = map[uint8]*taptest.Device{}
 	n.mu.Unlock()

@@ -19,21 +19,18 @@ import (
 	"github.com/opavnic/opavnic/vnicd/taptest"
 )
 
-// TestRefusedSetWarnedOnce: a VESWPortInfo Set of the EM that the node
-// cannot carry out (its netdev cannot be made) is answered with an error
-// status, as before, and warned about on the node with the reason, once
-// however often the FM sends it again; after a Set of that vport succeeds,
-// a new refusal is warned about again.
-func TestRefusedSetWarnedOnce(t *testing.T) {
+// newWarnNode is a joined managed node (LID 0x10005) on an in-memory
+// network with its fake FM, logging warnings to the observer it returns.
+// While refuse holds true (nil: never), its netdevs cannot be made.
+func newWarnNode(t *testing.T, refuse *atomic.Bool) (*fakeFM, *vnicd.Engine, *observer.ObservedLogs) {
+	t.Helper()
 	n := hfitest.NewNetwork()
 	fm := newFakeFM(t, n)
 	h := hfi.New(n.Listen(tEPNode), hfi.Config{VerifyICRC: true})
 	dir, _ := hfi.NewDirectory(map[uint32]netip.AddrPort{fmLID: tEPFM}, nil)
 	h.SetDirectory(dir)
-	var refuse atomic.Bool
-	refuse.Store(true)
 	e := vnicd.NewEngine(h, func(s vnicd.DeviceSpec) (vnicd.Device, error) {
-		if refuse.Load() {
+		if refuse != nil && refuse.Load() {
 			return nil, errors.New("netdev vnic0: the name is taken in namespace x")
 		}
 		port, _ := taptest.Pair(taptest.Options{})
@@ -45,6 +42,18 @@ func TestRefusedSetWarnedOnce(t *testing.T) {
 		FM: tEPFM, FMLID: fmLID}, zap.New(core))
 	m.HeardFromSM(0x10005)
 	go h.Run(t.Context())
+	return fm, e, logs
+}
+
+// TestRefusedSetWarnedOnce: a VESWPortInfo Set of the EM that the node
+// cannot carry out (its netdev cannot be made) is answered with an error
+// status, as before, and warned about on the node with the reason, once
+// however often the FM sends it again; after a Set of that vport succeeds,
+// a new refusal is warned about again.
+func TestRefusedSetWarnedOnce(t *testing.T) {
+	var refuse atomic.Bool
+	refuse.Store(true)
+	fm, e, logs := newWarnNode(t, &refuse)
 
 	const nodeLID, vesw = 0x10005, 7
 	info := vema.PowerOnVESWPortInfo()
@@ -99,21 +108,7 @@ func TestRefusedSetWarnedOnce(t *testing.T) {
 // normal operation (owed across a restart of the FM or the node, a vport
 // deleted once before it is set anew).
 func TestDeleteVESWOfAbsentVPortNotWarned(t *testing.T) {
-	n := hfitest.NewNetwork()
-	fm := newFakeFM(t, n)
-	h := hfi.New(n.Listen(tEPNode), hfi.Config{VerifyICRC: true})
-	dir, _ := hfi.NewDirectory(map[uint32]netip.AddrPort{fmLID: tEPFM}, nil)
-	h.SetDirectory(dir)
-	e := vnicd.NewEngine(h, func(s vnicd.DeviceSpec) (vnicd.Device, error) {
-		port, _ := taptest.Pair(taptest.Options{})
-		return port, nil
-	}, nil)
-	t.Cleanup(func() { e.Close() })
-	core, logs := observer.New(zap.WarnLevel)
-	m := vnicd.NewMgmt(e, vnicd.MgmtConfig{NodeGUID: 0x1122, PortGUID: 0x1122, Description: "node",
-		FM: tEPFM, FMLID: fmLID}, zap.New(core))
-	m.HeardFromSM(0x10005)
-	go h.Run(t.Context())
+	fm, _, logs := newWarnNode(t, nil)
 
 	const nodeLID = 0x10005
 	for range 2 {

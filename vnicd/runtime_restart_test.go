@@ -1,10 +1,8 @@
 package vnicd_test
 
 import (
-	"net"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -211,17 +209,7 @@ func TestSecondDaemonLeavesStateFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"vers`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := pc.LocalAddr().(*net.UDPAddr).Port
-	pc.Close()
-	cfg, err := vnicd.ParseConfig([]byte(strings.ReplaceAll(n.cfg, "PORT", strconv.Itoa(port))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := vnicd.NewDaemon(cfg, func(s vnicd.DeviceSpec) (vnicd.Device, error) {
+	if _, err := vnicd.NewDaemon(configFreePort(t, n.cfg), func(s vnicd.DeviceSpec) (vnicd.Device, error) {
 		a, _ := taptest.Pair(taptest.Options{Names: [2]string{s.Netdev.IfName, "peer"}})
 		return a, nil
 	}, nil); err == nil {

@@ -31,7 +31,7 @@ func TestReloadRefusesChangedControlSocket(t *testing.T) {
 	if err := os.WriteFile(path, []byte(config(sock, 0x8001)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	serveFMD(t, path)
+	serveFMD(t, path, sock)
 	pkey := func() string {
 		var vs []struct {
 			PKey string `json:"pkey"`
@@ -85,8 +85,10 @@ func freeUDPPort(t *testing.T) int {
 	return pc.LocalAddr().(*net.UDPAddr).Port
 }
 
-// serveFMD runs Serve on the config file at path until the test ends.
-func serveFMD(t *testing.T, path string) {
+// serveFMD runs Serve on the config file at path until the test ends, and
+// waits until its control socket sock answers.
+func serveFMD(t *testing.T, path, sock string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Serve(ctx, path, zap.NewNop(), nil) }()
@@ -96,6 +98,14 @@ func serveFMD(t *testing.T, path string) {
 			t.Errorf("Serve: %v", err)
 		}
 	})
+	var err error
+	for range 100 {
+		if err = vnicd.Call(sock, "vesws", nil, nil); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("the FM's control socket: %v", err)
 }
 
 // TestServeRemovesMACFileTemps: what an interrupted write of the MAC file
@@ -114,17 +124,7 @@ func TestServeRemovesMACFileTemps(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	serveFMD(t, path)
-	var err error
-	for range 100 {
-		if err = vnicd.Call(sock, "vesws", nil, nil); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	serveFMD(t, path, sock)
 	if _, err := os.Stat(filepath.Join(dir, tmp)); err == nil {
 		t.Errorf("%s is still there", tmp)
 	}
@@ -148,17 +148,7 @@ func TestSecondFMLeavesMACFile(t *testing.T) {
 		}
 		return p
 	}
-	serveFMD(t, config(freeUDPPort(t)))
-	var err error
-	for range 100 {
-		if err = vnicd.Call(sock, "vesws", nil, nil); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	serveFMD(t, config(freeUDPPort(t)), sock)
 	macFile := fm.MACFilePath(sock)
 	if err := os.WriteFile(macFile, []byte("{"), 0o600); err != nil { // unreadable
 		t.Fatal(err)
