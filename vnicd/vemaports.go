@@ -156,10 +156,10 @@ func (c *EnginePorts) SetVESWPortInfo(vport uint8, info *vema.VESWPortInfo) erro
 		if i := slices.Index(s.applying, base); i >= 0 {
 			s.applying = slices.Delete(s.applying, i, i+1)
 		}
-		// SetPort set the netdev's MAC when the base changed (to one not
-		// zero, engine.SetPort); if the
-		// watcher has not reported it yet, its report is owed. Taken with
-		// the removal from applying, so no report falls between the two.
+		// SetPort set the netdev's MAC when the base changed to one not
+		// zero (engine.SetPort); if the watcher has not reported it yet,
+		// its report is owed. Taken with the removal from applying, so no
+		// report falls between the two.
 		if err == nil && base != ([6]byte{}) && s.info.VPort.BaseMACAddr != base && s.mac != base {
 			s.owed = append(s.owed, base)
 			if len(s.owed) > maxOwedMACs {

@@ -261,9 +261,20 @@ func transient(err error) bool {
 func busy(err error) bool { return strings.Contains(err.Error(), vnicd.BusyPrefix) }
 
 // tryAgain is err as the CNI error "try again later" (code 11), which tells
-// the runtime to retry the ADD rather than give up (SPEC.md, Error codes).
+// the runtime to retry the command rather than give up (SPEC.md, Error
+// codes).
 func tryAgain(err error) error {
 	return types.NewError(types.ErrTryAgainLater, err.Error(), "")
+}
+
+// vnicdErr is err from vnicd at conf.Socket as DEL and CHECK report it: try
+// again later when vnicd was busy (it did nothing), else as it came.
+func vnicdErr(conf *NetConf, err error) error {
+	err = fmt.Errorf("vnic-cni: vnicd at %s: %w", conf.Socket, err)
+	if busy(err) {
+		return tryAgain(err)
+	}
+	return err
 }
 
 // claimedAlias reports whether a netdev's alias is that of a port vnicd
@@ -324,11 +335,7 @@ func cmdDel(args *skel.CmdArgs) error {
 		if conf.Socket == "" {
 			return err // findSocket's
 		}
-		err = fmt.Errorf("vnic-cni: vnicd at %s: %w", conf.Socket, err)
-		if busy(err) {
-			return tryAgain(err)
-		}
-		return err
+		return vnicdErr(conf, err)
 	}
 	if conf.IPAM.Type != "" {
 		if err := ipam.ExecDel(conf.IPAM.Type, args.StdinData); err != nil {
@@ -383,11 +390,7 @@ func cmdCheck(args *skel.CmdArgs) error {
 	own := owner(conf.Name, args.ContainerID, args.IfName)
 	var vs []vnicd.VNICStatus
 	if err := vnicd.Call(conf.Socket, "vnics", nil, &vs); err != nil {
-		err = fmt.Errorf("vnic-cni: vnicd at %s: %w", conf.Socket, err)
-		if busy(err) {
-			return tryAgain(err)
-		}
-		return err
+		return vnicdErr(conf, err)
 	}
 	found := false
 	for _, v := range vs {
