@@ -91,10 +91,11 @@ func portInfoOf(p SMAPort) PortInfo {
 
 // Handle answers one SMP (class 0x81 or 0x01) as hfi1's SMA does
 // (kernel-reference.md §9.10): method GetResp, the D bit for directed
-// route, length round_up(header + attribute, 8); a class version other than
-// 0x80 is answered with the request echoed whole (at most 2048 bytes). ok is false for what gets
-// no answer: responses, Trap and TrapRepress (the caller handles those),
-// SMPs shorter than their header, a DR SMP with hop_cnt >= 64.
+// route, length round_up(header + attribute, 8); a class version other
+// than 0x80 is answered with the request echoed whole (at most 2048
+// bytes). ok is false for what gets no answer: responses, Trap and
+// TrapRepress (the caller handles those), SMPs shorter than their header,
+// a DR SMP with hop_cnt >= 64.
 func (s *SMA) Handle(req []byte) (resp []byte, ok bool) {
 	if len(req) < SMPLIDHeaderLen {
 		return nil, false
