@@ -23,20 +23,30 @@ func waitDropped(t *testing.T, n *fakeNode, from int, what string) {
 	waitFor(t, what, 2*time.Second, func() bool { return n.droppedCount() > from })
 }
 
+// reloadRedDownDropped waits until n (named name) has its red port, slows
+// the FM's retries, drops n's VESWPortInfo Sets and reloads the fabric
+// with red admin down; it returns that config once the DROP_ALL Set to n
+// has been dropped (n keeps dropping them).
+func reloadRedDownDropped(t *testing.T, fb *fabric, n *fakeNode, name string) string {
+	t.Helper()
+	waitTable(t, n, name+" red configured", 0)
+	slowRetries(fb, 400*time.Millisecond)
+	down := strings.Replace(testFabric, "    name: red\n", "    name: red\n    admin_state: down\n", 1)
+	n.setDrop(dropping(vema.ClassVEMA, vema.MethodSet, vema.AttrVESWPortInfo))
+	d0 := n.droppedCount()
+	if err := fb.fm.Reload(mustConfig(t, down)); err != nil {
+		t.Fatal(err)
+	}
+	waitDropped(t, n, d0, "the DROP_ALL Set to "+name)
+	return down
+}
+
 // A VESWPortInfo Set that a later one replaced is not sent again: its
 // retry would reach the node after the later Set and undo it (the node
 // takes Sets in the order they come).
 func TestSupersededVESWPortInfoSetNotResent(t *testing.T) {
 	fb := newFabric(t)
-	waitTable(t, fb.a, "host-a red configured", 0)
-	slowRetries(fb, 400*time.Millisecond)
-	down := strings.Replace(testFabric, "    name: red\n", "    name: red\n    admin_state: down\n", 1)
-	fb.a.setDrop(dropping(vema.ClassVEMA, vema.MethodSet, vema.AttrVESWPortInfo))
-	d0 := fb.a.droppedCount()
-	if err := fb.fm.Reload(mustConfig(t, down)); err != nil {
-		t.Fatal(err)
-	}
-	waitDropped(t, fb.a, d0, "the DROP_ALL Set to host-a")
+	reloadRedDownDropped(t, fb, fb.a, "host-a")
 	d1 := fb.a.droppedCount()
 	if err := fb.fm.Reload(mustConfig(t, testFabric)); err != nil {
 		t.Fatal(err)
@@ -163,15 +173,7 @@ func TestSupersededDeleteVESWNotResent(t *testing.T) {
 // DeleteVESW and make the port again, which no poll looks at any more.
 func TestRemovedMemberSetNotResent(t *testing.T) {
 	fb := newFabric(t)
-	waitTable(t, fb.c, "host-c red configured", 0)
-	slowRetries(fb, 400*time.Millisecond)
-	down := strings.Replace(testFabric, "    name: red\n", "    name: red\n    admin_state: down\n", 1)
-	fb.c.setDrop(dropping(vema.ClassVEMA, vema.MethodSet, vema.AttrVESWPortInfo))
-	d0 := fb.c.droppedCount()
-	if err := fb.fm.Reload(mustConfig(t, down)); err != nil {
-		t.Fatal(err)
-	}
-	waitDropped(t, fb.c, d0, "the DROP_ALL Set to host-c")
+	down := reloadRedDownDropped(t, fb, fb.c, "host-c")
 	fb.c.setDrop(nil)
 	if err := fb.fm.Reload(mustConfig(t, strings.Replace(down, "      - {node: host-c, vport: 0}\n", "", 1))); err != nil {
 		t.Fatal(err)
