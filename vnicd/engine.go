@@ -179,7 +179,7 @@ func (e *Engine) SetPort(vport uint8, cfg PortConfig, nd NetdevConfig, macs []MA
 		if e.dp != nil {
 			queues = len(e.dp.loops)
 		}
-		dev, err := e.newDevice(DeviceSpec{VPort: vport, VESW: vesw, MAC: cfg.Port.BaseMAC, MTU: int(cfg.VESW.EthMTU), Netdev: nd, Queues: queues})
+		dev, err := e.newDevice(DeviceSpec{VPort: vport, VESW: vesw, MAC: cfg.Port.BaseMAC, MTU: max(int(cfg.VESW.EthMTU), MinEthMTU), Netdev: nd, Queues: queues})
 		if err != nil {
 			return fmt.Errorf("vnicd: vport %d: %w", vport, err)
 		}
@@ -242,6 +242,9 @@ func (e *Engine) SetPort(vport uint8, cfg PortConfig, nd NetdevConfig, macs []MA
 				p.mtu.Store(int32(p.maxMTU()))
 			}
 		}
+	}
+	if _, ok := p.dev.(linkWatcher); !ok {
+		p.mtu.Store(int32(p.maxMTU())) // no netdev: the vesw's eth_mtu
 	}
 	e.applyState(p)
 	e.rebuildRx()
@@ -408,7 +411,10 @@ func (r *queueRx) Receive(pkt []byte, h encap.Header16B, _ netip.AddrPort) {
 	c.RxPackets.Add(1)
 	c.RxBytes.Add(uint64(n) + 4)
 	c.RxLen[lenBucket(n)].Add(1)
-	if n > st.maxFrame {
+	// Longer than the netdev's MTU allows (which is at most eth_mtu, as the
+	// kernel's max_mtu kept it) is oversize: the kernel checked against
+	// netdev->mtu, so a user who lowers the MTU gets no longer frames.
+	if n > st.maxFrame || n > int(p.mtu.Load())+maxFrameOverMTU {
 		c.RxOversize.Add(1)
 		return
 	}

@@ -311,3 +311,38 @@ func TestEngineNoPortAfterClose(t *testing.T) {
 		t.Errorf("after Close: %d ports, %d devices made (want 0, %d)", len(ps), len(nd.host), made)
 	}
 }
+
+// TestEthMTUBelowMinimum: an EM may set an eth_mtu below 68, where the
+// kernel's max_mtu = max(eth_mtu, min_mtu) left the netdev at 68; frames up
+// to 68 + 18 bytes still pass both ways, and a longer one is oversize.
+func TestEthMTUBelowMinimum(t *testing.T) {
+	n := hfitest.NewNetwork()
+	a, b := newNode(t, n, tLIDA, tEPA), newNode(t, n, tLIDB, tEPB)
+	for _, nd := range []*node{a, b} {
+		pc := portConfig(nd.hfi.LID(), 1, 0x8001)
+		pc.VESW.EthMTU = 40
+		if err := nd.engine.SetPort(0, pc, vnicd.NetdevConfig{}, nil); err != nil {
+			t.Fatal(err)
+		}
+		go nd.hfi.Run(t.Context())
+	}
+	macA, macB := encap.MACForLID(tLIDA, 1), encap.MACForLID(tLIDB, 1)
+	f := ethFrame(macB, macA, 68+18)
+	if _, err := a.host[0].Write([][]byte{f}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFrame(t, b.host[0]); !bytes.Equal(got, f) {
+		t.Fatalf("b got %d bytes, want the %d-byte frame", len(got), len(f))
+	}
+	if _, err := a.host[0].Write([][]byte{ethFrame(macB, macA, 68+18+1)}, 0); err != nil {
+		t.Fatal(err)
+	}
+	c := &a.engine.Port(0).Counters
+	deadline := time.Now().Add(2 * time.Second)
+	for c.TxFifoErrors.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := c.TxFifoErrors.Load(); got != 1 {
+		t.Errorf("a %d-byte frame: tx_fifo_errors %d, want 1 (longer than min_mtu + 18)", 68+18+1, got)
+	}
+}

@@ -3,9 +3,11 @@
 package vnicd_test
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 
+	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/hfi/hfitest"
 	"github.com/opavnic/opavnic/vnicd"
@@ -66,5 +68,88 @@ func TestNetdevMTUNotAboveEthMTU(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if got := netdevMTU(t, ns, name); got != 1400 {
 		t.Errorf("netdev MTU %d after a Set, want the user's 1400", got)
+	}
+}
+
+// TestRxOversizeAgainstNetdevMTU: a received frame longer than the
+// netdev's MTU + 18 is dropped as rx_oversize, as the kernel's opa_vnic
+// checked it against netdev->mtu (kernel-reference.md §3), so a user who
+// lowers a VNIC's MTU gets no longer frames; one that fits still passes.
+func TestRxOversizeAgainstNetdevMTU(t *testing.T) {
+	ns := lab(t, "rxmtu")
+	n := hfitest.NewNetwork()
+	tr := n.Listen(tEPA)
+	h := hfi.New(tr, hfi.Config{LID: tLIDA, VerifyICRC: true})
+	dir, err := hfi.NewDirectory(map[uint32]netip.AddrPort{tLIDA: tEPA, tLIDB: tEPB}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.SetDirectory(dir)
+	e := vnicd.NewEngine(h, vnicd.TAPFactory(nil), nil)
+	t.Cleanup(func() { e.Close() })
+	go h.Run(t.Context())
+	name := nstest.LinkName("o")
+	pc := portConfig(tLIDA, 1, 0x8001)
+	if err := e.SetPort(0, pc, vnicd.NetdevConfig{IfName: name, NetNS: ns.Name()}, nil); err != nil {
+		t.Fatal(err)
+	}
+	l, err := ns.Netlink().LinkByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.Netlink().LinkSetMTU(l, 1400); err != nil {
+		t.Fatal(err)
+	}
+	c := &e.Port(0).Counters
+	send := func(size int) {
+		dst, src := encap.MACForLID(tLIDA, 1), encap.MACForLID(tLIDB, 1)
+		buf := make([]byte, encap.Headroom+size+encap.Tailroom)
+		copy(buf[encap.Headroom:], ethFrame(dst, src, size))
+		pkt, err := encap.EncapVNIC(buf, encap.Headroom, size, &encap.VNICParams{SLID: tLIDB, DLID: tLIDA, PKey: 0x8001, VESWID: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.Inject(tEPB, pkt)
+	}
+	// The watcher sees the new MTU a moment later: send until a frame one
+	// byte too long is counted (at most 2 s).
+	deadline := time.Now().Add(2 * time.Second)
+	for c.RxOversize.Load() == 0 && time.Now().Before(deadline) {
+		send(1400 + 18 + 1)
+		time.Sleep(20 * time.Millisecond)
+	}
+	if c.RxOversize.Load() == 0 {
+		t.Fatalf("a %d-byte frame on a netdev of MTU 1400 (eth_mtu %d) is not counted as rx_oversize", 1400+18+1, pc.VESW.EthMTU)
+	}
+	before, pkts := c.RxOversize.Load(), c.RxPackets.Load()
+	send(1400 + 18)
+	for c.RxPackets.Load() == pkts && time.Now().Before(deadline.Add(time.Second)) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if c.RxPackets.Load() == pkts {
+		t.Fatal("the frame that fits the MTU was not received")
+	}
+	if got := c.RxOversize.Load(); got != before {
+		t.Errorf("a %d-byte frame on a netdev of MTU 1400: rx_oversize rose to %d", 1400+18, got)
+	}
+}
+
+// TestNetdevEthMTUBelowMinimum: an eth_mtu below 68 (an EM may set one)
+// makes a netdev of MTU 68, as the kernel's max_mtu = max(eth_mtu, min_mtu)
+// did, instead of failing: a TAP refuses an MTU below 68.
+func TestNetdevEthMTUBelowMinimum(t *testing.T) {
+	ns := lab(t, "minmtu")
+	n := hfitest.NewNetwork()
+	h := hfi.New(n.Listen(tEPA), hfi.Config{LID: tLIDA})
+	e := vnicd.NewEngine(h, vnicd.TAPFactory(nil), nil)
+	t.Cleanup(func() { e.Close() })
+	name := nstest.LinkName("n")
+	pc := portConfig(tLIDA, 1, 0x8001)
+	pc.VESW.EthMTU = 40
+	if err := e.SetPort(0, pc, vnicd.NetdevConfig{IfName: name, NetNS: ns.Name()}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := netdevMTU(t, ns, name); got != vnicd.MinEthMTU {
+		t.Errorf("netdev MTU %d, want %d", got, vnicd.MinEthMTU)
 	}
 }

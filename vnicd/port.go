@@ -47,7 +47,7 @@ func newPortState(cfg PortConfig, macs []MACEntry) *portState {
 	s := &portState{
 		cfg:      cfg,
 		flows:    encap.NewFlowTable(cfg.VESW.DefPortMask),
-		maxFrame: int(cfg.VESW.EthMTU) + maxFrameOverMTU,
+		maxFrame: max(int(cfg.VESW.EthMTU), MinEthMTU) + maxFrameOverMTU,
 		params: encap.VNICParams{
 			SLID:   cfg.Port.EncapSLID,
 			PKey:   cfg.VESW.PKey,
@@ -92,9 +92,12 @@ type Port struct {
 	dev    Device
 	netdev NetdevConfig
 	st     atomic.Pointer[portState]
-	linkUp atomic.Bool  // the netdev is administratively up
-	mtu    atomic.Int32 // the netdev's MTU, as last seen
-	fwd    atomic.Bool  // oper_state FORWARDING: config FORWARDING and link up
+	linkUp atomic.Bool // the netdev is administratively up
+	// mtu is the netdev's MTU as last seen (the link watcher), or, for a
+	// device with no netdev to watch, the vesw's eth_mtu; the receive
+	// check drops longer frames as oversize, as the kernel's did.
+	mtu atomic.Int32
+	fwd atomic.Bool // oper_state FORWARDING: config FORWARDING and link up
 	// operMu makes each updateOper read both inputs and store fwd as one
 	// step: the link watcher and a Set each change one input and then
 	// recompute, and the last to recompute must see both changes.
