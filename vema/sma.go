@@ -120,7 +120,10 @@ func (s *SMA) Handle(req []byte) (resp []byte, ok bool) {
 	am := binary.BigEndian.Uint32(req[20:])
 	data := req[hlen:]
 
-	var st Status
+	// hfi1 answers in a copy of the request and ORs its status bits into
+	// the request's (process_subn_opa, reply): a request's own status bits,
+	// zero from any SM, come back.
+	st := Status(binary.BigEndian.Uint16(req[4:]))
 	var attrData []byte
 	n := -1
 	switch {
@@ -130,13 +133,15 @@ func (s *SMA) Handle(req []byte) (resp []byte, ok bool) {
 		// in_mad: the reply is the whole request, data echoed, as long as
 		// the request (hfi1_process_opa_mad: resp_len = byte_len - GRH,
 		// out_mad_size = round_up(resp_len, 8)).
-		st = StatusBadVersion
+		st |= StatusBadVersion
 		n = (min(len(req), MADSize) + 7) &^ 7
 		attrData = req[hlen:min(len(req), MADSize)]
 	case m != MethodGet && m != MethodSet:
-		st = StatusUnsupportedMethod
+		st |= StatusUnsupportedMethod
 	default:
-		st, attrData = s.attr(m, attr, am, data)
+		var ast Status
+		ast, attrData = s.attr(m, attr, am, data)
+		st |= ast
 	}
 	if n < 0 {
 		n = (hlen + len(attrData) + 7) &^ 7

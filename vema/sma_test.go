@@ -191,3 +191,27 @@ func TestSMABadClassVersionEchoesRequest(t *testing.T) {
 	put(want, 6, 0x00)       // hop_ptr after the return-path fixup
 	smaCheck(t, s, "2048-byte DR Get, class version 1", req, want)
 }
+
+// TestSMAKeepsRequestStatusBits: hfi1 builds the reply in a copy of the
+// request and ORs its status bits in, so a request's status bits (an SM
+// sends none) come back with the SMA's own.
+func TestSMAKeepsRequestStatusBits(t *testing.T) {
+	s := NewSMA(0x0011223344556677, 0x0011223344556678, "n", SMAPort{State: PortStateInit}, nil)
+	req := drSMP(0x01, 0x0010, 0, make([]byte, SMPDRDataLen)) // Get NodeDescription
+	put(req, 4, 0x01, 0x00)                                   // a reserved status bit
+	got, ok := s.Handle(req)
+	if !ok {
+		t.Fatal("no answer")
+	}
+	if st := uint16(got[4])<<8 | uint16(got[5]); st != 0x8100 {
+		t.Errorf("status %#04x, want 0x8100 (D, and the request's bit)", st)
+	}
+	req = drSMP(0x01, 0xFF77, 0, make([]byte, SMPDRDataLen)) // an unknown attribute
+	put(req, 4, 0x01, 0x00)
+	if got, _ = s.Handle(req); len(got) < 6 {
+		t.Fatal("no answer")
+	}
+	if st := uint16(got[4])<<8 | uint16(got[5]); st != 0x8100|uint16(StatusUnsupportedMethodAttr) {
+		t.Errorf("status %#04x, want %#04x", st, 0x8100|uint16(StatusUnsupportedMethodAttr))
+	}
+}
