@@ -1010,7 +1010,10 @@ func (t *TAP) watch(ctx context.Context, sub *subscription, out chan<- LinkEvent
 				}
 				continue
 			}
-			if int(u.Index) != w.index {
+			// AF_BRIDGE messages are about the netdev as a bridge port: an
+			// RTM_DELLINK of that family says it left its bridge (nomaster,
+			// the bridge deleted), not that the netdev is gone.
+			if int(u.Index) != w.index || u.IfInfomsg.Family == unix.AF_BRIDGE {
 				continue
 			}
 			retries = 0
