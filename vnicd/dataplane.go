@@ -605,7 +605,8 @@ func (l *pollLoop) txPoll(p *Port, pq *portQueue, s *hfi.Sender) bool {
 }
 
 // pause takes p's device queue pq out of the loop's epoll set for
-// readErrorBackoff.
+// readErrorBackoff. Out, not masked: epoll reports EPOLLERR and EPOLLHUP
+// whatever the mask, and a TAP whose netdev was deleted is in EPOLLERR.
 func (l *pollLoop) pause(p *Port, pq *portQueue) {
 	dp := l.dp
 	dp.mu.Lock()
@@ -613,14 +614,14 @@ func (l *pollLoop) pause(p *Port, pq *portQueue) {
 	if dp.closed {
 		return
 	}
-	_ = l.ctl(p, pq, unix.EPOLL_CTL_MOD, 0)
+	_ = l.ctl(p, pq, unix.EPOLL_CTL_DEL, 0)
 	time.AfterFunc(readErrorBackoff, func() {
 		dp.mu.Lock()
 		defer dp.mu.Unlock()
-		if dp.closed || p.closing.Load() {
+		if dp.closed || p.closing.Load() || dp.ports.Load().byVPort[p.vport] != p {
 			return
 		}
-		_ = l.ctl(p, pq, unix.EPOLL_CTL_MOD, unix.EPOLLIN)
+		_ = l.ctl(p, pq, unix.EPOLL_CTL_ADD, unix.EPOLLIN)
 	})
 }
 

@@ -56,3 +56,22 @@ func TestBridgePortReleased(t *testing.T) {
 		b.ns.PingWithin(t, "192.168.73.1", 5*time.Second)
 	}
 }
+
+// TestDeletedNetdevNotSpun: a TAP deleted by hand (ip link del) reports
+// EPOLLERR, which no epoll event mask hides: the poll loop must still leave
+// it alone between failed reads, not spin on it (a whole CPU, and
+// tx_fifo_errors rising by the hundred thousand a second), and the other
+// ports go on.
+func TestDeletedNetdevNotSpun(t *testing.T) {
+	a, b := newLinkedPair(t, "dla", "dlb", "192.168.75")
+	a.addPort(t, 1, lidA, 2, "192.168.76.1/24")
+	b.addPort(t, 1, lidB, 2, "192.168.76.2/24")
+	ipIn(t, a.ns, "link", "del", "vnic0")
+	const run = 300 * time.Millisecond
+	time.Sleep(run)
+	// At most one failed read per pause (10 ms), and a few more.
+	if n := a.engine.Port(0).Counters.TxFifoErrors.Load(); n > uint64(run/(10*time.Millisecond))+10 {
+		t.Errorf("tx_fifo_errors %d within %v of the netdev's deletion: the loop spins on it", n, run)
+	}
+	b.ns.PingWithin(t, "192.168.76.1", 5*time.Second)
+}
