@@ -75,3 +75,33 @@ func TestDeletedNetdevNotSpun(t *testing.T) {
 	}
 	b.ns.PingWithin(t, "192.168.76.1", 5*time.Second)
 }
+
+// TestNetdevMovedByHand: a VNIC moved to another namespace by hand (ip
+// link set vnic0 netns X) is alive there, and its fd carries its frames as
+// before: the port follows it (its link state, its place in vnicctl), is
+// not taken for deleted, and forwards again once it is up there; and so
+// when it is moved back.
+func TestNetdevMovedByHand(t *testing.T) {
+	a, b := newLinkedPair(t, "mva", "mvb", "192.168.77")
+	c := nstest.NewNS(t, "mvc")
+	pa := a.engine.Port(0)
+	for _, to := range []*nstest.NS{c, a.ns} {
+		from := a.ns
+		if to == a.ns {
+			from = c
+		}
+		ipIn(t, from, "link", "set", "vnic0", "netns", to.Name())
+		ipIn(t, to, "addr", "add", "192.168.77.1/24", "dev", "vnic0")
+		ipIn(t, to, "link", "set", "vnic0", "up")
+		operWithin(t, pa, vnicd.StateForwarding, 2*time.Second)
+		b.ns.PingWithin(t, "192.168.77.1", 5*time.Second)
+		if to == c && pa.NetNS() != c.Name() {
+			t.Errorf("vport 0 is in netns %q, want %q", pa.NetNS(), c.Name())
+		}
+		ipIn(t, to, "link", "set", "vnic0", "down")
+		operWithin(t, pa, vnicd.StateDropAll, 2*time.Second)
+	}
+	if pa.NetNS() != a.ns.Path() && pa.NetNS() != a.ns.Name() {
+		t.Errorf("vport 0 is in netns %q after moving back, want %q", pa.NetNS(), a.ns.Name())
+	}
+}

@@ -914,9 +914,13 @@ type LinkEvent struct {
 	// MAC is the netdev's address; a change by the user is a VEMA trap.
 	MAC [6]byte
 	MTU int
-	// Deleted means the netdev left the namespace (deleted or moved); it is
-	// the last event.
+	// Deleted means the netdev is gone (deleted, or left the namespace in a
+	// MoveTo); it is the last event.
 	Deleted bool
+	// Moved means someone else moved the netdev to another namespace (ip
+	// link set DEV netns NS): it lives on there, and Follow finds it. It
+	// is the last event.
+	Moved bool
 	// Err is set on the last event when watching failed; the other fields
 	// then hold the last state seen.
 	Err error
@@ -928,7 +932,9 @@ const watchRetries = 3
 
 // Watch reports the netdev's state: first the current one, then each change
 // of Up, MAC or MTU, until ctx is done, the TAP is closed or moved (MoveTo)
-// or the netdev is gone (after a Deleted event); then the channel is closed. Events carry
+// or the netdev is gone (after a Deleted event) or was moved to another
+// namespace by someone else (after a Moved event: Follow, then watch
+// again); then the channel is closed. Events carry
 // state, not edges: a reader that falls behind gets the latest state, not
 // every step in between. Each Watch has a netlink subscription of its own in
 // the TAP's namespace, released when the channel closes.
@@ -984,7 +990,7 @@ func (t *TAP) watch(ctx context.Context, sub *subscription, out chan<- LinkEvent
 			return
 		case send <- pending:
 			last, sentAny, havePending = pending, true, false
-			if last.Deleted || last.Err != nil {
+			if last.Deleted || last.Moved || last.Err != nil {
 				return
 			}
 		case u, ok := <-sub.updates:
@@ -1021,6 +1027,11 @@ func (t *TAP) watch(ctx context.Context, sub *subscription, out chan<- LinkEvent
 				Up:      u.IfInfomsg.Flags&unix.IFF_UP != 0,
 				MTU:     u.Link.Attrs().MTU,
 				Deleted: u.Header.Type == unix.RTM_DELLINK,
+			}
+			if ev.Deleted && t.attached() {
+				// Gone from here, but the fd still has its netdev:
+				// moved to another namespace.
+				ev.Deleted, ev.Moved = false, true
 			}
 			copy(ev.MAC[:], u.Link.Attrs().HardwareAddr)
 			cur := last

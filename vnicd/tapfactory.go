@@ -95,6 +95,14 @@ func (e *Engine) watchLink(p *Port, w linkWatcher) {
 			if ev.Err != nil {
 				e.log.Warn("netdev watch ended", zap.Uint8("vnic", p.vport), zap.Error(ev.Err))
 			}
+			if ev.Moved {
+				if !p.closing.Load() {
+					e.log.Info("netdev moved to another namespace from outside vnicd; following it",
+						zap.Uint8("vnic", p.vport), zap.String("ifname", p.dev.Name()))
+					go e.followPort(p, w, done)
+				}
+				continue
+			}
 			if ev.Deleted {
 				if !p.closing.Load() {
 					e.log.Warn("netdev deleted from outside vnicd", zap.Uint8("vnic", p.vport),
@@ -125,6 +133,38 @@ func (e *Engine) watchLink(p *Port, w linkWatcher) {
 			first, lastMAC = false, ev.MAC
 		}
 	}()
+}
+
+// follower is a Device whose netdev can be followed to the namespace
+// someone else moved it to (the TAP can).
+type follower interface{ Follow() error }
+
+// followPort points p's device at its netdev in the namespace it was
+// moved to by hand, and watches it there, once the watcher that saw the
+// move (its goroutine closes prev) has ended. A MovePort in between has
+// already watched it anew.
+func (e *Engine) followPort(p *Port, w linkWatcher, prev <-chan struct{}) {
+	p.moveMu.Lock()
+	defer p.moveMu.Unlock()
+	<-prev
+	if p.closing.Load() || p.watchDone != prev {
+		return
+	}
+	f, ok := w.(follower)
+	if !ok {
+		e.setLinkUp(p, false)
+		return
+	}
+	if err := f.Follow(); err != nil {
+		e.log.Warn("cannot follow the netdev; the port drops its frames", zap.Uint8("vnic", p.vport), zap.Error(err))
+		e.setLinkUp(p, false)
+		return
+	}
+	e.log.Info("netdev followed", zap.Uint8("vnic", p.vport), zap.String("ifname", p.dev.Name()),
+		zap.String("netns", p.NetNS()))
+	if !p.closing.Load() {
+		e.watchLink(p, w)
+	}
 }
 
 // capMTU brings the netdev's MTU down to the port's maxMTU when it is

@@ -140,6 +140,108 @@ func (t *TAP) MoveTo(netnsSpec, name string, addrs []netip.Prefix) error {
 	return nil
 }
 
+// attached reports whether the TAP's fd still has its netdev: a netdev
+// deleted under it leaves the fd detached (TUNGETIFF fails with EBADFD).
+func (t *TAP) attached() bool {
+	ok := false
+	_ = t.rc.Control(func(fd uintptr) {
+		ifr, err := unix.NewIfreq("")
+		ok = err == nil && unix.IoctlIfreq(int(fd), unix.TUNGETIFF, ifr) == nil
+	})
+	return ok
+}
+
+// Follow points the TAP's netlink side (handle, index, name, namespace) at
+// its netdev where it now is, after someone else moved it to another
+// namespace (ip link set DEV netns NS: a Watch's Moved event). Its fd, and
+// so the data path, never changed. As MoveTo, it ends every Watch: watch
+// again afterwards. The namespace is named as `ip netns` names it when it
+// has a name there, "" when it is the caller's own, and otherwise by a
+// /proc path of the handle the TAP holds.
+func (t *TAP) Follow() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	close(t.moved)
+	t.watchers.Wait()
+	t.moved = make(chan struct{})
+	fail := func(step string, err error) error {
+		return fmt.Errorf("vnicd: TAP %s: follow it to its new namespace: %s: %w", t.Name(), step, err)
+	}
+	if t.h == nil {
+		return fail("closed", os.ErrClosed)
+	}
+	var (
+		name string
+		nsfd = -1
+		ierr error
+	)
+	if err := t.rc.Control(func(fd uintptr) {
+		ifr, err := unix.NewIfreq("")
+		if err == nil {
+			err = unix.IoctlIfreq(int(fd), unix.TUNGETIFF, ifr)
+		}
+		if err != nil {
+			ierr = fmt.Errorf("TUNGETIFF: %w", err)
+			return
+		}
+		name = ifr.Name()
+		if nsfd, err = unix.IoctlRetInt(int(fd), unix.TUNGETDEVNETNS); err != nil {
+			ierr = fmt.Errorf("TUNGETDEVNETNS: %w", err)
+		}
+	}); err != nil {
+		return fail("fd", t.ioErr(err))
+	}
+	if ierr != nil {
+		return fail("ask the fd", ierr)
+	}
+	ns := netns.NsHandle(nsfd)
+	h, err := nlutil.Handle(ns, netlinkTimeout)
+	if err != nil {
+		ns.Close()
+		return fail("netlink in netns", err)
+	}
+	l, err := h.LinkByName(name)
+	if err != nil {
+		h.Close()
+		ns.Close()
+		return fail("find "+name, err)
+	}
+	t.h.Close()
+	t.ns.Close()
+	t.h, t.ns, t.index = h, ns, l.Attrs().Index
+	t.place.Store(&tapPlace{name: name, netns: nsSpecOf(ns)})
+	return nil
+}
+
+// maxNetnsNames bounds the names nsSpecOf looks through.
+const maxNetnsNames = 4096
+
+// nsSpecOf names ns as TAPConfig.NetNS does: "" for the caller's own, its
+// name under netnsDir when it has one, else a /proc path of the handle.
+func nsSpecOf(ns netns.NsHandle) string {
+	if own, err := currentNS(); err == nil {
+		same := own.Equal(ns)
+		own.Close()
+		if same {
+			return ""
+		}
+	}
+	var st unix.Stat_t
+	if unix.Fstat(int(ns), &st) == nil {
+		if d, err := os.Open(netnsDir); err == nil {
+			names, _ := d.Readdirnames(maxNetnsNames)
+			d.Close()
+			for _, n := range names {
+				var s unix.Stat_t
+				if unix.Stat(netnsDir+"/"+n, &s) == nil && s.Dev == st.Dev && s.Ino == st.Ino {
+					return n
+				}
+			}
+		}
+	}
+	return fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), int(ns))
+}
+
 // relocate moves the netdev at idx (as from sees it) into the namespace
 // toNS, which to is a handle of, under the name tmp, and returns its index
 // there. The netdev is down afterwards; on error it has not moved.
