@@ -105,3 +105,25 @@ func TestNetdevMovedByHand(t *testing.T) {
 		t.Errorf("vport 0 is in netns %q after moving back, want %q", pa.NetNS(), a.ns.Name())
 	}
 }
+
+// TestNetdevRenamedByHand: a VNIC renamed by hand (ip link set vnic0 name
+// X) is known by its new name (vnicctl vnics, logs), and forwards on.
+func TestNetdevRenamedByHand(t *testing.T) {
+	a, b := newLinkedPair(t, "rna", "rnb", "192.168.78")
+	pa := a.engine.Port(0)
+	ipIn(t, a.ns, "link", "set", "vnic0", "down")
+	ipIn(t, a.ns, "link", "set", "vnic0", "name", "lan0")
+	ipIn(t, a.ns, "link", "set", "lan0", "up")
+	operWithin(t, pa, vnicd.StateForwarding, 2*time.Second)
+	deadline := time.Now().Add(time.Second)
+	for pa.Device().Name() != "lan0" && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := pa.Device().Name(); got != "lan0" {
+		t.Errorf("vport 0's netdev is %q after its rename, want lan0", got)
+	}
+	if st := vnicd.VNICStatuses(a.engine); len(st) != 1 || st[0].IfName != "lan0" {
+		t.Errorf("VNICStatuses after the rename: %+v, want ifname lan0", st)
+	}
+	b.ns.PingWithin(t, "192.168.78.1", 5*time.Second)
+}

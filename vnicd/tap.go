@@ -914,6 +914,9 @@ type LinkEvent struct {
 	// MAC is the netdev's address; a change by the user is a VEMA trap.
 	MAC [6]byte
 	MTU int
+	// Name is the netdev's name: a rename by the user is an event, and the
+	// TAP's Name follows it.
+	Name string
 	// Deleted means the netdev is gone (deleted, or left the namespace in a
 	// MoveTo); it is the last event.
 	Deleted bool
@@ -1026,12 +1029,19 @@ func (t *TAP) watch(ctx context.Context, sub *subscription, out chan<- LinkEvent
 			ev := LinkEvent{
 				Up:      u.IfInfomsg.Flags&unix.IFF_UP != 0,
 				MTU:     u.Link.Attrs().MTU,
+				Name:    u.Link.Attrs().Name,
 				Deleted: u.Header.Type == unix.RTM_DELLINK,
 			}
 			if ev.Deleted && t.attached() {
 				// Gone from here, but the fd still has its netdev:
 				// moved to another namespace.
 				ev.Deleted, ev.Moved = false, true
+			}
+			if p := t.place.Load(); !ev.Deleted && !ev.Moved && ev.Name != "" && ev.Name != p.name {
+				// Renamed by the user (MoveTo and Follow, which
+				// rename it too, end the watchers before they
+				// change the place).
+				t.place.Store(&tapPlace{name: ev.Name, netns: p.netns})
 			}
 			copy(ev.MAC[:], u.Link.Attrs().HardwareAddr)
 			cur := last

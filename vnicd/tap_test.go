@@ -450,6 +450,7 @@ func TestTAPWatch(t *testing.T) {
 	ns.Netlink()
 	fdsBefore := openFDs(t)
 	tap := openTAP(t, ns, 1500)
+	name := tap.Name()
 	fdsTAP := openFDs(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -457,7 +458,7 @@ func TestTAPWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev := nextEvent(t, events); ev != (vnicd.LinkEvent{Up: true, MAC: tapMAC, MTU: 1500}) {
+	if ev := nextEvent(t, events); ev != (vnicd.LinkEvent{Up: true, MAC: tapMAC, MTU: 1500, Name: name}) {
 		t.Fatalf("first event %+v, want the current state", ev)
 	}
 	ip := func(args ...string) {
@@ -478,26 +479,26 @@ func TestTAPWatch(t *testing.T) {
 		change func()
 		want   vnicd.LinkEvent
 	}{
-		{"ip link set down", func() { ip("down"); isUp(false) }, vnicd.LinkEvent{Up: false, MAC: tapMAC, MTU: 1500}},
-		{"ip link set up", func() { ip("up"); isUp(true) }, vnicd.LinkEvent{Up: true, MAC: tapMAC, MTU: 1500}},
-		{"user sets the MAC", func() { ip("address", net.HardwareAddr(userMAC[:]).String()) }, vnicd.LinkEvent{Up: true, MAC: userMAC, MTU: 1500}},
+		{"ip link set down", func() { ip("down"); isUp(false) }, vnicd.LinkEvent{Up: false, MAC: tapMAC, MTU: 1500, Name: name}},
+		{"ip link set up", func() { ip("up"); isUp(true) }, vnicd.LinkEvent{Up: true, MAC: tapMAC, MTU: 1500, Name: name}},
+		{"user sets the MAC", func() { ip("address", net.HardwareAddr(userMAC[:]).String()) }, vnicd.LinkEvent{Up: true, MAC: userMAC, MTU: 1500, Name: name}},
 		{"SetMAC", func() {
 			if err := tap.SetMAC(tapMAC); err != nil {
 				t.Fatal(err)
 			}
-		}, vnicd.LinkEvent{Up: true, MAC: tapMAC, MTU: 1500}},
+		}, vnicd.LinkEvent{Up: true, MAC: tapMAC, MTU: 1500, Name: name}},
 		{"SetMTU", func() {
 			if err := tap.SetMTU(1400); err != nil {
 				t.Fatal(err)
 			}
-		}, vnicd.LinkEvent{Up: true, MAC: tapMAC, MTU: 1400}},
+		}, vnicd.LinkEvent{Up: true, MAC: tapMAC, MTU: 1400, Name: name}},
 		// A carrier change is no event: Up is IFF_UP, not the carrier.
 		{"carrier off, then down", func() {
 			if err := tap.SetCarrier(false); err != nil {
 				t.Fatal(err)
 			}
 			ip("down")
-		}, vnicd.LinkEvent{Up: false, MAC: tapMAC, MTU: 1400}},
+		}, vnicd.LinkEvent{Up: false, MAC: tapMAC, MTU: 1400, Name: name}},
 	}
 	for _, s := range steps {
 		s.change()

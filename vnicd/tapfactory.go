@@ -60,6 +60,7 @@ func (e *Engine) watchLink(p *Port, w linkWatcher) {
 		}
 		var (
 			lastMAC  [6]byte
+			lastName string
 			first    = true
 			mcDigest uint32
 			mcRead   bool
@@ -130,7 +131,10 @@ func (e *Engine) watchLink(p *Port, w linkWatcher) {
 			if ml != nil && (first || changed) {
 				pollMcast() // going up joins groups: seen at once, not a tick later
 			}
-			first, lastMAC = false, ev.MAC
+			if !first && ev.Name != lastName && ev.Name != "" {
+				e.log.Info("netdev renamed", zap.Uint8("vnic", p.vport), zap.String("from", lastName), zap.String("ifname", ev.Name))
+			}
+			first, lastMAC, lastName = false, ev.MAC, ev.Name
 		}
 	}()
 }
