@@ -127,3 +127,20 @@ func TestNetdevRenamedByHand(t *testing.T) {
 	}
 	b.ns.PingWithin(t, "192.168.78.1", 5*time.Second)
 }
+
+// TestDeletedNetdevNotCounted: once its netdev is deleted (ip link del),
+// a port's TAP has no frames to give, and reading it again and again is no
+// transmit error: tx_fifo_errors stays where it is, not +100 a second for
+// as long as vnicd runs.
+func TestDeletedNetdevNotCounted(t *testing.T) {
+	a, _ := newLinkedPair(t, "dca", "dcb", "192.168.79")
+	pa := a.engine.Port(0)
+	ipIn(t, a.ns, "link", "del", "vnic0")
+	operWithin(t, pa, vnicd.StateDropAll, 2*time.Second)
+	time.Sleep(100 * time.Millisecond)
+	before := pa.Counters.TxFifoErrors.Load()
+	time.Sleep(300 * time.Millisecond)
+	if after := pa.Counters.TxFifoErrors.Load(); after != before {
+		t.Errorf("tx_fifo_errors went from %d to %d in 300 ms after the netdev's deletion", before, after)
+	}
+}

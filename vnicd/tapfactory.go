@@ -109,6 +109,11 @@ func (e *Engine) watchLink(p *Port, w linkWatcher) {
 					e.log.Warn("netdev deleted from outside vnicd", zap.Uint8("vnic", p.vport),
 						zap.String("ifname", p.dev.Name()))
 					e.setLinkUp(p, false)
+					if p.pq != nil {
+						// Its fd has no more frames to give: every read
+						// would fail, and count as a transmit error.
+						e.dp.remove(p)
+					}
 				}
 				continue
 			}
