@@ -151,6 +151,19 @@ func (t *claimTable) put(c Claim, pending bool) {
 	delete(t.offVESW, c.VPort)
 }
 
+// update changes vport's active claim with f, if there is one, and
+// reports whether there was.
+func (t *claimTable) update(vport uint8, f func(*Claim)) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c, ok := t.m[vport]
+	if !ok || t.pending[vport] {
+		return false
+	}
+	f(c)
+	return true
+}
+
 func (t *claimTable) drop(vport uint8) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -477,3 +477,37 @@ func TestClaimsUnreadableFileKept(t *testing.T) {
 		t.Errorf("the unreadable claims file set aside: %q, %v", b, err)
 	}
 }
+
+// TestClaimRenamedOrMovedRestart: a claimed port's netdev renamed or moved
+// to another namespace by hand (the link watcher's EventPlace) is where the
+// claim, and its state file, say it is, so that a restarted vnicd takes it
+// over there, not where the claim put it.
+func TestClaimRenamedOrMovedRestart(t *testing.T) {
+	n := newFakeNode(t)
+	n.emSet(0, 1)
+	c1, c2 := nsFile(t, "c1"), nsFile(t, "c2")
+	if err := vnicd.Call(n.sock, "vnic_add", vnicd.VNICAddArgs{VESW: 1, NetNS: c1, IfName: "eth0", Owner: "o"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	n.mu.Lock()
+	d := n.d
+	n.mu.Unlock()
+	d.NetdevPlaced(0, "lan0", c2)
+	if cs := n.claims(); len(cs) != 1 || cs[0].IfName != "lan0" || cs[0].NetNS != c2 {
+		t.Fatalf("claims after the move: %+v", cs)
+	}
+	b, err := os.ReadFile(vnicd.ClaimsPath(n.sock))
+	if err != nil || !strings.Contains(string(b), `"ifname": "lan0"`) || !strings.Contains(string(b), `"netns": "`+c2+`"`) {
+		t.Fatalf("claims file after the move: %v\n%s", err, b)
+	}
+	n.halt()
+	n.start()
+	n.emSet(0, 1)
+	attaches, _ := n.record()
+	if len(attaches) != 1 || attaches[0].Netdev.NetNS != c2 || attaches[0].Netdev.IfName != "lan0" {
+		t.Errorf("attach requests %+v, want lan0 in %s", attaches, c2)
+	}
+	if cs := n.claims(); len(cs) != 1 || cs[0].State != vnicd.ClaimActive || cs[0].IfName != "lan0" {
+		t.Errorf("claims after the restart: %+v", cs)
+	}
+}

@@ -116,6 +116,12 @@ func NewDaemon(cfg *Config, newDevice DeviceFactory, log *zap.Logger) (_ *Daemon
 	mc := cfg.MgmtConfig()
 	mc.Netdev = d.netdevFor
 	d.mgmt = NewMgmt(d.engine, mc, log)
+	d.engine.SetEventHook(func(ev PortEvent) {
+		d.mgmt.portEvent(ev)
+		if ev.Kind == EventPlace {
+			d.portPlaced(ev)
+		}
+	})
 	if cfg.Node.Managed() {
 		d.mgmt.Ports.onSet = func(uint8) {
 			select {

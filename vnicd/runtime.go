@@ -278,6 +278,19 @@ func (r *runtimeVNICs) get(vport uint8) (runtimeVNIC, bool) {
 	return v, ok
 }
 
+// update changes vport's runtime VNIC with f, if there is one, and
+// reports whether there was.
+func (r *runtimeVNICs) update(vport uint8, f func(*runtimeVNIC)) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v, ok := r.m[vport]
+	if ok {
+		f(&v)
+		r.m[vport] = v
+	}
+	return ok
+}
+
 func (r *runtimeVNICs) count() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -391,6 +404,11 @@ func (d *Daemon) addRuntime(args json.RawMessage, saved *RuntimeEntry) (VNICStat
 	})
 	if err != nil {
 		return VNICStatus{}, err
+	}
+	if saved != nil && saved.IfName != "" {
+		// Where the TAP was left: renamed or moved by hand, it is not
+		// where the arguments put it (portPlaced).
+		v.Netdev.IfName, v.Netdev.NetNS = saved.IfName, saved.NetNS
 	}
 	if inUse(v.VPort) {
 		return VNICStatus{}, fmt.Errorf("vport: vport %d is in use", v.VPort)
@@ -577,6 +595,44 @@ func (d *Daemon) loadRuntimeOnStart(es []RuntimeEntry, dropped int) {
 	d.log.Info("runtime VNICs of the last run", zap.Int("restored", kept), zap.Int("dropped", len(es)-kept+dropped))
 	if err := d.rt.save(); err != nil {
 		d.log.Warn("cannot save the runtime VNICs", zap.Error(err))
+	}
+}
+
+// portPlaced records where a runtime VNIC's or a claimed port's netdev is
+// after someone renamed it or moved it to another namespace by hand
+// (EventPlace), so that a restarted vnicd takes its TAP over there and
+// vnic_del finds it. It runs on the link watcher's goroutine, which
+// MovePort and a port's close wait for under rt.op: it takes only the
+// tables' leaf locks, never rt.op.
+func (d *Daemon) portPlaced(ev PortEvent) {
+	var nsDev, nsIno uint64
+	if ev.NetNS != "" {
+		var err error
+		if nsDev, nsIno, err = netnsID(ev.NetNS); err != nil {
+			d.log.Warn("cannot identify the netdev's new namespace", zap.Uint8("vnic", ev.VPort),
+				zap.String("netns", ev.NetNS), zap.Error(err))
+		}
+	}
+	if strings.HasPrefix(ev.NetNS, "/proc/") {
+		if _, ok := d.rt.get(ev.VPort); ok || d.claimActive(ev.VPort) {
+			d.log.Warn("the netdev's namespace has no name (ip netns): its VNIC will not survive a vnicd restart",
+				zap.Uint8("vnic", ev.VPort), zap.String("ifname", ev.IfName))
+		}
+	}
+	if d.rt.update(ev.VPort, func(v *runtimeVNIC) {
+		v.netdev.IfName, v.netdev.NetNS = ev.IfName, ev.NetNS
+		v.entry.IfName, v.entry.NetNS, v.entry.NSDev, v.entry.NSIno = ev.IfName, ev.NetNS, nsDev, nsIno
+	}) {
+		if err := d.rt.save(); err != nil {
+			d.log.Warn("cannot save the runtime VNICs", zap.Error(err))
+		}
+	}
+	if d.claims.update(ev.VPort, func(c *Claim) {
+		c.IfName, c.NetNS, c.NSDev, c.NSIno = ev.IfName, ev.NetNS, nsDev, nsIno
+	}) {
+		if err := d.claims.save(); err != nil {
+			d.log.Warn("cannot save the claims", zap.Error(err))
+		}
 	}
 }
 

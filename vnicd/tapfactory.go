@@ -138,6 +138,7 @@ func (e *Engine) watchLink(p *Port, w linkWatcher) {
 			}
 			if !first && ev.Name != lastName && ev.Name != "" {
 				e.log.Info("netdev renamed", zap.Uint8("vnic", p.vport), zap.String("from", lastName), zap.String("ifname", ev.Name))
+				e.event(PortEvent{VPort: p.vport, Kind: EventPlace, IfName: ev.Name, NetNS: p.NetNS()})
 			}
 			first, lastMAC, lastName = false, ev.MAC, ev.Name
 		}
@@ -173,6 +174,7 @@ func (e *Engine) followPort(p *Port, w linkWatcher, prev <-chan struct{}) {
 		zap.String("netns", p.NetNS()))
 	if !p.closing.Load() {
 		e.watchLink(p, w)
+		e.event(PortEvent{VPort: p.vport, Kind: EventPlace, IfName: p.dev.Name(), NetNS: p.NetNS()})
 	}
 }
 
@@ -206,16 +208,21 @@ const (
 	EventLink  EventKind = iota + 1 // administrative up/down
 	EventMAC                        // the netdev's MAC
 	EventMcast                      // the netdev's multicast list changed
+	EventPlace                      // the netdev renamed, or moved to another namespace, from outside vnicd
 )
 
 // PortEvent is a change on a port's netdev that the management plane hears
-// about (VEMA traps, kernel-reference.md §4.9).
+// about (VEMA traps, kernel-reference.md §4.9), or that the daemon records
+// (EventPlace).
 type PortEvent struct {
 	VPort   uint8
 	Kind    EventKind
 	Up      bool    // EventLink
 	MAC     [6]byte // EventMAC: the netdev's MAC now
 	Initial bool    // EventMAC: the first reading, not a change
+	// IfName and NetNS are where the netdev is now (EventPlace), NetNS as
+	// Port.NetNS gives it.
+	IfName, NetNS string
 }
 
 // SetEventHook sets the function told about port events (nil: none). It is

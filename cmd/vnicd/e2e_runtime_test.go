@@ -298,3 +298,99 @@ func testRuntimeRestart(t *testing.T, queues int) {
 		t.Errorf("TAPs in the container after vnic_del and a restart: %v", got)
 	}
 }
+
+// TestE2ERuntimeRenamedOrMovedRestart: a runtime VNIC whose netdev someone
+// renamed, or moved to another namespace, by hand is taken over where it
+// is when vnicd starts again (the state file follows the netdev), not
+// dropped with its persistent TAP left behind; vnic_del then removes it
+// there.
+func TestE2ERuntimeRenamedOrMovedRestart(t *testing.T) {
+	nstest.RequireRoot(t)
+	nstest.RequirePaths(t, "/dev/net/tun")
+	nstest.RequireTools(t, "ip", "ping")
+	a, b := nstest.NewNS(t, "rma"), nstest.NewNS(t, "rmb")
+	ca, cb, cc := nstest.NewNS(t, "rmca"), nstest.NewNS(t, "rmcb"), nstest.NewNS(t, "rmcc")
+	nstest.Veth(t, a, b, pfx("10.203.0.1/24"), pfx("10.203.0.2/24"), 1500)
+	dir := t.TempDir()
+	host := func(name string, lid, peer int, self, other string) hostSpec {
+		return hostSpec{name: name, lid: lid, listen: self + ":4793",
+			peers:  map[int]string{peer: other + ":4793"},
+			groups: map[int][]int{mcRed: {lidA, lidB}},
+			socket: filepath.Join(dir, name+".sock")}
+	}
+	ha := host("host-a", lidA, lidB, "10.203.0.1", "10.203.0.2")
+	da := startVnicd(t, a, ha)
+	db := startVnicd(t, b, host("host-b", lidB, lidA, "10.203.0.2", "10.203.0.1"))
+	for _, c := range []struct {
+		d     *daemon
+		ns    *nstest.NS
+		addr  string
+		owner string
+	}{{db, cb, "10.1.0.2/24", "test:b"}, {da, ca, "10.1.0.1/24", "test:a"}} {
+		if err := vnicd.Call(c.d.socket, "vnic_add", vnicd.VNICAddArgs{VESW: 1, PKey: "0x8001", McastDLID: mcRed, EthMTU: 1400,
+			IfName: "eth1", NetNS: c.ns.Name(), Addresses: []string{c.addr}, Owner: c.owner}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ping(t, ca, "10.1.0.2")
+	ip := func(ns *nstest.NS, args ...string) {
+		t.Helper()
+		if out, err := ns.Exec(context.Background(), "ip", args...); err != nil {
+			t.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+	}
+	// vnicd knows the netdev by its new place, and the state file says so.
+	placed := func(ns *nstest.NS, ifname string) {
+		t.Helper()
+		var vs []vnicd.VNICStatus
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			err := vnicd.Call(da.socket, "vnics", nil, &vs)
+			b, _ := os.ReadFile(vnicd.RuntimePath(ha.socket))
+			if err == nil && len(vs) == 1 && vs[0].IfName == ifname && vs[0].NetNS == ns.Name() &&
+				strings.Contains(string(b), `"ifname": "`+ifname+`"`) && strings.Contains(string(b), `"netns": "`+ns.Name()+`"`) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("vnicd's VNICs %+v (%v), state file:\n%s\nwant %s in %s", vs, err, b, ifname, ns.Name())
+			}
+		}
+	}
+	restart := func(sig os.Signal, ns *nstest.NS, ifname string) {
+		t.Helper()
+		if err := da.cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		_ = da.cmd.Wait()
+		da = launchVnicd(t, a, ha)
+		if err := da.waitUp(1, 10*time.Second); err != nil {
+			t.Fatalf("%v: vnicd did not come back with its runtime VNIC: %v", sig, err)
+		}
+		ns.PingWithin(t, "10.1.0.2", 10*time.Second)
+		if got := tuntaps(links(t, ns)); !slices.Equal(got, []string{ifname}) {
+			t.Errorf("%v: TAPs in %s after the restart: %v, want %s once", sig, ns.Name(), got, ifname)
+		}
+		placed(ns, ifname)
+	}
+
+	ip(ca, "link", "set", "eth1", "name", "lan1")
+	placed(ca, "lan1")
+	restart(syscall.SIGTERM, ca, "lan1")
+
+	ip(ca, "link", "set", "lan1", "netns", cc.Name())
+	ip(cc, "addr", "add", "10.1.0.1/24", "dev", "lan1")
+	ip(cc, "link", "set", "lan1", "up")
+	placed(cc, "lan1")
+	cc.PingWithin(t, "10.1.0.2", 5*time.Second)
+	restart(syscall.SIGKILL, cc, "lan1")
+	if got := tuntaps(links(t, ca)); len(got) != 0 {
+		t.Errorf("TAPs left in %s: %v", ca.Name(), got)
+	}
+
+	var del vnicd.VNICDeleted
+	if err := vnicd.Call(da.socket, "vnic_del", vnicd.VNICDelArgs{Owner: "test:a"}, &del); err != nil || len(del.Deleted) != 1 {
+		t.Fatalf("vnic_del: %+v, %v", del, err)
+	}
+	if got := tuntaps(links(t, cc)); len(got) != 0 {
+		t.Errorf("TAPs in %s after vnic_del: %v", cc.Name(), got)
+	}
+}
