@@ -2,10 +2,12 @@ package fm
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
@@ -759,8 +761,42 @@ func (f *FM) Reload(cfg *Config) error {
 	old := f.cfg
 	f.cfg = cfg
 	var relid []*node
+	// A config node is one host: when the new config makes two active (or
+	// joining) nodes match one entry (an entry added for a name two
+	// unlisted hosts share, or a GUID changed), the one that matched it
+	// before keeps it, else the lowest LID; the other stays an unlisted
+	// node, as a join would leave it (§2.3).
+	live := func(n *node) bool { return n.state == NodeActive || n.joining }
+	match := make(map[*node]string, len(f.nodes))
+	order := make([]*node, 0, len(f.nodes))
 	for _, n := range f.nodes {
-		n.cfgName = f.matchConfig(n)
+		match[n] = f.matchConfig(n)
+		order = append(order, n)
+	}
+	kept := func(n *node) int { // 0: it matched this entry before the reload
+		if live(n) && n.cfgName != "" && match[n] == n.cfgName {
+			return 0
+		}
+		return 1
+	}
+	slices.SortFunc(order, func(a, b *node) int {
+		return cmp.Or(cmp.Compare(kept(a), kept(b)), cmp.Compare(a.lid, b.lid), cmp.Compare(a.portGUID, b.portGUID))
+	})
+	taken := map[string]*node{}
+	for _, n := range order {
+		name := match[n]
+		if o := taken[name]; o != nil && live(n) {
+			f.warn("dup", "a second node matches a config node after the reload; it stays unlisted", zap.String("node", name),
+				zap.Uint64("guid", n.portGUID), zap.Stringer("peer", n.ep),
+				zap.Uint64("active_guid", o.portGUID), zap.Stringer("active_peer", o.ep))
+			name = ""
+		}
+		if name != "" && live(n) {
+			taken[name] = n
+		}
+		n.cfgName = name
+	}
+	for _, n := range f.nodes {
 		if c, ok := cfg.Node(n.cfgName); ok && n.cfgName != "" && c.LID != 0 && c.LID != n.lid && n.state == NodeActive {
 			relid = append(relid, n) // given a fixed LID it does not hold
 		}
