@@ -858,18 +858,41 @@ func (f *FM) chooseLID(n *node, held uint32) (uint32, error) {
 		}
 		return c.LID, nil
 	}
-	if held != 0 && f.cfg.Pool.Contains(held) && f.lidFree(held, n) {
+	taken := f.lidsTaken(n)
+	free := func(l uint32) bool { return encap.Is16BUnicast(l) && !taken[l] }
+	if held != 0 && f.cfg.Pool.Contains(held) && free(held) {
 		return held, nil
 	}
-	if n.lid != 0 && f.lidFree(n.lid, n) {
+	if n.lid != 0 && free(n.lid) {
 		return n.lid, nil
 	}
+	// At most len(taken) LIDs of the pool are taken: the scan is linear in
+	// the nodes, not quadratic, at MaxNodes.
 	for l := f.cfg.Pool.Start; l <= f.cfg.Pool.End && l != 0; l++ {
-		if f.lidFree(l, n) {
+		if free(l) {
 			return l, nil
 		}
 	}
 	return 0, errPoolExhausted
+}
+
+// lidsTaken returns the LIDs n may not have, gathered once per choice:
+// the FM's, those other nodes hold or are being given, and the config's
+// fixed LIDs of other config nodes.
+func (f *FM) lidsTaken(n *node) map[uint32]bool {
+	taken := make(map[uint32]bool, 1+2*len(f.nodes)+len(f.cfg.Nodes))
+	taken[f.cfg.FM.LID] = true
+	for _, o := range f.nodes {
+		if o != n {
+			taken[o.lid], taken[o.pendingLID] = true, true
+		}
+	}
+	for _, c := range f.cfg.Nodes {
+		if c.LID != 0 && c.Name != n.cfgName {
+			taken[c.LID] = true
+		}
+	}
+	return taken
 }
 
 // makeRoom reports whether the node table has room for one more node,
@@ -898,23 +921,6 @@ func (f *FM) makeRoom() bool {
 		}
 	}
 	delete(f.deletes, oldest.portGUID)
-	return true
-}
-
-func (f *FM) lidFree(l uint32, n *node) bool {
-	if l == f.cfg.FM.LID || !encap.Is16BUnicast(l) {
-		return false
-	}
-	for _, o := range f.nodes {
-		if o != n && (o.lid == l || o.pendingLID == l) {
-			return false
-		}
-	}
-	for _, c := range f.cfg.Nodes {
-		if c.LID == l && c.Name != n.cfgName {
-			return false
-		}
-	}
 	return true
 }
 

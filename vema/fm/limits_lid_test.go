@@ -1,0 +1,38 @@
+package fm
+
+import (
+	"testing"
+	"time"
+
+	"github.com/opavnic/opavnic/hfi"
+	"github.com/opavnic/opavnic/hfi/hfitest"
+)
+
+// TestLimitChooseLIDCost: with the node table full, picking the lowest free
+// pool LID for one more join scans the nodes once, not once per pool LID
+// tried. The quadratic scan took some 160 ms per join here (minutes of the
+// FM's loop for a fabric of MaxNodes joining from scratch, polls timing out
+// behind it); the bound leaves a loaded machine's -race run room.
+func TestLimitChooseLIDCost(t *testing.T) {
+	net := hfitest.NewNetwork()
+	cfg := mustConfig(t, fabricText(MaxNodes))
+	f := New(hfi.New(net.Listen(fmEP), hfi.Config{LID: cfg.FM.LID, TrustAnyMgmtSource: true}), cfg, nil)
+	for i := range MaxNodes - 1 { // the pool's first LIDs all held
+		n := &node{portGUID: uint64(0x1000 + i), lid: cfg.Pool.Start + uint32(i), ep: silentEP(i), state: NodeActive}
+		f.nodes[n.portGUID] = n
+	}
+	n := &node{portGUID: 0x99999, state: NodeJoining}
+	f.nodes[n.portGUID] = n
+	best := time.Hour
+	for range 3 {
+		t0 := time.Now()
+		lid, err := f.chooseLID(n, 0)
+		best = min(best, time.Since(t0))
+		if want := cfg.Pool.Start + MaxNodes - 1; err != nil || lid != want {
+			t.Fatalf("chooseLID = %#x, %v; want %#x", lid, err, want)
+		}
+	}
+	if best > 40*time.Millisecond {
+		t.Errorf("choosing a LID among %d nodes took %v, want well under 40ms", MaxNodes, best)
+	}
+}
