@@ -1148,14 +1148,28 @@ func (f *FM) Nodes() []NodeStatus {
 	return out
 }
 
-// Node returns the status of the node with that config or description name.
+// Node returns the status of the node with that config or description name:
+// an active node before a lost one (a host replaced by another with a new
+// GUID leaves the old one lost, on a lower LID perhaps), and the config
+// node of that name before a node that only describes itself so.
 func (f *FM) Node(name string) (NodeStatus, bool) {
+	best, rank := NodeStatus{}, 4
 	for _, n := range f.Nodes() {
-		if n.Config == name || n.Name == name {
-			return n, true
+		r := 4
+		switch {
+		case n.Config == name:
+			r = 0
+		case n.Name == name:
+			r = 1
+		}
+		if n.State != NodeActive {
+			r += 2
+		}
+		if r < rank {
+			best, rank = n, r
 		}
 	}
-	return NodeStatus{}, false
+	return best, rank < 4
 }
 
 // MemberStatus is one vesw port.
