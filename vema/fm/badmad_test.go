@@ -90,3 +90,33 @@ func TestResponseOfAnotherClassNotTaken(t *testing.T) {
 		t.Error("the request's own answer was not taken")
 	}
 }
+
+// A VEMA trap whose SLID is no active node's is dropped and counted, as
+// any MAD the FM does not take, and makes no node or member state.
+func TestVEMATrapFromUnknownLIDCounted(t *testing.T) {
+	net := hfitest.NewNetwork()
+	cfg := mustConfig(t, testFabric)
+	f := New(hfi.New(net.Listen(fmEP), hfi.Config{LID: cfg.FM.LID, TrustAnyMgmtSource: true}), cfg, nil)
+	var tr vema.TrapMAD
+	tr.VendorHeader = vema.VendorHeader{MADHeader: vema.MADHeader{BaseVersion: 0x80, MgmtClass: vema.ClassVEMA,
+		ClassVersion: 0x80, Method: vema.MethodTrap, TID: 1, AttrID: vema.AttrNotice}, OUI: vema.IntelOUI}
+	tr.Notice.GenType = vema.VEMANoticeGenType
+	tr.Notice.OUI = vema.IntelOUI
+	tr.Notice.IssuerLID = 0x10
+	tr.Notice.Trap = vema.VESWPortTrap{VESWID: 1, Opcode: vema.TrapIfaceUcastMACChange}
+	mad, err := tr.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for range 3 {
+		f.handle(&inbound{mad: mad, slid: 0x10, srcQPN: 1, src: epA})
+	}
+	if got := f.BadMADs.Load(); got != 3 {
+		t.Errorf("BadMADs = %d after three traps from an unknown LID, want 3", got)
+	}
+	if len(f.nodes) != 0 || len(f.members) != 0 || len(f.pending) != 0 {
+		t.Errorf("traps from an unknown LID made %d nodes, %d members, %d requests", len(f.nodes), len(f.members), len(f.pending))
+	}
+}

@@ -649,7 +649,10 @@ func (f *FM) vemaTrap(p *inbound) {
 	}
 	tr := t.Notice.Trap
 	if n == nil {
-		f.log.Warn("VEMA trap from an unknown LID", zap.Stringer("lid", encap.LID(p.slid)), zap.Stringer("peer", p.src))
+		// Anyone may send one (the FM's HFI takes management packets from
+		// any source): a counted drop, its warning rate-limited.
+		f.BadMADs.Add(1)
+		f.warn("trap", "VEMA trap from an unknown LID; dropped", zap.Stringer("lid", encap.LID(p.slid)), zap.Stringer("peer", p.src))
 		return
 	}
 	k := memberKey{tr.VESWID, n.cfgName, tr.VESWPortIndex}
