@@ -90,7 +90,6 @@ type FM struct {
 	send    *hfi.Sender
 	nodes   map[uint64]*node // by port GUID
 	pending map[uint64]*request
-	tid     uint64
 	gen     uint32
 	// instance is this FM run's fm_instance in every directory block: nodes
 	// order generations within one instance only, so a restarted FM's
@@ -279,7 +278,6 @@ func New(h *hfi.HFI, cfg *Config, log *zap.Logger) *FM {
 		send:         h.NewSender(),
 		nodes:        map[uint64]*node{},
 		pending:      map[uint64]*request{},
-		tid:          uint64(time.Now().UnixNano()) << 16,
 		// Generations start at the clock, which orders them across FM
 		// runs for nodes that predate fm_instance.
 		gen:      uint32(time.Now().Unix()),
@@ -385,7 +383,19 @@ func (f *FM) Run(ctx context.Context) error {
 
 // --- sending ---
 
-func (f *FM) nextTID() uint64 { f.tid++; return f.tid }
+// nextTID returns a TID for a new request: random, not one pending. A node
+// sees the TIDs of the requests sent to it; a counter would let it answer
+// those sent to other nodes (a poll answer from its endpoint moves the
+// polled node there), since the FM's HFI takes management packets from any
+// source and an answer is matched by its TID, class and attribute alone.
+// math/rand/v2's generator is ChaCha8, seeded at random.
+func (f *FM) nextTID() uint64 {
+	for {
+		if t := rand.Uint64(); t != 0 && f.pending[t] == nil {
+			return t
+		}
+	}
+}
 
 func (f *FM) smpParams(dlid uint32) encap.MgmtParams {
 	return encap.MgmtParams{SLID: f.cfg.FM.LID, DLID: dlid, SC: 15, PKey: 0xFFFF, DestQPN: encap.QPNSMI, SrcQPN: encap.QPNSMI}
