@@ -703,6 +703,7 @@ func (f *FM) join(n *node, held uint32) {
 	if n.state != NodeActive {
 		n.state = NodeJoining
 	}
+	waits := false // chooseLID: the node waits for the start-up sweep; no anomaly
 	fail := func() {
 		n.joining = false
 		n.pendingLID = 0
@@ -719,7 +720,9 @@ func (f *FM) join(n *node, held uint32) {
 		// would drop it: polls skip a joining node, and one that keeps
 		// announcing but never answers must not stay active.
 		f.loseNode(n, "node failed to join again; dropped")
-		f.warn("join", "join failed; waiting for the next announce", zap.String("node", n.name), zap.Stringer("peer", n.ep))
+		if !waits {
+			f.warn("join", "join failed; waiting for the next announce", zap.String("node", n.name), zap.Stringer("peer", n.ep))
+		}
 	}
 	f.drSMP(n, vema.MethodGet, vema.SMPAttrNodeInfo, 0, nil, f.tries, f.retryTimeout, func(_ *inbound, r *vema.SMP) {
 		var ni vema.NodeInfo
@@ -746,6 +749,12 @@ func (f *FM) join(n *node, held uint32) {
 				return
 			}
 			lid, err := f.chooseLID(n, held)
+			if errors.Is(err, errSweeping) {
+				f.log.Debug("node waits for the start-up sweep", zap.String("node", n.name), zap.Uint64("guid", n.portGUID))
+				waits = true
+				fail()
+				return
+			}
 			if err != nil {
 				f.warn("lid", "node not joined", zap.String("node", n.name), zap.Uint64("guid", n.portGUID),
 					zap.Stringer("peer", n.ep), zap.Error(err))
@@ -837,6 +846,7 @@ func (f *FM) matchConfig(n *node) string {
 var (
 	errPoolExhausted = errors.New("fm: LID pool exhausted")
 	errDuplicateNode = errors.New("fm: another node holds this config node's fixed LID")
+	errSweeping      = errors.New("fm: no pool LID is handed out before the start-up sweep ends")
 )
 
 // chooseLID applies §2.3: the fixed LID; else the LID the node holds if it is
@@ -875,6 +885,12 @@ func (f *FM) chooseLID(n *node, held uint32) (uint32, error) {
 	}
 	if n.lid != 0 && free(n.lid) {
 		return n.lid, nil
+	}
+	if !f.settled {
+		// A restarted FM has not heard yet from every node that holds a
+		// pool LID (a node announces 3 s after it last heard the SM):
+		// the lowest free LID may be one of theirs.
+		return 0, errSweeping
 	}
 	// At most len(taken) LIDs of the pool are taken: the scan is linear in
 	// the nodes, not quadratic, at MaxNodes.

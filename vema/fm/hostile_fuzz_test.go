@@ -79,7 +79,8 @@ func runHostile(t *testing.T, ops []byte) *FM {
 		t.Fatal(err)
 	}
 	fm := New(hfi.New(net.Listen(fmEP), hfi.Config{LID: cfg.FM.LID, TrustAnyMgmtSource: true}), cfg, nil)
-	fm.settleBy = time.Now() // no start-up sweep: pushes at once
+	fm.settleBy = time.Now() // no start-up sweep: pool LIDs and pushes at once
+	fm.checkSettled(fm.settleBy)
 	nodes := []*hostileNode{newHostileNode("host-a", 0xA, epA), newHostileNode("host-b", 0xB, epB)}
 	now := time.Now()
 	fm.mu.Lock()

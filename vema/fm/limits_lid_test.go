@@ -21,6 +21,7 @@ func TestLimitChooseLIDCost(t *testing.T) {
 		n := &node{portGUID: uint64(0x1000 + i), lid: cfg.Pool.Start + uint32(i), ep: silentEP(i), state: NodeActive}
 		f.nodes[n.portGUID] = n
 	}
+	f.settled = true // pool LIDs are handed out after the start-up sweep
 	n := &node{portGUID: 0x99999, state: NodeJoining}
 	f.nodes[n.portGUID] = n
 	best := time.Hour
