@@ -344,7 +344,8 @@ func (r *rawConfig) build() (*Config, error) {
 		c.Failf("lid_pool", leaf{}, "holds only the FM's own LID")
 	}
 	names := map[string]bool{}
-	guids := map[uint64]string{}
+	// One GUID names one port: the SA answers a node's GID with its LID.
+	guids := map[uint64]string{cfg.FM.GUID: "the FM (fm.guid)"}
 	lids := map[uint32]string{cfg.FM.LID: "the FM (fm.lid)"}
 	for i := range r.Nodes {
 		p := fmt.Sprintf("nodes[%d]", i)
@@ -361,9 +362,9 @@ func (r *rawConfig) build() (*Config, error) {
 		if rn.GUID.Present() {
 			n.GUID = c.Ranged(rn.GUID, p+".guid", 1, 1<<64-1, 0, true)
 			if o, dup := guids[n.GUID]; dup && !c.Failed() {
-				c.Failf(p+".guid", rn.GUID, "GUID 0x%X is also node %q's", n.GUID, o)
+				c.Failf(p+".guid", rn.GUID, "GUID 0x%X is also %s's", n.GUID, o)
 			}
-			guids[n.GUID] = n.Name
+			guids[n.GUID] = fmt.Sprintf("node %q", n.Name)
 		}
 		if rn.LID.Present() {
 			n.LID = uint32(c.Ranged(rn.LID, p+".lid", 1, DefaultPoolEnd, 0, true))

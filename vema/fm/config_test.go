@@ -142,6 +142,9 @@ func TestParseConfigErrors(t *testing.T) {
 		{"pool multicast", "fm: {name: x}\nlid_pool: {start: 0xF00000}\n", "lid_pool.start", "out of range"},
 		{"duplicate node", "fm: {name: x}\nnodes: [{name: a}, {name: a}]\n", "nodes[1].name", "twice"},
 		{"node lid = fm lid", "fm: {name: x}\nnodes: [{name: a, lid: 1}]\n", "nodes[0].lid", "FM"},
+		{"duplicate guid", "fm: {name: x}\nnodes: [{name: a, guid: 5}, {name: b, guid: 5}]\n", "nodes[1].guid", `also node "a"'s`},
+		// Its GID would name two ports, and the SA answer the FM's LID for it.
+		{"node guid = fm guid", "fm: {name: x, guid: 7}\nnodes: [{name: a, guid: 7}]\n", "nodes[0].guid", "the FM (fm.guid)"},
 		{"duplicate lid", "fm: {name: x}\nnodes: [{name: a, lid: 0x20}, {name: b, lid: 0x20}]\n", "nodes[1].lid", "already"},
 		{"vesw id 0", base + "vesws: [{id: 0, pkey: 0x8001}]\n", "vesws[0].id", "out of range"},
 		{"vesw id big", base + "vesws: [{id: 4096, pkey: 0x8001}]\n", "vesws[0].id", "out of range"},
