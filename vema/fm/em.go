@@ -353,8 +353,9 @@ func emFieldsOf(pi vema.VESWPortInfo) []byte {
 // are listed, and its digest.
 func (f *FM) macTable(v *VESWConfig) ([]vema.MACTableEntry, uint32) {
 	var ents []vema.MACTableEntry
+	act := f.activeByName() // linear in the nodes, not once per member
 	for _, m := range v.Members {
-		n := f.activeNode(m.Node)
+		n := act[m.Node]
 		if n == nil {
 			continue
 		}
@@ -394,6 +395,13 @@ func (f *FM) pushTable(n *node, k memberKey, force bool) {
 		return
 	}
 	ents, digest := f.macTable(v)
+	f.pushTableOf(n, k, st, force, ents, digest)
+}
+
+// pushTableOf is pushTable with the vesw's table (macTable) given: a push
+// to every member of a vesw computes it once, not once per member (which
+// made a trap or a join cost members² × nodes under f.mu).
+func (f *FM) pushTableOf(n *node, k memberKey, st *memberState, force bool, ents []vema.MACTableEntry, digest uint32) {
 	if !force && (st.tableOut == 0 && digest == st.digest && len(ents) == st.tableLen ||
 		st.tableOut > 0 && digest == st.tableDigest) {
 		return
@@ -449,6 +457,7 @@ func (f *FM) pushTable(n *node, k memberKey, force bool) {
 // exists: a member whose VESWPortInfo Set has not been answered yet would
 // refuse it (0x001C); it gets the table after that Set (pushMember).
 func (f *FM) pushVESWTables(v *VESWConfig) {
+	ents, digest := f.macTable(v)
 	for _, m := range v.Members {
 		if n := f.activeNode(m.Node); n != nil {
 			k := memberKey{v.ID, m.Node, m.VPort}
@@ -458,7 +467,7 @@ func (f *FM) pushVESWTables(v *VESWConfig) {
 			if f.members[k].info == nil {
 				continue
 			}
-			f.pushTable(n, k, false)
+			f.pushTableOf(n, k, f.members[k], false, ents, digest)
 		}
 	}
 }
@@ -473,8 +482,10 @@ func (f *FM) repushDefaultPortsReferencing(n *node) {
 		for _, d := range v.DefaultPorts {
 			refers = refers || d.Node == n.cfgName && n.cfgName != ""
 		}
+		ents, digest := f.macTable(v)
+		act := f.activeByName()
 		for _, m := range v.Members {
-			o := f.activeNode(m.Node)
+			o := act[m.Node]
 			if o == nil || o == n {
 				continue
 			}
@@ -486,7 +497,7 @@ func (f *FM) repushDefaultPortsReferencing(n *node) {
 				f.pushMember(o, k, false)
 			}
 			if f.members[k].info != nil { // else after its VESWPortInfo Set
-				f.pushTable(o, k, false)
+				f.pushTableOf(o, k, f.members[k], false, ents, digest)
 			}
 		}
 	}

@@ -1137,6 +1137,18 @@ func (f *FM) sendDirectory(n *node, gen uint32, blocks []dirBlock, data [][]byte
 	})
 }
 
+// activeByName maps each config node name to its active node: activeNode
+// for every name at once, for loops over a vesw's members.
+func (f *FM) activeByName() map[string]*node {
+	act := make(map[string]*node, len(f.nodes))
+	for _, n := range f.nodes {
+		if n.cfgName != "" && n.state == NodeActive && n.lid != 0 {
+			act[n.cfgName] = n
+		}
+	}
+	return act
+}
+
 // activeNode returns the active node matched to a config node name.
 func (f *FM) activeNode(name string) *node {
 	for _, n := range f.nodes {

@@ -1,6 +1,7 @@
 package fm
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -35,5 +36,42 @@ func TestLimitChooseLIDCost(t *testing.T) {
 	}
 	if best > 40*time.Millisecond {
 		t.Errorf("choosing a LID among %d nodes took %v, want well under 40ms", MaxNodes, best)
+	}
+}
+
+// TestLimitVESWTablePushCost: a trap's MAC table push to every member of
+// a vesw (pushVESWTables), and a join's (repushDefaultPortsReferencing),
+// compute the vesw's table once, not once per member: that cost members²
+// × nodes under f.mu, 1.5 s here at 512 members and some 110 s at the
+// 2048 a vesw may have, the FM's loop stopped meanwhile.
+func TestLimitVESWTablePushCost(t *testing.T) {
+	const members = 512
+	net := hfitest.NewNetwork()
+	cfg := mustConfig(t, fabricText(members, vesw(1, 0, onePerNode(members, 0))))
+	f := New(hfi.New(net.Listen(fmEP), hfi.Config{LID: cfg.FM.LID, TrustAnyMgmtSource: true}), cfg, nil)
+	f.settled = true
+	var joined *node
+	for i := range members {
+		n := &node{portGUID: uint64(0x1000 + i), cfgName: fmt.Sprintf("n%d", i), lid: cfg.Pool.Start + uint32(i),
+			ep: silentEP(i), state: NodeActive}
+		f.nodes[n.portGUID] = n
+		f.members[memberKey{1, n.cfgName, 0}] = &memberState{info: []byte{1}} // configured
+		joined = n
+	}
+	for name, push := range map[string]func(){
+		"trap": func() { f.pushVESWTables(&f.cfg.VESWs[0]) },
+		"join": func() { f.repushDefaultPortsReferencing(joined) },
+	} {
+		for _, st := range f.members {
+			st.digest, st.tableLen = 0, 0 // every member needs the table
+		}
+		t0 := time.Now()
+		push()
+		if took := time.Since(t0); took > 300*time.Millisecond {
+			t.Errorf("%s: pushing the MAC table to %d members took %v, want well under 300ms", name, members, took)
+		}
+		for tid := range f.pending {
+			f.cancel(tid)
+		}
 	}
 }
