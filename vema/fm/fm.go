@@ -1,12 +1,14 @@
 package fm
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -1182,7 +1184,9 @@ func (f *FM) Nodes() []NodeStatus {
 		out = append(out, NodeStatus{Name: n.name, Config: n.cfgName, NodeGUID: encap.GUID(n.nodeGUID), PortGUID: encap.GUID(n.portGUID),
 			LID: encap.LID(n.lid), Extended: encap.LID(n.lid).IsExtended(), Endpoint: n.ep, State: n.state})
 	}
-	sortBy(out, func(s NodeStatus) uint64 { return uint64(s.LID)<<32 | uint64(len(s.Name)) })
+	slices.SortStableFunc(out, func(a, b NodeStatus) int { // n log n: under f.mu, at MaxNodes
+		return cmp.Or(cmp.Compare(a.LID, b.LID), cmp.Compare(len(a.Name), len(b.Name)))
+	})
 	return out
 }
 
@@ -1235,11 +1239,12 @@ func (f *FM) VESWs() []VESWStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []VESWStatus
+	act := f.activeByName() // not a walk of the nodes per member, under f.mu
 	for _, v := range f.cfg.VESWs {
 		s := VESWStatus{ID: v.ID, Name: v.Name, PKey: v.PKey.String(), McastDLID: encap.LID(v.McastDLID), AdminUp: v.AdminUp}
 		for _, m := range v.Members {
 			ms := MemberStatus{Node: m.Node, VPort: m.VPort, IPs: m.IPs}
-			if n := f.activeNode(m.Node); n != nil {
+			if n := act[m.Node]; n != nil {
 				ms.LID = encap.LID(n.lid)
 				mac := f.memberMAC(v, m, n)
 				ms.MAC = fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3], mac[4], mac[5])
@@ -1251,12 +1256,4 @@ func (f *FM) VESWs() []VESWStatus {
 		out = append(out, s)
 	}
 	return out
-}
-
-func sortBy[T any](s []T, key func(T) uint64) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && key(s[j]) < key(s[j-1]); j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
 }

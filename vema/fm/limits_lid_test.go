@@ -75,3 +75,39 @@ func TestLimitVESWTablePushCost(t *testing.T) {
 		}
 	}
 }
+
+// TestLimitStatusCost: the status calls (the control socket's fabric,
+// vesws and path by name, every metrics scrape) hold f.mu, which stops the
+// FM's loop: at MaxNodes they must not take quadratic time. An insertion
+// sort of the nodes took some 200 ms, a walk of every node per vesw
+// member some 130 ms.
+func TestLimitStatusCost(t *testing.T) {
+	net := hfitest.NewNetwork()
+	cfg := mustConfig(t, fabricText(MaxNodes, vesw(1, 0, onePerNode(2000, 0)), vesw(2, 0xF00001, onePerNode(496, 2000))))
+	f := New(hfi.New(net.Listen(fmEP), hfi.Config{LID: cfg.FM.LID, TrustAnyMgmtSource: true}), cfg, nil)
+	for i := range MaxNodes { // in map order: the sort has work to do
+		n := &node{portGUID: uint64(0x1000 + i), cfgName: fmt.Sprintf("n%d", i), name: fmt.Sprintf("n%d", i),
+			lid: cfg.Pool.Start + uint32(i), ep: silentEP(i), state: NodeActive}
+		f.nodes[n.portGUID] = n
+	}
+	for name, call := range map[string]func() int{
+		"Nodes": func() int { return len(f.Nodes()) },
+		"VESWs": func() int { return len(f.VESWs()) },
+	} {
+		best := time.Hour
+		for range 3 {
+			t0 := time.Now()
+			call()
+			best = min(best, time.Since(t0))
+		}
+		if best > 40*time.Millisecond {
+			t.Errorf("%s at %d nodes took %v, want well under 40ms", name, MaxNodes, best)
+		}
+	}
+	ns := f.Nodes()
+	for i := 1; i < len(ns); i++ {
+		if ns[i].LID <= ns[i-1].LID {
+			t.Fatalf("Nodes not sorted by LID at %d: %v after %v", i, ns[i].LID, ns[i-1].LID)
+		}
+	}
+}
