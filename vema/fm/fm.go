@@ -531,8 +531,9 @@ func (f *FM) checkSettled(now time.Time) bool {
 		return true
 	}
 	all := len(f.cfg.Nodes) > 0
+	act := f.activeByName() // every tick of the sweep: linear in the nodes
 	for _, c := range f.cfg.Nodes {
-		all = all && f.activeNode(c.Name) != nil
+		all = all && act[c.Name] != nil
 	}
 	if all || !now.Before(f.settleBy) {
 		f.settled = true
@@ -1019,12 +1020,13 @@ func (f *FM) directory() ([]dirEntry, []dirGroup) {
 		}
 	}
 	byMLID := map[uint32]map[uint32]bool{}
+	act := f.activeByName()
 	for _, v := range f.cfg.VESWs {
 		if v.McastDLID == 0 {
 			continue
 		}
 		for _, m := range v.Members {
-			if n := f.activeNode(m.Node); n != nil {
+			if n := act[m.Node]; n != nil {
 				if byMLID[v.McastDLID] == nil {
 					byMLID[v.McastDLID] = map[uint32]bool{}
 				}
