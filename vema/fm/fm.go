@@ -392,11 +392,14 @@ func (f *FM) Run(ctx context.Context) error {
 // source and an answer is matched by its TID, class and attribute alone.
 // math/rand/v2's generator is ChaCha8, seeded at random.
 func (f *FM) nextTID() uint64 {
-	for {
-		if t := rand.Uint64(); t != 0 && f.pending[t] == nil {
-			return t
-		}
+	t := rand.Uint64()
+	// A pending TID comes up with odds of len(pending) in 2^64; the
+	// next free one after it is as unguessable. At most len(pending)+1
+	// steps.
+	for t == 0 || f.pending[t] != nil {
+		t++
 	}
+	return t
 }
 
 func (f *FM) smpParams(dlid uint32) encap.MgmtParams {
