@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
+
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/hfi/hfitest"
@@ -24,6 +26,33 @@ func netdevMTU(t *testing.T, ns *nstest.NS, name string) int {
 	return l.Attrs().MTU
 }
 
+// tapPort makes an engine whose HFI (LID tLIDA, on an in-memory network,
+// with a directory of tLIDA and tLIDB) runs, and gives it vport 0 with pc
+// on a TAP in ns; it returns the engine, the HFI's transport (to inject
+// packets from tEPB) and the netdev.
+func tapPort(t *testing.T, ns *nstest.NS, pc vnicd.PortConfig) (*vnicd.Engine, *hfitest.Transport, netlink.Link) {
+	t.Helper()
+	tr := hfitest.NewNetwork().Listen(tEPA)
+	h := hfi.New(tr, hfi.Config{LID: tLIDA, VerifyICRC: true})
+	dir, err := hfi.NewDirectory(map[uint32]netip.AddrPort{tLIDA: tEPA, tLIDB: tEPB}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.SetDirectory(dir)
+	e := vnicd.NewEngine(h, vnicd.TAPFactory(nil), nil)
+	t.Cleanup(func() { e.Close() })
+	go h.Run(t.Context())
+	name := nstest.LinkName("m")
+	if err := e.SetPort(0, pc, vnicd.NetdevConfig{IfName: name, NetNS: ns.Name()}, nil); err != nil {
+		t.Fatal(err)
+	}
+	l, err := ns.Netlink().LinkByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, tr, l
+}
+
 // TestNetdevMTUNotAboveEthMTU: the netdev's MTU never stays above the vesw's
 // eth_mtu. The kernel's opa_vnic sets max_mtu = max(eth_mtu, min_mtu) on
 // every config apply (kernel-reference.md §6), so `ip link set mtu` above
@@ -32,19 +61,9 @@ func netdevMTU(t *testing.T, ns *nstest.NS, name string) int {
 // 18 as a transmit error.
 func TestNetdevMTUNotAboveEthMTU(t *testing.T) {
 	ns := lab(t, "maxmtu")
-	n := hfitest.NewNetwork()
-	h := hfi.New(n.Listen(tEPA), hfi.Config{LID: tLIDA})
-	e := vnicd.NewEngine(h, vnicd.TAPFactory(nil), nil)
-	t.Cleanup(func() { e.Close() })
-	name := nstest.LinkName("m")
 	pc := portConfig(tLIDA, 1, 0x8001)
-	if err := e.SetPort(0, pc, vnicd.NetdevConfig{IfName: name, NetNS: ns.Name()}, nil); err != nil {
-		t.Fatal(err)
-	}
-	l, err := ns.Netlink().LinkByName(name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, _, l := tapPort(t, ns, pc)
+	name := l.Attrs().Name
 	time.Sleep(100 * time.Millisecond) // the link watcher has the first state
 	if err := ns.Netlink().LinkSetMTU(l, 9000); err != nil {
 		t.Fatal(err)
@@ -77,26 +96,8 @@ func TestNetdevMTUNotAboveEthMTU(t *testing.T) {
 // lowers a VNIC's MTU gets no longer frames; one that fits still passes.
 func TestRxOversizeAgainstNetdevMTU(t *testing.T) {
 	ns := lab(t, "rxmtu")
-	n := hfitest.NewNetwork()
-	tr := n.Listen(tEPA)
-	h := hfi.New(tr, hfi.Config{LID: tLIDA, VerifyICRC: true})
-	dir, err := hfi.NewDirectory(map[uint32]netip.AddrPort{tLIDA: tEPA, tLIDB: tEPB}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.SetDirectory(dir)
-	e := vnicd.NewEngine(h, vnicd.TAPFactory(nil), nil)
-	t.Cleanup(func() { e.Close() })
-	go h.Run(t.Context())
-	name := nstest.LinkName("o")
 	pc := portConfig(tLIDA, 1, 0x8001)
-	if err := e.SetPort(0, pc, vnicd.NetdevConfig{IfName: name, NetNS: ns.Name()}, nil); err != nil {
-		t.Fatal(err)
-	}
-	l, err := ns.Netlink().LinkByName(name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, tr, l := tapPort(t, ns, pc)
 	if err := ns.Netlink().LinkSetMTU(l, 1400); err != nil {
 		t.Fatal(err)
 	}
@@ -139,17 +140,10 @@ func TestRxOversizeAgainstNetdevMTU(t *testing.T) {
 // did, instead of failing: a TAP refuses an MTU below 68.
 func TestNetdevEthMTUBelowMinimum(t *testing.T) {
 	ns := lab(t, "minmtu")
-	n := hfitest.NewNetwork()
-	h := hfi.New(n.Listen(tEPA), hfi.Config{LID: tLIDA})
-	e := vnicd.NewEngine(h, vnicd.TAPFactory(nil), nil)
-	t.Cleanup(func() { e.Close() })
-	name := nstest.LinkName("n")
 	pc := portConfig(tLIDA, 1, 0x8001)
 	pc.VESW.EthMTU = 40
-	if err := e.SetPort(0, pc, vnicd.NetdevConfig{IfName: name, NetNS: ns.Name()}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if got := netdevMTU(t, ns, name); got != vnicd.MinEthMTU {
+	_, _, l := tapPort(t, ns, pc)
+	if got := netdevMTU(t, ns, l.Attrs().Name); got != vnicd.MinEthMTU {
 		t.Errorf("netdev MTU %d, want %d", got, vnicd.MinEthMTU)
 	}
 }
