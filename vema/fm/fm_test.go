@@ -54,7 +54,7 @@ vesws:
       - {node: host-b, vport: 1, mac: "02:aa:bb:cc:dd:ee"}
 `
 
-func mustConfig(t *testing.T, text string) *Config {
+func mustConfig(t testing.TB, text string) *Config {
 	t.Helper()
 	c, err := ParseConfig([]byte(text))
 	if err != nil {
