@@ -74,6 +74,12 @@ func gidOf(prefix, guid uint64) encap.GID {
 // lidFromGID resolves a GID of a request: a special GID carries the LID, an
 // ordinary one names a port GUID.
 func (f *FM) lidFromGID(g encap.GID) encap.LID {
+	// A GID of this subnet has its prefix or the link-local one, which
+	// addresses any port of the local subnet (as OpenSM takes them); any
+	// other prefix names another subnet, where this FM knows no port.
+	if p := g.Prefix(); p != f.cfg.FM.SubnetPrefix && p != encap.DefaultSubnetPrefix {
+		return 0
+	}
 	if g.IsOPA() {
 		return g.LID()
 	}
