@@ -65,6 +65,14 @@ func run(args []string) int {
 			fmt.Fprintf(os.Stderr, "vnicd: --fabric-manager: %v\n", err)
 			return 2
 		}
+		// Both GUIDs derive from names by the same hash: an FM named as
+		// its host shares the host's port GUID, and the SA would give the
+		// host's GID the FM's LID.
+		if fmCfg.FM.GUID == cfg.Node.GUID {
+			fmt.Fprintf(os.Stderr, "vnicd: --fabric-manager: fm.guid %#x (fm.name %q) is this host's port GUID (node.name %q): give the FM another name or guid\n",
+				fmCfg.FM.GUID, fmCfg.FM.Name, cfg.Node.Name)
+			return 2
+		}
 	}
 	if *flags.Check {
 		fmt.Printf("%s: config OK\n%s\n", *flags.Config, cfg.Summary())

@@ -111,6 +111,7 @@ func TestCheck(t *testing.T) {
 	bad := clitest.WriteFile(t, dir, "bad.yaml", "node: {name: chk, lid: 0x10}\npeers: {lid: 2}\n")
 	fabric := clitest.WriteFile(t, dir, "fabric.yaml", "fm: {name: f}\nvesws: [{id: 1, pkey: 0x8001}]\n")
 	badFabric := clitest.WriteFile(t, dir, "badfabric.yaml", "fm: {name: f, lid: 010}\n")
+	sameName := clitest.WriteFile(t, dir, "samename.yaml", "fm: {name: chk}\nvesws: [{id: 1, pkey: 0x8001}]\n")
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -121,6 +122,7 @@ func TestCheck(t *testing.T) {
 		{"bad", []string{"--config", bad}, 2, []string{"vnicd: config: peers: must be a list, not a mapping (line 2)"}},
 		{"with fabric", []string{"--config", good, "--fabric-manager", fabric}, 0, []string{fabric + ": fabric config OK", "vesw 1 vesw1 pkey 0x8001"}},
 		{"bad fabric", []string{"--config", good, "--fabric-manager", badFabric}, 2, []string{"--fabric-manager: fabric config: fm.lid: \"010\": a leading 0 is ambiguous"}},
+		{"FM named as the host", []string{"--config", good, "--fabric-manager", sameName}, 2, []string{`fm.name "chk") is this host's port GUID (node.name "chk")`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clitest.Expect(t, bin, append(tc.args, "--check"), tc.code, tc.want...)
