@@ -857,6 +857,7 @@ func (f *FM) Reload(cfg *Config) error {
 			}
 		}
 	}
+	f.pruneLIDs() // a smaller pool, or a LID now fixed, is no record's
 	f.saveMACs()
 	for _, n := range f.nodes {
 		if n.state == NodeActive {

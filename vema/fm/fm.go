@@ -132,6 +132,13 @@ type FM struct {
 	// macPushes are the pushes that wait for the next write of the MAC
 	// file (afterMACFile): the tick writes it once for all of them.
 	macPushes []func()
+	// lidRecs are the saved LIDs (lids.go) by port GUID, lidOwner the
+	// same by LID; lidSeq is the last used stamp given. lidsDirty: they
+	// changed since the state file was written (the next tick writes it).
+	lidRecs   map[uint64]savedLID
+	lidOwner  map[uint32]uint64
+	lidSeq    uint64
+	lidsDirty bool
 	// notSent is set while request calls the onFail of a request it did
 	// not send (maxPending): the node is not to blame (emFailed).
 	notSent bool
@@ -288,6 +295,8 @@ func New(h *hfi.HFI, cfg *Config, log *zap.Logger) *FM {
 		members:  map[memberKey]*memberState{},
 		deletes:  map[uint64]map[uint8]*pendingDelete{},
 		warned:   map[string]*warnState{},
+		lidRecs:  map[uint64]savedLID{},
+		lidOwner: map[uint32]uint64{},
 	}
 	h.Register(encap.L4FabricMgt, f)
 	return f
@@ -365,6 +374,12 @@ func (f *FM) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			f.mu.Lock()
+			if f.lidsDirty { // a join in the last tick: saved for the next run
+				f.saveMACs()
+				f.lidsDirty = false
+			}
+			f.mu.Unlock()
 			if f.ownsHFI {
 				return <-hfiErr
 			}
@@ -494,6 +509,10 @@ func (f *FM) cancel(tid uint64) { delete(f.pending, tid) }
 
 func (f *FM) tick(now time.Time) {
 	f.flushMACs()
+	if f.lidsDirty {
+		f.saveMACs() // an assignment changed: at most once per tick
+		f.lidsDirty = false
+	}
 	for tid, r := range f.pending {
 		if now.Before(r.deadline) {
 			continue
@@ -805,6 +824,7 @@ func (f *FM) setPortInfo(n *node, lid uint32, fail func()) {
 			n.lid = lid
 			n.state = NodeActive
 			n.misses = 0
+			f.recordLID(n)
 			n.dirGen, n.dirRetry, n.dirRefused = 0, emRetry{}, 0 // it gets the whole generation
 			f.log.Info("node joined", zap.String("node", n.name), zap.Stringer("lid", encap.LID(lid)),
 				zap.Bool("extended", encap.LID(lid).IsExtended()), zap.Stringer("peer", n.ep))
@@ -856,10 +876,13 @@ var (
 )
 
 // chooseLID applies §2.3: the fixed LID; else the LID the node holds if it is
-// in the pool and free; else the LID this GUID had before; else the lowest
-// free pool LID. A LID counts as taken from the moment it is chosen for
-// another node (pendingLID), not only once that node's PortInfo Set is
-// answered. A fixed LID is taken from a node that no longer matches its
+// in the pool and free; else the LID this GUID had before in this run;
+// else the LID saved for this GUID (lids.go), if in the pool and free; else,
+// once the start-up sweep is over, the lowest free pool LID saved for no
+// other GUID; else, the pool full, the free LID of the least recently used
+// record, which that record's GUID loses. A LID counts as taken from the
+// moment it is chosen for another node (pendingLID), not only once that
+// node's PortInfo Set is answered. A fixed LID is taken from a node that no longer matches its
 // config entry; a second node that matches the same entry (two hosts with
 // one name) while the first is active or joining gets none.
 func (f *FM) chooseLID(n *node, held uint32) (uint32, error) {
@@ -892,18 +915,26 @@ func (f *FM) chooseLID(n *node, held uint32) (uint32, error) {
 	if n.lid != 0 && free(n.lid) {
 		return n.lid, nil
 	}
+	if l, ok := f.savedLIDFree(n, taken); ok {
+		return l, nil // its own: no need to wait for the sweep
+	}
 	if !f.settled {
 		// A restarted FM has not heard yet from every node that holds a
-		// pool LID (a node announces 3 s after it last heard the SM):
-		// the lowest free LID may be one of theirs.
+		// pool LID (a node announces 3 s after it last heard the SM),
+		// and the state file may not know them all (lost, damaged, or
+		// written before their join): the lowest free LID may be one of
+		// theirs.
 		return 0, errSweeping
 	}
-	// At most len(taken) LIDs of the pool are taken: the scan is linear in
-	// the nodes, not quadratic, at MaxNodes.
+	// At most len(taken)+len(f.lidOwner) LIDs of the pool are taken or
+	// saved: the scan is linear in the nodes, not quadratic, at MaxNodes.
 	for l := f.cfg.Pool.Start; l <= f.cfg.Pool.End && l != 0; l++ {
-		if free(l) {
+		if g, saved := f.lidOwner[l]; free(l) && (!saved || g == n.portGUID) {
 			return l, nil
 		}
+	}
+	if l, ok := f.reuseLRU(n, taken); ok {
+		return l, nil
 	}
 	return 0, errPoolExhausted
 }
@@ -1007,6 +1038,7 @@ func (f *FM) loseNode(n *node, why string) {
 	}
 	f.log.Warn(why, zap.String("node", n.name), zap.Stringer("lid", encap.LID(n.lid)), zap.Stringer("peer", n.ep))
 	n.state, n.lostAt = NodeLost, time.Now()
+	f.touchLID(n) // the last time it was seen
 	f.markDirty()
 }
 

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 
 	"go.uber.org/zap"
@@ -23,6 +24,10 @@ import (
 // fixed `mac` changed while the FM was down. The file lists the members the
 // FM has read or configured; a member it does not list is guessed as
 // before.
+//
+// The same file keeps the FM's saved LIDs (lids.go, PROTOCOL.md §2.3): the
+// pool LID each port GUID last had. The field is optional: a file written
+// before it (version 1 still) loads with no saved LIDs.
 const macFileVersion = 1
 
 type macFile struct {
@@ -32,6 +37,17 @@ type macFile struct {
 	// Deletes are the DeleteVESWs the EM owes nodes (a member removed by
 	// a reload while its node was down): a restarted FM still sends them.
 	Deletes []deleteEntry `json:"deletes,omitempty"`
+	// LIDs are the saved LIDs, by LID.
+	LIDs []lidEntry `json:"lids,omitempty"`
+}
+
+// lidEntry is one saved LID: port GUID GUID ("0x" and 16 hex digits) last
+// had pool LID LID; Used orders the records for reuse (smaller: seen
+// longer ago).
+type lidEntry struct {
+	GUID string `json:"guid"`
+	LID  uint32 `json:"lid"`
+	Used uint64 `json:"used"`
 }
 
 // deleteEntry is one DeleteVESW owed to the node of config name Node.
@@ -79,6 +95,7 @@ func (f *FM) SetMACFile(path string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.macPath, f.saved, f.macWritten, f.owed = path, nil, nil, nil
+	f.setLIDRecords(nil)
 	if path == "" {
 		return nil
 	}
@@ -89,7 +106,7 @@ func (f *FM) SetMACFile(path string) error {
 	if err != nil {
 		return fmt.Errorf("fm: MAC file: %w", err)
 	}
-	saved, owed, err := parseMACFileDeletes(b)
+	st, err := parseStateFile(b)
 	if err != nil {
 		// Out of the way of the first write, which would destroy it.
 		if bad, serr := statefile.SetAside(path); serr == nil {
@@ -100,6 +117,7 @@ func (f *FM) SetMACFile(path string) error {
 	// A member the last run configured that the config no longer has was
 	// removed while the FM was down: its node is owed a DeleteVESW, as a
 	// reload would have sent it.
+	saved, owed := st.saved, st.owed
 	for k := range saved {
 		if _, _, ok := f.member(k); !ok {
 			owed[k] = true
@@ -112,26 +130,42 @@ func (f *FM) SetMACFile(path string) error {
 		}
 	}
 	f.saved, f.macWritten, f.owed = saved, b, owed
+	f.setLIDRecords(st.lids)
 	return nil
 }
 
 // parseMACFile parses a MAC file's members.
 func parseMACFile(b []byte) (map[memberKey]savedMAC, error) {
-	saved, _, err := parseMACFileDeletes(b)
-	return saved, err
+	st, err := parseStateFile(b)
+	return st.saved, err
 }
 
-// parseMACFileDeletes parses a MAC file: its members and the DeleteVESWs
-// it says are owed.
-func parseMACFileDeletes(b []byte) (map[memberKey]savedMAC, map[memberKey]bool, error) {
+// stateFile is what a MAC file holds, parsed.
+type stateFile struct {
+	saved map[memberKey]savedMAC
+	owed  map[memberKey]bool // the DeleteVESWs owed
+	lids  map[uint64]savedLID
+}
+
+// parseStateFile parses a MAC file: its members, the DeleteVESWs it says
+// are owed and the saved LIDs. A saved LID that is malformed (a GUID not
+// of the form the FM writes, or 0; a LID that is not a unicast LID), a
+// second record of one GUID or one LID, or more records than the FM keeps
+// (MaxNodes) make the file an error, as a bad MAC does: the FM never writes
+// them.
+func parseStateFile(b []byte) (stateFile, error) {
 	var mf macFile
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&mf); err != nil {
-		return nil, nil, err
+		return stateFile{}, err
 	}
 	if mf.Version != macFileVersion {
-		return nil, nil, fmt.Errorf("version %d, want %d", mf.Version, macFileVersion)
+		return stateFile{}, fmt.Errorf("version %d, want %d", mf.Version, macFileVersion)
+	}
+	lids, err := parseLIDs(mf.LIDs)
+	if err != nil {
+		return stateFile{}, err
 	}
 	saved := make(map[memberKey]savedMAC, len(mf.Members))
 	for i, e := range mf.Members {
@@ -145,7 +179,7 @@ func parseMACFileDeletes(b []byte) (map[memberKey]savedMAC, map[memberKey]bool, 
 			}
 			hw, err := net.ParseMAC(x.text)
 			if err != nil || len(hw) != 6 {
-				return nil, nil, fmt.Errorf("members[%d]: bad MAC %q", i, x.text)
+				return stateFile{}, fmt.Errorf("members[%d]: bad MAC %q", i, x.text)
 			}
 			copy(x.to[:], hw)
 		}
@@ -155,8 +189,48 @@ func parseMACFileDeletes(b []byte) (map[memberKey]savedMAC, map[memberKey]bool, 
 	for _, e := range mf.Deletes {
 		owed[memberKey{e.VESW, e.Node, e.VPort}] = true
 	}
-	return saved, owed, nil
+	return stateFile{saved: saved, owed: owed, lids: lids}, nil
 }
+
+// parseLIDs checks and collects the file's saved LIDs (parseStateFile).
+func parseLIDs(es []lidEntry) (map[uint64]savedLID, error) {
+	if len(es) > MaxNodes {
+		return nil, fmt.Errorf("lids: %d records, at most %d", len(es), MaxNodes)
+	}
+	lids := make(map[uint64]savedLID, len(es))
+	byLID := make(map[uint32]bool, len(es))
+	for i, e := range es {
+		g, err := parseGUID(e.GUID)
+		if err != nil {
+			return nil, fmt.Errorf("lids[%d]: %w", i, err)
+		}
+		if !encap.Is16BUnicast(e.LID) {
+			return nil, fmt.Errorf("lids[%d]: LID 0x%X is not a unicast LID", i, e.LID)
+		}
+		if _, dup := lids[g]; dup {
+			return nil, fmt.Errorf("lids[%d]: GUID %s has a second record", i, e.GUID)
+		}
+		if byLID[e.LID] {
+			return nil, fmt.Errorf("lids[%d]: LID 0x%X has a second record", i, e.LID)
+		}
+		lids[g], byLID[e.LID] = savedLID{lid: e.LID, used: e.Used}, true
+	}
+	return lids, nil
+}
+
+// parseGUID parses a GUID as formatGUID writes it.
+func parseGUID(s string) (uint64, error) {
+	if len(s) != 18 || !strings.HasPrefix(s, "0x") {
+		return 0, fmt.Errorf("bad GUID %q, want 0x and 16 hex digits", s)
+	}
+	g, err := strconv.ParseUint(s[2:], 16, 64)
+	if err != nil || g == 0 {
+		return 0, fmt.Errorf("bad GUID %q, want 0x and 16 hex digits, not 0", s)
+	}
+	return g, nil
+}
+
+func formatGUID(g uint64) string { return fmt.Sprintf("0x%016x", g) }
 
 // savedLearned returns the learned MAC (zero for none) the MAC file holds
 // for member k, and whether it lists k. A learned MAC recorded under another
@@ -247,6 +321,11 @@ func (f *FM) saveMACs() {
 		a, b := mf.Deletes[i], mf.Deletes[j]
 		return keyLess(memberKey{a.VESW, a.Node, a.VPort}, memberKey{b.VESW, b.Node, b.VPort})
 	})
+	f.lidsDirty = false
+	for g, r := range f.lidRecs {
+		mf.LIDs = append(mf.LIDs, lidEntry{GUID: formatGUID(g), LID: r.lid, Used: r.used})
+	}
+	sort.Slice(mf.LIDs, func(i, j int) bool { return mf.LIDs[i].LID < mf.LIDs[j].LID })
 	b, err := json.MarshalIndent(mf, "", "  ")
 	if err != nil {
 		return
