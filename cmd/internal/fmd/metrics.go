@@ -53,7 +53,7 @@ func NewCollector(f *fm.FM) *Collector {
 			vl, nil),
 		veswAdmin: prometheus.NewDesc("opafm_vesw_admin_up", "1 when the vesw is administratively up.", vl, nil),
 		drops: prometheus.NewDesc("opafm_drops_total",
-			"What the FM refused at its bounds: MADs beyond its inbound queue (inbound_queue), announces of new nodes beyond MaxNodes (nodes_full), requests beyond its outstanding limit (pending_full).",
+			"What the FM dropped: at its bounds, MADs beyond its inbound queue (inbound_queue), announces of new nodes beyond MaxNodes (nodes_full) and requests beyond its outstanding limit (pending_full); and management packets it could not decode or does not take (bad_mad).",
 			[]string{"reason"}, nil),
 	}
 }

@@ -238,3 +238,21 @@ func TestSameNameFM(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// opafm_drops_total's HELP names each of its reasons in parentheses, so
+// that an operator reading the exposition learns what every series counts
+// (bad_mad was counted, and in the README, but not in the HELP).
+func TestFMDropReasonsInHelp(t *testing.T) {
+	mfs, _ := scrape(t)
+	mf := mfs["opafm_drops_total"]
+	if mf == nil {
+		t.Fatal("opafm_drops_total: missing")
+	}
+	for _, m := range mf.Metric {
+		for _, l := range m.Label {
+			if l.GetName() == "reason" && !strings.Contains(mf.GetHelp(), "("+l.GetValue()+")") {
+				t.Errorf("opafm_drops_total{reason=%q}: the HELP does not say what it counts: %q", l.GetValue(), mf.GetHelp())
+			}
+		}
+	}
+}
