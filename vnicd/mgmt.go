@@ -495,7 +495,10 @@ func (m *Mgmt) Path(ctx context.Context, dlid encap.LID) (vema.PathRecord, error
 		if err := r.UnmarshalBinary(resp); err != nil {
 			return vema.PathRecord{}, fmt.Errorf("vnicd: SA answer: %w", err)
 		}
-		if st := r.Status; st != vema.StatusSuccess {
+		if st := r.Status; st == vema.StatusInvalidAttrValue {
+			// The FM's "no record" (PROTOCOL.md §5).
+			return vema.PathRecord{}, fmt.Errorf("vnicd: the SA has no path to %v: the fabric manager does not know the LID or its node is not active (SA status %v)", dlid, st)
+		} else if st != vema.StatusSuccess {
 			return vema.PathRecord{}, fmt.Errorf("vnicd: SA answered status %v", st)
 		}
 		var p vema.PathRecord
