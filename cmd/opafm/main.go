@@ -46,7 +46,7 @@ func run(args []string) int {
 	if *flags.Check {
 		cfg, err := fm.LoadConfig(*flags.Config)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "opafm: %v\n", err)
+			flags.ConfigError(log, "opafm", err)
 			return 2
 		}
 		fmt.Printf("%s: fabric config OK\n%s\n", *flags.Config, cfg.Summary())
@@ -68,7 +68,7 @@ func run(args []string) int {
 	}
 	if err := fmd.Serve(ctx, *flags.Config, log, hup, opts...); err != nil {
 		if errors.Is(err, fmd.ErrConfig) {
-			fmt.Fprintf(os.Stderr, "opafm: %v\n", err)
+			flags.ConfigError(log, "opafm", err)
 			return 2
 		}
 		log.Error("stopped with an error", zap.Error(err))

@@ -45,3 +45,15 @@ func TestCheckAndUsage(t *testing.T) {
 		})
 	}
 }
+
+// With --log-format json, a fabric config opafm cannot use is reported as a
+// JSON log line, as everything else it logs. Exit 2 as in console format.
+func TestJSONLogConfigError(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "opafm")
+	if out, err := exec.Command("go", "build", "-buildvcs=false", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("building opafm: %v\n%s", err, out)
+	}
+	bad := clitest.WriteFile(t, dir, "bad.yaml", "fm: {name: f}\nvesws: {id: 1}\n")
+	clitest.ExpectJSONLines(t, bin, []string{"--log-format", "json", "--config", bad}, 2, "vesws: must be a list")
+}

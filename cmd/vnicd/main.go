@@ -56,21 +56,21 @@ func run(args []string) int {
 	defer log.Sync() //nolint:errcheck
 	cfg, err := vnicd.LoadConfig(*flags.Config)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "vnicd: %v\n", err)
+		flags.ConfigError(log, "vnicd", err)
 		return 2
 	}
 	var fmCfg *fm.Config
 	if *fabricManager != "" {
 		if fmCfg, err = fm.LoadConfig(*fabricManager); err != nil {
-			fmt.Fprintf(os.Stderr, "vnicd: --fabric-manager: %v\n", err)
+			flags.ConfigError(log, "vnicd", fmt.Errorf("--fabric-manager: %w", err))
 			return 2
 		}
 		// Both GUIDs derive from names by the same hash: an FM named as
 		// its host shares the host's port GUID, and the SA would give the
 		// host's GID the FM's LID.
 		if fmCfg.FM.GUID == cfg.Node.GUID {
-			fmt.Fprintf(os.Stderr, "vnicd: --fabric-manager: fm.guid %#x (fm.name %q) is this host's port GUID (node.name %q): give the FM another name or guid\n",
-				fmCfg.FM.GUID, fmCfg.FM.Name, cfg.Node.Name)
+			flags.ConfigError(log, "vnicd", fmt.Errorf("--fabric-manager: fm.guid %#x (fm.name %q) is this host's port GUID (node.name %q): give the FM another name or guid",
+				fmCfg.FM.GUID, fmCfg.FM.Name, cfg.Node.Name))
 			return 2
 		}
 	}

@@ -191,3 +191,18 @@ func TestUnprivilegedHint(t *testing.T) {
 		}
 	}
 }
+
+// With --log-format json, a config vnicd cannot use is reported as a JSON
+// log line, as everything else it logs: a log shipper that parses each line
+// gets the reason, not an unparsable line. Exit 2 as in console format.
+func TestJSONLogConfigError(t *testing.T) {
+	bin := vnicdBinary(t)
+	dir := t.TempDir()
+	good := clitest.WriteFile(t, dir, "good.yaml", "node: {name: js, lid: 0x10}\n")
+	bad := clitest.WriteFile(t, dir, "bad.yaml", "node: {name: js, lid: 0x10}\npeers: {lid: 2}\n")
+	badFabric := clitest.WriteFile(t, dir, "badfabric.yaml", "fm: {name: f, lid: 010}\n")
+	clitest.ExpectJSONLines(t, bin, []string{"--log-format", "json", "--config", bad}, 2, "peers: must be a list, not a mapping (line 2)")
+	clitest.ExpectJSONLines(t, bin, []string{"--log-format", "json", "--config", filepath.Join(dir, "nope.yaml")}, 2, "nope.yaml")
+	clitest.ExpectJSONLines(t, bin, []string{"--log-format", "json", "--config", good, "--fabric-manager", badFabric}, 2,
+		"--fabric-manager: fabric config: fm.lid")
+}

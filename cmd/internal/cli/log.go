@@ -80,3 +80,15 @@ func (c *Common) Start(fs *flag.FlagSet, args []string) (*zap.Logger, int) {
 	}
 	return log, 0
 }
+
+// ConfigError reports err, a config the daemon cannot use (it then exits
+// 2), under the program's name: a plain line in console format, a log line
+// with --log-format json, so that every line a daemon logging JSON writes
+// parses as JSON.
+func (c *Common) ConfigError(log *zap.Logger, name string, err error) {
+	if *c.Format == "json" {
+		log.Error(name+": bad config", zap.Error(err))
+		return
+	}
+	fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+}
