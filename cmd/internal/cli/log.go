@@ -30,6 +30,7 @@ func NewLogger(level, format string) (*zap.Logger, error) {
 		// sampling keeps one in 100 of a message logged over 100 times in
 		// a second (a VNIC made, a node joined), and says nothing of it.
 		zc.Sampling = nil
+		zc.DisableStacktrace = true // as in console: the reason is in the record
 	default:
 		return nil, fmt.Errorf("--log-format %q: want console or json", format)
 	}
