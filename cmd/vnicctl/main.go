@@ -129,6 +129,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		var v []vnicd.VNICStatus
 		if err = vnicd.Call(path, "vnics", nil, &v); err == nil {
 			err = show(stdout, *asJSON, v, func(tw *tabwriter.Writer) {
+				if len(v) == 0 {
+					fmt.Fprintln(tw, "(none)") // as every empty list: not a bare header
+					return
+				}
 				fmt.Fprintln(tw, "VPORT\tIFNAME\tNETNS\tMAC\tVESW\tPKEY\tMTU\tSLID\tMCAST\tCONFIG\tOPER\tLINK")
 				for _, s := range v {
 					link := "down"
@@ -159,14 +163,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		var v []vnicd.PortCounterSet
 		if err = vnicd.Call(path, "counters", a, &v); err == nil {
 			err = show(stdout, *asJSON, v, func(tw *tabwriter.Writer) {
+				if len(v) == 0 {
+					fmt.Fprintln(tw, "(none)")
+					return
+				}
 				fmt.Fprint(tw, "COUNTER")
 				for _, p := range v {
 					fmt.Fprintf(tw, "\t%s (vport %d)", p.IfName, p.VPort)
 				}
 				fmt.Fprintln(tw)
-				if len(v) == 0 {
-					return
-				}
 				for i, c := range v[0].Counters {
 					fmt.Fprint(tw, c.Name)
 					for _, p := range v {

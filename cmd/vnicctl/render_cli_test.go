@@ -17,6 +17,8 @@ import (
 func TestCLIRendering(t *testing.T) {
 	sock := serveControl(t, map[string]vnicd.Handler{
 		"claims":   func(json.RawMessage) (any, error) { return []vnicd.Claim{}, nil },
+		"vnics":    func(json.RawMessage) (any, error) { return []vnicd.VNICStatus{}, nil },
+		"counters": func(json.RawMessage) (any, error) { return []vnicd.PortCounterSet{}, nil },
 		"vnic_add": func(json.RawMessage) (any, error) { return nil, nil },
 		"vnic_gc":  func(json.RawMessage) (any, error) { return nil, nil },
 		"hfi": func(json.RawMessage) (any, error) {
@@ -29,6 +31,8 @@ func TestCLIRendering(t *testing.T) {
 		out, err string
 	}{
 		{[]string{"claims"}, 0, "(none)", ""},
+		{[]string{"vnics"}, 0, "(none)", ""}, // a managed host before the EM made its ports
+		{[]string{"counters"}, 0, "(none)", ""},
 		{[]string{"commands"}, 0, "(vnicctl vnic add)", ""},
 		{[]string{"commands"}, 0, "(vnic-cni's GC)", ""},
 		{[]string{"vnic_add", "--vesw", "1"}, 2, "", "run: vnicctl vnic add"},
