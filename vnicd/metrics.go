@@ -20,7 +20,7 @@ var vnicLabels = []string{"vport", "ifname", "vesw"}
 var vnicCounterHelp = map[string]string{
 	"rx_bytes":      "Bytes received on the VNIC (frame length plus the 4-byte FCS the fabric does not carry).",
 	"tx_bytes":      "Bytes sent on the VNIC (frame length plus the 4-byte FCS the fabric does not carry).",
-	"rx_bad_veswid": "VNIC packets for a vesw no port is on (the kernel's rx_nohandler).",
+	"rx_bad_veswid": "VNIC packets for a vesw no port is on, counted on the lowest vport only (as the kernel's rx_nohandler) and in its rx_errors; vnic_no_port of opavnic_hfi_rcv_drops_total counts them too.",
 	"rx_bad_pkey":   "VNIC packets whose PKEY is not the vesw's.",
 	"tx_dlid_zero":  "Frames not sent because the DLID resolved to 0.",
 	// The TAP's offloads (TAP.OffloadCounters), after the kernel's counters.

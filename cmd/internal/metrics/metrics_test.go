@@ -256,3 +256,18 @@ func TestFMDropReasonsInHelp(t *testing.T) {
 		}
 	}
 }
+
+// rx_bad_veswid is counted on one port only, the lowest vport, as the
+// kernel counted rx_nohandler on its first vport: a packet for a vesw no
+// port is on belongs to no port. The HELP says which port rises, so that an
+// operator does not look for the fault on that port's vesw.
+func TestBadVESWIDHelpNamesThePort(t *testing.T) {
+	mfs, _ := scrape(t)
+	mf := mfs["opavnic_vnic_rx_bad_veswid_total"]
+	if mf == nil {
+		t.Fatal("opavnic_vnic_rx_bad_veswid_total: missing")
+	}
+	if !strings.Contains(mf.GetHelp(), "lowest vport") {
+		t.Errorf("opavnic_vnic_rx_bad_veswid_total's HELP does not say which port counts: %q", mf.GetHelp())
+	}
+}
