@@ -172,10 +172,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 					fmt.Fprintf(tw, "\t%s (vport %d)", p.IfName, p.VPort)
 				}
 				fmt.Fprintln(tw)
-				for i, c := range v[0].Counters {
-					fmt.Fprint(tw, c.Name)
-					for _, p := range v {
-						fmt.Fprintf(tw, "\t%d", p.Counters[i].Value)
+				// A row per counter name, in the order the ports give them;
+				// a port without it (a daemon of another version) shows "-".
+				var names []string
+				known := map[string]bool{}
+				vals := make([]map[string]uint64, len(v))
+				for i, p := range v {
+					vals[i] = make(map[string]uint64, len(p.Counters))
+					for _, c := range p.Counters {
+						if !known[c.Name] {
+							known[c.Name] = true
+							names = append(names, c.Name)
+						}
+						vals[i][c.Name] = c.Value
+					}
+				}
+				for _, name := range names {
+					fmt.Fprint(tw, name)
+					for i := range v {
+						if x, ok := vals[i][name]; ok {
+							fmt.Fprintf(tw, "\t%d", x)
+						} else {
+							fmt.Fprint(tw, "\t-")
+						}
 					}
 					fmt.Fprintln(tw)
 				}

@@ -50,3 +50,26 @@ func TestCLIRendering(t *testing.T) {
 		t.Errorf("vnicctl --json hfi: exit %d, %q: the JSON must stay plain", code, stdout.String())
 	}
 }
+
+// TestCountersRaggedAnswer: ports whose counter lists differ (a daemon of
+// another version) are shown by name, "-" where a port has none, never a
+// panic on the first port's list.
+func TestCountersRaggedAnswer(t *testing.T) {
+	sock := serveControl(t, map[string]vnicd.Handler{
+		"counters": func(json.RawMessage) (any, error) {
+			return []vnicd.PortCounterSet{
+				{VPort: 0, IfName: "a0", Counters: []vnicd.Counter{{Name: "tx_packets", Value: 1}, {Name: "rx_packets", Value: 2}}},
+				{VPort: 1, IfName: "a1", Counters: []vnicd.Counter{{Name: "rx_packets", Value: 3}, {Name: "rx_new", Value: 4}}},
+			}, nil
+		},
+	})
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--socket", sock, "counters"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+	for _, want := range []string{"tx_packets  1", "rx_packets  2", "rx_new      -"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout.String())
+		}
+	}
+}
