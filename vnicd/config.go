@@ -417,10 +417,21 @@ func (c *checker) buildNode(r *rawNode) NodeConfig {
 			n.FMLID = encap.LID(l)
 		}
 	}
-	if s, _ := c.Text(r.FabricManager, "node.fabric_manager"); s != "" {
-		ap, err := resolveEndpoint(s)
+	n.Listen = netip.AddrPortFrom(netip.IPv6Unspecified(), DefaultUDPPort)
+	if s, _ := c.Text(r.Listen, "node.listen"); s != "" {
+		ap, err := parseListen(s)
 		if err != nil {
+			c.Failf("node.listen", r.Listen, "%q: %v", s, err)
+		}
+		n.Listen = ap
+	}
+	if s, _ := c.Text(r.FabricManager, "node.fabric_manager"); s != "" {
+		ap, err := resolveEndpoint(s, listenNetwork(n.Listen))
+		switch {
+		case err != nil:
 			c.Failf("node.fabric_manager", r.FabricManager, "%q: %v", s, err)
+		case !listenReaches(n.Listen, ap.Addr()):
+			c.Failf("node.fabric_manager", r.FabricManager, "%q: %s", s, familyMismatch(n.Listen, ap))
 		}
 		n.FabricManager = ap
 	}
@@ -434,14 +445,6 @@ func (c *checker) buildNode(r *rawNode) NodeConfig {
 		}
 	} else if c.Required(r.LID, "node.lid") {
 		n.LID = encap.LID(c.unicastLID(r.LID, "node.lid"))
-	}
-	n.Listen = netip.AddrPortFrom(netip.IPv6Unspecified(), DefaultUDPPort)
-	if s, _ := c.Text(r.Listen, "node.listen"); s != "" {
-		ap, err := parseListen(s)
-		if err != nil {
-			c.Failf("node.listen", r.Listen, "%q: %v", s, err)
-		}
-		n.Listen = ap
 	}
 	if s, _ := c.Text(r.SubnetPrefix, "node.subnet_prefix"); s != "" {
 		p, err := encap.ParseSubnetPrefix(s)
@@ -561,6 +564,8 @@ func (c *checker) buildPeers(raw []rawPeer, known map[uint32]string, listen neti
 				c.Failf(path+".address", r.Address, "%q: an unspecified address", s)
 			case addrs[ap] != "":
 				c.Failf(path+".address", r.Address, "%v is also %s (one software HFI has one LID)", ap, addrs[ap])
+			case !listenReaches(listen, ap.Addr()):
+				c.Failf(path+".address", r.Address, "%q: %s", s, familyMismatch(listen, ap))
 			}
 			addrs[ap] = path + ".address"
 			p.Addr = ap
@@ -1152,7 +1157,7 @@ func (c *Config) Summary() string {
 
 // resolveEndpoint is parseEndpoint, and for a host name (host or host:port)
 // its first address.
-func resolveEndpoint(s string) (netip.AddrPort, error) {
+func resolveEndpoint(s, network string) (netip.AddrPort, error) {
 	if ap, err := parseEndpoint(s); err == nil || err == errScoped {
 		return ap, err
 	}
@@ -1160,7 +1165,7 @@ func resolveEndpoint(s string) (netip.AddrPort, error) {
 	if h, p, err := net.SplitHostPort(s); err == nil {
 		host, port = h, p
 	}
-	ua, err := net.ResolveUDPAddr("udp", net.JoinHostPort(host, port))
+	ua, err := net.ResolveUDPAddr(network, net.JoinHostPort(host, port))
 	if err != nil {
 		return netip.AddrPort{}, fmt.Errorf("neither an IP address nor a host name that resolves: %v", err)
 	}
@@ -1172,6 +1177,45 @@ func resolveEndpoint(s string) (netip.AddrPort, error) {
 		return netip.AddrPort{}, errScoped
 	}
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), nil
+}
+
+// listenNetwork is the network of the socket a listen address gives
+// (hfi.ListenUDP): "udp4" for an IPv4 address (0.0.0.0 too), "udp6" for a
+// concrete IPv6 one, "udp" (dual-stack) for [::].
+func listenNetwork(listen netip.AddrPort) string {
+	switch a := listen.Addr(); {
+	case a.Unmap().Is4():
+		return "udp4"
+	case a == netip.IPv6Unspecified():
+		return "udp"
+	default:
+		return "udp6"
+	}
+}
+
+// listenReaches reports whether the socket bound to listen can send to a:
+// an IPv4 socket reaches only IPv4 endpoints, one bound to a concrete IPv6
+// address only IPv6 ones (its source address is IPv6); [::] reaches both.
+// Anything else the kernel would refuse, datagram by datagram, in silence
+// but for PortXmitDiscards.
+func listenReaches(listen netip.AddrPort, a netip.Addr) bool {
+	switch listenNetwork(listen) {
+	case "udp4":
+		return a.Unmap().Is4()
+	case "udp6":
+		return !a.Unmap().Is4()
+	}
+	return true
+}
+
+// familyMismatch says why the socket bound to listen cannot reach ap.
+func familyMismatch(listen, ap netip.AddrPort) string {
+	fam, other := "IPv4", "IPv6"
+	if listenNetwork(listen) == "udp4" {
+		fam, other = other, fam
+	}
+	return fmt.Sprintf("an %s endpoint (%v), but node.listen %v is %s and its socket can reach only %s endpoints; "+
+		"listen on [::] (both families) or give this peer's %s address", fam, ap, listen, other, other, other)
 }
 
 func (c *checker) buildTrusted(l leaf, managed bool) []netip.AddrPort {

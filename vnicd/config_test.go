@@ -88,6 +88,13 @@ func TestParseConfigErrors(t *testing.T) {
 		{"fabric manager link-local", `node: {name: a, fabric_manager: "fe80::9"}`, "node.fabric_manager", "link-local or zoned"},
 		{"peer zoned link-local", "node: {name: a, lid: 1}\npeers: [{lid: 2, address: \"[fe80::2%eth0]:4793\"}]", "peers[0].address", "use a global or ULA address"},
 		{"peer link-local", "node: {name: a, lid: 1}\npeers: [{lid: 2, address: \"[fe80::2]:4793\"}]", "peers[0].address", "link-local or zoned"},
+		// The socket of a concrete listen address has one family: a peer of
+		// the other could be neither sent to nor heard from.
+		{"peer IPv6, listen IPv4", "node: {name: a, lid: 1, listen: \"10.0.0.1\"}\npeers: [{lid: 2, address: \"[fd00::2]:4793\"}]", "peers[0].address", "can reach only IPv4"},
+		{"peer IPv6, listen 0.0.0.0", "node: {name: a, lid: 1, listen: \"0.0.0.0:4793\"}\npeers: [{lid: 2, address: \"fd00::2\"}]", "peers[0].address", "listen on [::]"},
+		{"peer IPv4, listen IPv6", "node: {name: a, lid: 1, listen: \"[fd00::1]:4793\"}\npeers: [{lid: 2, address: \"10.0.0.2\"}]", "peers[0].address", "can reach only IPv6"},
+		{"peer IPv4-mapped, listen IPv6", "node: {name: a, lid: 1, listen: \"fd00::1\"}\npeers: [{lid: 2, address: \"[::ffff:10.0.0.2]:4793\"}]", "peers[0].address", "can reach only IPv6"},
+		{"fabric manager IPv6, listen IPv4", `node: {name: a, listen: "10.0.0.1", fabric_manager: "[fd00::9]:4793"}`, "node.fabric_manager", "can reach only IPv4"},
 		{"trusted manager zoned", "node: {name: a, lid: 1}\ntrusted_managers: [\"[fe80::9%eth0]\"]", "trusted_managers[0]", "use a global or ULA address"},
 		{"subnet prefix low bits", `node: {name: a, lid: 1, subnet_prefix: "fe80::1"}`, "node.subnet_prefix", "low 64 bits"},
 		{"subnet prefix IPv4", `node: {name: a, lid: 1, subnet_prefix: "10.0.0.0"}`, "node.subnet_prefix", "IPv6"},
@@ -517,6 +524,31 @@ func TestParseConfigNumbers(t *testing.T) {
 		if c.Node.LID != tt.want {
 			t.Errorf("lid: %s = %v, want %v", tt.text, c.Node.LID, tt.want)
 		}
+	}
+}
+
+// TestParseConfigListenFamily: peers of the listen socket's family, or of
+// both with [::], are taken.
+func TestParseConfigListenFamily(t *testing.T) {
+	for _, tt := range []struct{ listen, peer string }{
+		{"10.0.0.1", "10.0.0.2"},
+		{"10.0.0.1", "[::ffff:10.0.0.2]:4793"},
+		{"[::ffff:10.0.0.1]:4793", "10.0.0.2"},
+		{"0.0.0.0:4793", "10.0.0.2"},
+		{"fd00::1", "[fd00::2]:4793"},
+		{"[::]:4793", "10.0.0.2"},
+		{"[::]:4793", "fd00::2"},
+		{":4793", "10.0.0.2"},
+	} {
+		c := mustParse(t, `node: {name: a, lid: 1, listen: "`+tt.listen+`"}
+peers: [{lid: 2, address: "`+tt.peer+`"}]`)
+		if len(c.Peers) != 1 {
+			t.Errorf("listen %s, peer %s: %d peers", tt.listen, tt.peer, len(c.Peers))
+		}
+	}
+	c := mustParse(t, `node: {name: a, listen: "fd00::1", fabric_manager: "[fd00::9]:4793"}`)
+	if got := c.Node.FabricManager.String(); got != "[fd00::9]:4793" {
+		t.Errorf("fabric manager = %s", got)
 	}
 }
 

@@ -14,7 +14,7 @@ func TestUnderlayIPHeaderLen(t *testing.T) {
 		{"default listen, IPv4 peer", "node: {name: a, lid: 2}\npeers: [{lid: 3, address: '10.0.0.3'}]\n", 20},
 		{"default listen, IPv6 peer", "node: {name: a, lid: 2}\npeers: [{lid: 3, address: 'fd00::3'}]\n", 40},
 		{"default listen, no peer", "node: {name: a, lid: 2}\n", 40},
-		{"0.0.0.0 listen", "node: {name: a, lid: 2, listen: '0.0.0.0'}\npeers: [{lid: 3, address: 'fd00::3'}]\n", 20},
+		{"0.0.0.0 listen", "node: {name: a, lid: 2, listen: '0.0.0.0'}\npeers: [{lid: 3, address: '10.0.0.3'}]\n", 20},
 		{"IPv4 listen", "node: {name: a, lid: 2, listen: '10.0.0.2'}\npeers: [{lid: 3, address: '10.0.0.3'}]\n", 20},
 		{"IPv6 listen", "node: {name: a, lid: 2, listen: 'fd00::2'}\npeers: [{lid: 3, address: 'fd00::3'}]\n", 40},
 	} {
