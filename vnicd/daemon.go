@@ -329,9 +329,21 @@ func (d *Daemon) warnMTU() {
 			d.log.Warn("full-size VNIC packets exceed the underlay MTU; IP fragmentation will carry them, slower",
 				zap.Uint8("vnic", v.VPort), zap.Uint16("eth_mtu", v.Port.VESW.EthMTU),
 				zap.Int("packet_with_udp_ip", pkt), zap.String("underlay", link.Attrs().Name), zap.Int("underlay_mtu", mtu),
-				zap.Int("eth_mtu_that_fits", mtu-(pkt-int(v.Port.VESW.EthMTU))))
+				zap.Int("eth_mtu_that_fits", ethMTUThatFits(mtu, ipHdr)))
 		}
 	}
+}
+
+// ethMTUThatFits is the largest eth_mtu whose full-size packet, with UDP
+// and an IP header of ipHdr bytes, fits an underlay MTU of mtu (at least the
+// smallest eth_mtu, 68). The packet's pad rounds it up to 8 bytes, so the
+// figure is not the configured eth_mtu less the excess.
+func ethMTUThatFits(mtu, ipHdr int) int {
+	m := mtu - 8 - ipHdr - encap.VNICHeaderLen - encap.TrailerLen - maxFrameOverMTU
+	for m > MinEthMTU && encap.VNICPacketLen(m+maxFrameOverMTU)+8+ipHdr > mtu {
+		m-- // at most 7 steps: the pad is under 8 bytes
+	}
+	return max(m, MinEthMTU)
 }
 
 // underlayIPHeaderLen is the IP header of the underlay's datagrams: 40

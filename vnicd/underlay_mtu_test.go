@@ -1,6 +1,10 @@
 package vnicd
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/opavnic/opavnic/encap"
+)
 
 // warnMTU adds the underlay's IP header to a full-size packet. With the
 // default listen [::] it took 40 bytes (IPv6) even when the peers, and so
@@ -25,5 +29,30 @@ func TestUnderlayIPHeaderLen(t *testing.T) {
 		if got := cfg.underlayIPHeaderLen(); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
 		}
+	}
+}
+
+// The start-up warning's eth_mtu_that_fits was the configured eth_mtu less
+// its packet's excess over the underlay MTU: the pad (rounding the packet to
+// 8 bytes) of the configured size made it up to 7 bytes too low, and
+// different for two VNICs on one underlay (1308 for eth_mtu 1500, 1304 for
+// 9000 on an IPv6 underlay of MTU 1400; 1309 fits).
+func TestEthMTUThatFits(t *testing.T) {
+	for _, ipHdr := range []int{20, 40} {
+		for mtu := 1280; mtu <= 9000; mtu++ {
+			m := ethMTUThatFits(mtu, ipHdr)
+			if got := encap.VNICPacketLen(m+maxFrameOverMTU) + 8 + ipHdr; got > mtu {
+				t.Fatalf("underlay MTU %d, IP header %d: eth_mtu %d gives %d bytes, too many", mtu, ipHdr, m, got)
+			}
+			if got := encap.VNICPacketLen(m+1+maxFrameOverMTU) + 8 + ipHdr; got <= mtu {
+				t.Fatalf("underlay MTU %d, IP header %d: eth_mtu %d, but %d fits too (%d bytes)", mtu, ipHdr, m, m+1, got)
+			}
+		}
+	}
+	if got := ethMTUThatFits(1400, 40); got != 1309 {
+		t.Errorf("underlay MTU 1400, IPv6: %d, want 1309", got)
+	}
+	if got := ethMTUThatFits(100, 40); got != MinEthMTU {
+		t.Errorf("underlay MTU 100: %d, want the smallest eth_mtu %d", got, MinEthMTU)
 	}
 }
