@@ -209,6 +209,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.watchMisrouted(ctx)
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d.watchUnderlay(ctx)
+	}()
 	go func() {
 		defer wg.Done()
 		errs <- d.ctl.Serve(ctx)
@@ -233,6 +238,63 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.log.Info("vnicd stopped")
 	return err
+}
+
+// How often the daemon looks at the HFI's counters of underlay trouble, and
+// how often at most it warns of each kind.
+const (
+	underlayCheckEvery = 10 * time.Second
+	underlayWarnEvery  = time.Hour
+)
+
+// watchUnderlay warns, until ctx is done, when the HFI's counters say the
+// underlay loses packets (underlayWatch). The per-packet path only counts.
+func (d *Daemon) watchUnderlay(ctx context.Context) {
+	t := time.NewTicker(underlayCheckEvery)
+	defer t.Stop()
+	var w underlayWatch
+	w.check(&d.hfi.Counters, time.Now(), nil) // what was before is not news
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		w.check(&d.hfi.Counters, time.Now(), d.log)
+	}
+}
+
+// underlayWatch is what watchUnderlay has seen: the counts at its last look
+// and when it last warned of each.
+type underlayWatch struct {
+	refused, badSource             uint64
+	warnedRefused, warnedBadSource time.Time
+}
+
+// check warns on log (nil: only records) of what rose since the last check,
+// each kind at most once in underlayWarnEvery: datagrams the kernel refused
+// (PortXmitDiscards less xmit_no_route: no route to a peer's address, say),
+// and datagrams from an endpoint that is not their SLID's (rcv_bad_source:
+// a peer whose underlay address changed). Both were only counted, so a peer
+// cut off in either way went unremarked in the log.
+func (w *underlayWatch) check(c *hfi.Counters, now time.Time, log *zap.Logger) {
+	noRoute := c.XmitNoRoute.Load() // first: each is counted in XmitDiscards before
+	refused := c.XmitDiscards.Load() - noRoute
+	bad := c.RcvBadSource.Load()
+	if log != nil && refused > w.refused && now.Sub(w.warnedRefused) >= underlayWarnEvery {
+		log.Warn("the kernel refused datagrams to peers (no route to a peer's address? an underlay down?): their packets are lost; "+
+			"vnicctl hfi counts them in PortXmitDiscards (less xmit_no_route)",
+			zap.Uint64("refused", refused-w.refused), zap.Uint64("refused_total", refused))
+		w.warnedRefused = now
+	}
+	if log != nil && bad > w.badSource && now.Sub(w.warnedBadSource) >= underlayWarnEvery {
+		log.Warn("packets came from an underlay endpoint that is not their source LID's in the directory (peers[].address, or the FM's; "+
+			"a peer whose address changed?): "+
+			"they are dropped; vnicctl hfi counts them in rcv_bad_source",
+			zap.Uint64("bad_source", bad-w.badSource), zap.Uint64("bad_source_total", bad))
+		w.warnedBadSource = now
+	}
+	w.refused, w.badSource = refused, bad
 }
 
 // How often the daemon looks at its queues' misrouted packets, and how
