@@ -250,17 +250,22 @@ const (
 // watchUnderlay warns, until ctx is done, when the HFI's counters say the
 // underlay loses packets (underlayWatch). The per-packet path only counts.
 func (d *Daemon) watchUnderlay(ctx context.Context) {
-	t := time.NewTicker(underlayCheckEvery)
-	defer t.Stop()
 	var w underlayWatch
 	w.check(&d.hfi.Counters, time.Now(), nil) // what was before is not news
+	everyUntilDone(ctx, underlayCheckEvery, func() { w.check(&d.hfi.Counters, time.Now(), d.log) })
+}
+
+// everyUntilDone calls f every interval until ctx is done.
+func everyUntilDone(ctx context.Context, interval time.Duration, f func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			f()
 		}
-		w.check(&d.hfi.Counters, time.Now(), d.log)
 	}
 }
 
@@ -309,16 +314,9 @@ const (
 // the underlay merges datagrams of several flows, so flows may be
 // reordered. The per-packet path only counts them.
 func (d *Daemon) watchMisrouted(ctx context.Context) {
-	t := time.NewTicker(misrouteCheckEvery)
-	defer t.Stop()
 	var seen uint64
 	var warned time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	everyUntilDone(ctx, misrouteCheckEvery, func() {
 		var n uint64
 		for _, q := range d.engine.QueueCounters() {
 			n += q.RxMisrouted
@@ -330,7 +328,7 @@ func (d *Daemon) watchMisrouted(ctx context.Context) {
 			warned = time.Now()
 		}
 		seen = n
-	}
+	})
 }
 
 // MgmtConfig is the management plane's part of the config.
