@@ -59,7 +59,9 @@ func (f *FM) recordLID(n *node) {
 	f.lidOwner[n.lid] = n.portGUID
 	f.lidsDirty = true
 	for len(f.lidRecs) > f.lidBound() {
-		f.dropLRU(n.portGUID)
+		if !f.dropLRU(n.portGUID) {
+			break // only n's own record is left
+		}
 	}
 }
 
@@ -86,8 +88,8 @@ func (f *FM) forgetLID(guid uint64) {
 }
 
 // dropLRU ends the least recently used record other than keep's, preferring one
-// whose node does not hold its LID now (f.mu held).
-func (f *FM) dropLRU(keep uint64) {
+// whose node does not hold its LID now (f.mu held); false when there is none.
+func (f *FM) dropLRU(keep uint64) bool {
 	var victim uint64
 	var best savedLID
 	bestHeld, found := false, false
@@ -104,6 +106,7 @@ func (f *FM) dropLRU(keep uint64) {
 	if found {
 		f.forgetLID(victim)
 	}
+	return found
 }
 
 // savedLIDFree returns the LID saved for n if it may have it now: in the
@@ -163,41 +166,43 @@ func (f *FM) pruneLIDs() {
 		}
 	}
 	if extra := len(f.lidRecs) - f.lidBound(); extra > 0 {
-		type rec struct {
-			g uint64
-			r savedLID
-		}
-		all := make([]rec, 0, len(f.lidRecs))
-		for g, r := range f.lidRecs {
-			all = append(all, rec{g, r})
-		}
-		slices.SortFunc(all, func(a, b rec) int { return cmp.Or(cmp.Compare(a.r.used, b.r.used), cmp.Compare(a.g, b.g)) })
-		for _, x := range all[:extra] {
-			f.forgetLID(x.g)
+		for _, x := range byUse(f.lidRecs)[:extra] {
+			f.forgetLID(x.guid)
 		}
 	}
+}
+
+// guidLID is a record with its GUID.
+type guidLID struct {
+	guid uint64
+	rec  savedLID
+}
+
+// byUse returns the records least recently used first (by GUID among
+// equals).
+func byUse(recs map[uint64]savedLID) []guidLID {
+	all := make([]guidLID, 0, len(recs))
+	for g, r := range recs {
+		all = append(all, guidLID{g, r})
+	}
+	slices.SortFunc(all, func(a, b guidLID) int {
+		return cmp.Or(cmp.Compare(a.rec.used, b.rec.used), cmp.Compare(a.guid, b.guid))
+	})
+	return all
 }
 
 // setLIDRecords replaces the records with recs (read from the state file)
 // and fits them to the config (f.mu held). used is renumbered 1..len in
 // its order, so the counter never starts near its end.
 func (f *FM) setLIDRecords(recs map[uint64]savedLID) {
-	type rec struct {
-		g uint64
-		r savedLID
-	}
-	all := make([]rec, 0, len(recs))
-	for g, r := range recs {
-		all = append(all, rec{g, r})
-	}
-	slices.SortFunc(all, func(a, b rec) int { return cmp.Or(cmp.Compare(a.r.used, b.r.used), cmp.Compare(a.g, b.g)) })
+	all := byUse(recs)
 	f.lidRecs = make(map[uint64]savedLID, len(all))
 	f.lidOwner = make(map[uint32]uint64, len(all))
 	f.lidSeq = 0
 	for _, x := range all {
 		f.lidSeq++
-		f.lidRecs[x.g] = savedLID{lid: x.r.lid, used: f.lidSeq}
-		f.lidOwner[x.r.lid] = x.g
+		f.lidRecs[x.guid] = savedLID{lid: x.rec.lid, used: f.lidSeq}
+		f.lidOwner[x.rec.lid] = x.guid
 	}
 	f.pruneLIDs() // what it drops is written at the first tick
 }
