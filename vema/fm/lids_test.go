@@ -85,22 +85,32 @@ func nodeLID(f *FM, name string) uint32 {
 	return uint32(n.LID)
 }
 
+// fabricWithD starts the test fabric with its state file at a temporary
+// path and an unlisted host-d that announces holding lid (0: none), and
+// waits until the file has the three pool LIDs, host-d's wantD. It returns
+// the fabric, the file's path, host-d and what stops host-d.
+func fabricWithD(t *testing.T, lid, wantD uint32) (*fabric, string, *fakeNode, context.CancelFunc) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "fm0.macs.json")
+	fb := newFabricFile(t, path)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	d := newFakeNode(t, ctx, fb.net, "host-d", epD, fmEP, lid)
+	fb.waitActive(t, 4)
+	waitLIDs(t, path, map[string]uint32{"host-b": 0xC000, "host-c": 0xC007, "host-d": wantD})
+	return fb, path, d, cancel
+}
+
 // An FM and a host that restart together (a rack power cycle: the host
 // comes back with no LID) give the host its old pool LID back, and at once,
 // not after the start-up sweep: the state file saved it. Without the file
 // the host would get the lowest free pool LID (0xC001) after the sweep.
 func TestSavedLIDFMRestartWithHost(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "fm0.macs.json")
-	fb := newFabricFile(t, path)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	d := newFakeNode(t, ctx, fb.net, "host-d", epD, fmEP, 0xC003) // unlisted, holds a pool LID
-	fb.waitActive(t, 4)
-	waitLIDs(t, path, map[string]uint32{"host-b": 0xC000, "host-c": 0xC007, "host-d": 0xC003})
+	fb, path, d, _ := fabricWithD(t, 0xC003, 0xC003) // host-d holds a pool LID
 	fb.stop()
 	d.restart() // comes back with no LID, announcing at once
 	start := time.Now()
-	fb.fm, fb.stop = startFMFile(t, ctx, fb.net, mustConfig(t, testFabric), 3*time.Second, path)
+	fb.fm, fb.stop = startFMFile(t, t.Context(), fb.net, mustConfig(t, testFabric), 3*time.Second, path)
 	t.Cleanup(func() { fb.stop() })
 	waitFor(t, "host-d to join again", 5*time.Second, func() bool { return nodeLID(fb.fm, "host-d") != 0 })
 	if got := nodeLID(fb.fm, "host-d"); got != 0xC003 {
@@ -118,13 +128,7 @@ func TestSavedLIDFMRestartWithHost(t *testing.T) {
 // other pool LIDs are free, even when the start-up sweep ends before every
 // node that kept its LID has announced.
 func TestSavedLIDNotGivenToNewNode(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "fm0.macs.json")
-	fb := newFabricFile(t, path)
-	dctx, dcancel := context.WithCancel(context.Background())
-	t.Cleanup(dcancel)
-	newFakeNode(t, dctx, fb.net, "host-d", epD, fmEP, 0)
-	fb.waitActive(t, 4)
-	waitLIDs(t, path, map[string]uint32{"host-b": 0xC000, "host-c": 0xC007, "host-d": 0xC001})
+	fb, path, _, dcancel := fabricWithD(t, 0, 0xC001)
 	dcancel() // host-d is gone
 	restartFM(t, fb, testFabric, path)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -272,13 +276,7 @@ func TestSavedLIDDamagedFile(t *testing.T) {
 // that shrinks drops the records outside it, and a node given a fixed LID
 // has no record; the records left stay.
 func TestSavedLIDReload(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "fm0.macs.json")
-	fb := newFabricFile(t, path)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	newFakeNode(t, ctx, fb.net, "host-d", epD, fmEP, 0xC003)
-	fb.waitActive(t, 4)
-	waitLIDs(t, path, map[string]uint32{"host-b": 0xC000, "host-c": 0xC007, "host-d": 0xC003})
+	fb, path, _, _ := fabricWithD(t, 0xC003, 0xC003)
 	text := strings.Replace(testFabric, "lid_pool: {start: 0xC000, end: 0xC0FF}", "lid_pool: {start: 0xC002, end: 0xC005}", 1)
 	text = strings.Replace(text, "  - {name: host-b}\n", "  - {name: host-b, lid: 0x20}\n", 1)
 	if err := fb.fm.Reload(mustConfig(t, text)); err != nil {

@@ -2,6 +2,7 @@ package fm
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,20 +49,10 @@ func TestReloadTwoNodesOneEntry(t *testing.T) {
 		}
 		return k == 3
 	})
-	cfg := mustConfig(t, `
-fm: {name: fm0, listen: "10.9.0.1:4793"}
-lid_pool: {start: 0xC000, end: 0xC0FF}
-nodes:
-  - {name: host-a, lid: 0x10}
-  - {name: host-x}
-vesws:
-  - id: 1
-    pkey: 0x8001
-    mcast_dlid: 0xF00001
-    members:
-      - {node: host-a, vport: 0}
-      - {node: host-x, vport: 0}
-`)
+	cfg := mustConfig(t, strings.NewReplacer( // dupFabric with host-x listed, a member
+		"  - {name: host-a, lid: 0x10}\n", "  - {name: host-a, lid: 0x10}\n  - {name: host-x}\n",
+		"      - {node: host-a, vport: 0}\n", "      - {node: host-a, vport: 0}\n      - {node: host-x, vport: 0}\n",
+	).Replace(dupFabric))
 	if err := f.Reload(cfg); err != nil {
 		t.Fatal(err)
 	}
