@@ -78,6 +78,12 @@ type UDP struct {
 	gsoLowered atomic.Int64
 
 	wpool sync.Pool // *udpWriteScratch
+
+	// The kernel's count of the datagrams it dropped at the socket is 32
+	// bits wide; KernelDrops widens it.
+	dropsMu    sync.Mutex
+	dropsLast  uint32
+	dropsTotal uint64
 }
 
 // groBufLen is one UDP GRO receive buffer: the largest UDP payload.
@@ -254,6 +260,43 @@ func (u *UDP) setBuffers() {
 			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF, socketBuffer)
 		})
 	}
+}
+
+// skMeminfoDrops is the index of sk_drops in SO_MEMINFO's answer
+// (SK_MEMINFO_DROPS, include/uapi/linux/sock_diag.h), and skMeminfoVars
+// the answer's length in u32s up to it.
+const (
+	skMeminfoDrops = 8
+	skMeminfoVars  = skMeminfoDrops + 1
+)
+
+// KernelDrops returns how many datagrams the kernel dropped at the socket
+// since it was opened, before vnicd could read them: because its receive
+// buffer was full (Udp RcvbufErrors), their UDP checksum was bad, or a
+// socket filter refused them (a queue group's, while it forms). These
+// are the socket's share of the kernel's Udp InErrors. ok is false when
+// the kernel does not say (SO_MEMINFO, Linux 4.12) or the socket is closed.
+// The kernel's count is 32 bits wide and wraps; KernelDrops keeps a 64-bit
+// total, which is right as long as it is read at least once every 2^32
+// drops. It is for status and metrics, not the per-packet path: each call
+// is a getsockopt under a lock.
+func (u *UDP) KernelDrops() (n uint64, ok bool) {
+	var info [skMeminfoVars]uint32
+	size := uint32(unsafe.Sizeof(info))
+	var errno syscall.Errno
+	err := u.rc.Control(func(fd uintptr) {
+		_, _, errno = unix.Syscall6(unix.SYS_GETSOCKOPT, fd, unix.SOL_SOCKET, unix.SO_MEMINFO,
+			uintptr(unsafe.Pointer(&info)), uintptr(unsafe.Pointer(&size)), 0)
+	})
+	if err != nil || errno != 0 || size < uint32(unsafe.Sizeof(info)) {
+		return 0, false
+	}
+	u.dropsMu.Lock()
+	defer u.dropsMu.Unlock()
+	cur := info[skMeminfoDrops]
+	u.dropsTotal += uint64(cur - u.dropsLast)
+	u.dropsLast = cur
+	return u.dropsTotal, true
 }
 
 // BatchSize returns the largest batch one call moves.

@@ -533,7 +533,8 @@ func (d *Daemon) registerControl() {
 		for i, q := range qc {
 			cs = append(cs,
 				hfi.CounterValue{Name: fmt.Sprintf("queue%d_rx_packets", i), Value: q.RxPackets},
-				hfi.CounterValue{Name: fmt.Sprintf("queue%d_tx_frames", i), Value: q.TxFrames})
+				hfi.CounterValue{Name: fmt.Sprintf("queue%d_tx_frames", i), Value: q.TxFrames},
+				hfi.CounterValue{Name: fmt.Sprintf("queue%d_rx_kernel_drops", i), Value: q.RxKernelDrops})
 			if len(qc) > 1 { // one queue has no other to misroute to
 				cs = append(cs, hfi.CounterValue{Name: fmt.Sprintf("queue%d_rx_misrouted", i), Value: q.RxMisrouted})
 			}

@@ -145,7 +145,16 @@ type QueueCounters struct {
 	// datagrams of several flows, and a flow whose frames reach two queues
 	// may be reordered.
 	RxMisrouted uint64
+	// RxKernelDrops counts the datagrams the kernel dropped at the queue's
+	// UDP socket before the loop could read them (hfi.UDP.KernelDrops): its
+	// receive buffer was full, or their UDP checksum was bad. It stays 0
+	// for a transport that does not say.
+	RxKernelDrops uint64
 }
+
+// kernelDropper is a transport that can say how many datagrams the kernel
+// dropped at it (hfi.UDP).
+type kernelDropper interface{ KernelDrops() (uint64, bool) }
 
 // QueueCounters returns each data-plane queue's counts, queue 0 first; nil
 // without the poll loop.
@@ -157,6 +166,9 @@ func (e *Engine) QueueCounters() []QueueCounters {
 	out := make([]QueueCounters, len(dp.loops))
 	for i, l := range dp.loops {
 		out[i] = QueueCounters{RxPackets: l.rxPackets.Load(), TxFrames: l.txFrames.Load(), RxMisrouted: l.rx.Misrouted()}
+		if kd, ok := l.tr.(kernelDropper); ok {
+			out[i].RxKernelDrops, _ = kd.KernelDrops()
+		}
 	}
 	return out
 }

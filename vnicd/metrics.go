@@ -225,6 +225,7 @@ type dataPlaneCollector struct {
 	window, polls            *prometheus.Desc
 	queues, queueRx, queueTx *prometheus.Desc
 	queueMisrouted           *prometheus.Desc
+	queueKernelDrops         *prometheus.Desc
 }
 
 func newDataPlaneCollector(e *Engine, node string) *dataPlaneCollector {
@@ -243,6 +244,8 @@ func newDataPlaneCollector(e *Engine, node string) *dataPlaneCollector {
 			"Frames a data-plane queue read from its queue of the ports' TAPs.", []string{"queue"}, cl),
 		queueMisrouted: prometheus.NewDesc("opavnic_dataplane_queue_rx_misrouted_total",
 			"VNIC packets a data-plane queue read that belong to another queue (the underlay merged datagrams of several flows; such flows may be reordered).", []string{"queue"}, cl),
+		queueKernelDrops: prometheus.NewDesc("opavnic_dataplane_queue_rx_kernel_drops_total",
+			"Datagrams the kernel dropped at a data-plane queue's UDP socket before vnicd read them (receive buffer full, bad UDP checksum, or refused while the queue group formed).", []string{"queue"}, cl),
 	}
 }
 
@@ -254,6 +257,7 @@ func (c *dataPlaneCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.queueRx
 	ch <- c.queueTx
 	ch <- c.queueMisrouted
+	ch <- c.queueKernelDrops
 }
 
 // Collect implements prometheus.Collector.
@@ -267,6 +271,7 @@ func (c *dataPlaneCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.queueRx, prometheus.CounterValue, float64(q.RxPackets), label)
 		ch <- prometheus.MustNewConstMetric(c.queueTx, prometheus.CounterValue, float64(q.TxFrames), label)
 		ch <- prometheus.MustNewConstMetric(c.queueMisrouted, prometheus.CounterValue, float64(q.RxMisrouted), label)
+		ch <- prometheus.MustNewConstMetric(c.queueKernelDrops, prometheus.CounterValue, float64(q.RxKernelDrops), label)
 	}
 }
 

@@ -536,6 +536,24 @@ func testGarbageFlood(t *testing.T, queues int) {
 	t.Logf("FIGURE flood: counted %d + kernel-dropped %d (b Udp InErrors %d RcvbufErrors %d, veth drops %d; a Ip OutDiscards %d) vs sent %d",
 		counted, kernel, snapB2["Udp:InErrors"]-snapB["Udp:InErrors"], snapB2["Udp:RcvbufErrors"]-snapB["Udp:RcvbufErrors"],
 		kernel-(snapB2["Udp:InErrors"]-snapB["Udp:InErrors"]), snapA2["Ip:OutDiscards"]-snapA["Ip:OutDiscards"], res.sent)
+	// vnicd's own count of the kernel's drops at its sockets: b runs no
+	// other UDP receiver, so it holds every receive-buffer drop there and
+	// is part of b's Udp InErrors.
+	var sockDrops uint64
+	after := db.hfiCounters(t)
+	for q := range max(queues, 1) {
+		name := fmt.Sprintf("queue%d_rx_kernel_drops", q)
+		if _, ok := after[name]; !ok {
+			t.Fatalf("host b's hfi counters have no %s", name)
+		}
+		sockDrops += after[name] - queuesBefore[name]
+	}
+	inErr, rcvbuf := snapB2["Udp:InErrors"]-snapB["Udp:InErrors"], snapB2["Udp:RcvbufErrors"]-snapB["Udp:RcvbufErrors"]
+	t.Logf("FIGURE flood: host b's sockets: rx_kernel_drops %d (Udp InErrors %d, RcvbufErrors %d)", sockDrops, inErr, rcvbuf)
+	if sockDrops < rcvbuf || sockDrops > inErr {
+		t.Errorf("host b's queues count %d kernel drops at their sockets; the kernel counted %d receive-buffer drops and %d UDP input errors",
+			sockDrops, rcvbuf, inErr)
+	}
 	var line []string
 	for _, f := range dropFates {
 		line = append(line, fmt.Sprintf("%s=%d/%d", f, delta[f], res.byFate[f]))
