@@ -354,3 +354,78 @@ func TestDataPlaneFailingDeviceNotSpun(t *testing.T) {
 		t.Errorf("tx_fifo_errors %d, want one per failed read (%d)", counted, reads)
 	}
 }
+
+// unfollowableDevice is a failingDevice whose netdev is reported moved to
+// another namespace by hand and then cannot be followed there, as when it
+// is deleted in its new namespace before vnicd looks.
+type unfollowableDevice struct {
+	failingDevice
+	events   chan vnicd.LinkEvent
+	followed chan struct{}
+}
+
+func (d *unfollowableDevice) Watch(context.Context) (<-chan vnicd.LinkEvent, error) {
+	return d.events, nil
+}
+
+func (d *unfollowableDevice) Follow() error {
+	close(d.followed)
+	return errors.New("find vnic0: Link not found")
+}
+
+// TestDataPlaneUnfollowedDeviceLeavesLoop: a port whose netdev was moved
+// by hand and could not be followed leaves the poll loop, as a port whose
+// netdev was deleted does, instead of counting a transmit error for every
+// failed read of its fd for as long as vnicd runs.
+func TestDataPlaneUnfollowedDeviceLeavesLoop(t *testing.T) {
+	efd, err := unix.Eventfd(1, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(efd)
+	dev := &unfollowableDevice{failingDevice: failingDevice{efd: efd}, events: make(chan vnicd.LinkEvent, 2),
+		followed: make(chan struct{})}
+	dev.events <- vnicd.LinkEvent{Up: true, MTU: 1500, Name: "failing0"}
+	tr, err := hfi.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hfi.New(tr, hfi.Config{LID: tLIDA})
+	e := vnicd.NewEngine(h, func(vnicd.DeviceSpec) (vnicd.Device, error) { return dev, nil }, nil)
+	defer e.Close()
+	if err := e.EnablePolling(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.SetPort(0, portConfig(tLIDA, 1, 0x8001), vnicd.NetdevConfig{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.RunDataPlane(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("RunDataPlane: %v", err)
+		}
+	}()
+	dev.events <- vnicd.LinkEvent{Up: true, MTU: 1500, Name: "failing0", Moved: true}
+	close(dev.events)
+	select {
+	case <-dev.followed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the engine did not try to follow the moved netdev")
+	}
+	p := e.Port(0)
+	for deadline := time.Now().Add(2 * time.Second); p.LinkUp() && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if p.LinkUp() {
+		t.Fatal("the port's link is still up after its netdev was lost")
+	}
+	time.Sleep(50 * time.Millisecond) // a read already under way ends
+	before := p.Counters.TxFifoErrors.Load()
+	time.Sleep(300 * time.Millisecond)
+	if after := p.Counters.TxFifoErrors.Load(); after != before {
+		t.Errorf("tx_fifo_errors went from %d to %d in 300 ms after the netdev was lost", before, after)
+	}
+}

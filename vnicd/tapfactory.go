@@ -108,12 +108,7 @@ func (e *Engine) watchLink(p *Port, w linkWatcher) {
 				if !p.closing.Load() {
 					e.log.Warn("netdev deleted from outside vnicd", zap.Uint8("vnic", p.vport),
 						zap.String("ifname", p.dev.Name()))
-					e.setLinkUp(p, false)
-					if p.pq != nil {
-						// Its fd has no more frames to give: every read
-						// would fail, and count as a transmit error.
-						e.dp.remove(p)
-					}
+					e.lostNetdev(p)
 				}
 				continue
 			}
@@ -145,6 +140,20 @@ func (e *Engine) watchLink(p *Port, w linkWatcher) {
 	}()
 }
 
+// lostNetdev takes p out of service when vnicd has lost its netdev: it
+// was deleted, or moved where vnicd could not follow it (most often deleted
+// there before vnicd looked). The port stays (DROP_ALL, link down) until
+// vnic del or a restart, and leaves the poll loop: its fd has no more
+// frames to give, every read would fail and count as a transmit error, and
+// nothing watches the netdev any more. Frames received for it count
+// rx_drop_state, as for any port that is not oper-up.
+func (e *Engine) lostNetdev(p *Port) {
+	e.setLinkUp(p, false)
+	if p.pq != nil {
+		e.dp.remove(p)
+	}
+}
+
 // follower is a Device whose netdev can be followed to the namespace
 // someone else moved it to (the TAP can).
 type follower interface{ Follow() error }
@@ -167,7 +176,7 @@ func (e *Engine) followPort(p *Port, w linkWatcher, prev <-chan struct{}) {
 	}
 	if err := f.Follow(); err != nil {
 		e.log.Warn("cannot follow the netdev; the port drops its frames", zap.Uint8("vnic", p.vport), zap.Error(err))
-		e.setLinkUp(p, false)
+		e.lostNetdev(p)
 		return
 	}
 	e.log.Info("netdev followed", zap.Uint8("vnic", p.vport), zap.String("ifname", p.dev.Name()),
