@@ -6,6 +6,8 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/opavnic/opavnic/encap"
 )
@@ -32,6 +34,31 @@ var ErrDirectory = errors.New("hfi: bad directory")
 func Scoped(a netip.Addr) bool {
 	return a.Zone() != "" || a.Is6() && !a.Is4In6() && a.IsLinkLocalUnicast()
 }
+
+// AmbiguousIPv6 refuses s, an endpoint written as a bare IPv6 literal
+// (no brackets), when it also reads as an IPv6 address and a port: what
+// comes after its last colon is a decimal port and what comes before it an
+// IPv6 address. "fd99::2:4793", most likely meant as fd99::2 port 4793, is
+// also the address fd99::2:4793, and sending there would be a silent
+// mistake. The error says how to write either reading. Any other s is nil.
+func AmbiguousIPv6(s string) error {
+	if a, err := netip.ParseAddr(s); err != nil || !a.Is6() {
+		return nil // one reading at most
+	}
+	i := strings.LastIndexByte(s, ':')
+	host, port := s[:i], s[i+1:]
+	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+		return nil
+	}
+	if a, err := netip.ParseAddr(host); err != nil || !a.Is6() || a.Zone() != "" {
+		return nil
+	}
+	return fmt.Errorf("%w that also reads as address %s port %s: write [%s]:%s for that port, or [%s] for the address %s",
+		ErrAmbiguousIPv6, host, port, host, port, s, s)
+}
+
+// ErrAmbiguousIPv6 is the error AmbiguousIPv6 wraps.
+var ErrAmbiguousIPv6 = errors.New("an IPv6 address without brackets")
 
 // NewDirectory validates and copies endpoints and groups. Endpoint addresses
 // are unmapped (an IPv4-mapped IPv6 address becomes IPv4), so they compare

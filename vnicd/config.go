@@ -499,6 +499,9 @@ func parseEndpoint(s string) (netip.AddrPort, error) {
 		if err != nil {
 			return netip.AddrPort{}, errors.New("not an IP address with an optional port (host names are not resolved)")
 		}
+		if err := hfi.AmbiguousIPv6(s); err != nil {
+			return netip.AddrPort{}, err
+		}
 		ap = netip.AddrPortFrom(addr, DefaultUDPPort)
 	}
 	if ap.Port() == 0 {
@@ -1158,7 +1161,7 @@ func (c *Config) Summary() string {
 // resolveEndpoint is parseEndpoint, and for a host name (host or host:port)
 // its first address.
 func resolveEndpoint(s, network string) (netip.AddrPort, error) {
-	if ap, err := parseEndpoint(s); err == nil || err == errScoped {
+	if ap, err := parseEndpoint(s); err == nil || err == errScoped || errors.Is(err, hfi.ErrAmbiguousIPv6) {
 		return ap, err
 	}
 	host, port := s, strconv.Itoa(DefaultUDPPort)

@@ -85,6 +85,9 @@ func TestParseConfigErrors(t *testing.T) {
 		{"listen link-local", `node: {name: a, lid: 1, listen: "fe80::1"}`, "node.listen", "link-local or zoned"},
 		{"listen zoned ULA", `node: {name: a, lid: 1, listen: "[fd00::1%eth0]:99"}`, "node.listen", "link-local or zoned"},
 		{"fabric manager zoned", `node: {name: a, fabric_manager: "[fe80::9%eth0]:4793"}`, "node.fabric_manager", "use a global or ULA address"},
+		{"listen IPv6 that reads as address:port", `node: {name: a, lid: 1, listen: "fd99::1:4793"}`, "node.listen", "write [fd99::1]:4793 for that port, or [fd99::1:4793]"},
+		{"peer IPv6 that reads as address:port", "node: {name: a, lid: 1}\npeers: [{lid: 2, address: \"fd99::2:4793\"}]", "peers[0].address", "also reads as address fd99::2 port 4793"},
+		{"fabric manager IPv6 that reads as address:port", `node: {name: a, fabric_manager: "fd99::9:4793"}`, "node.fabric_manager", "write [fd99::9]:4793"},
 		{"fabric manager link-local", `node: {name: a, fabric_manager: "fe80::9"}`, "node.fabric_manager", "link-local or zoned"},
 		{"peer zoned link-local", "node: {name: a, lid: 1}\npeers: [{lid: 2, address: \"[fe80::2%eth0]:4793\"}]", "peers[0].address", "use a global or ULA address"},
 		{"peer link-local", "node: {name: a, lid: 1}\npeers: [{lid: 2, address: \"[fe80::2]:4793\"}]", "peers[0].address", "link-local or zoned"},
@@ -564,6 +567,9 @@ func TestParseConfigAddresses(t *testing.T) {
 		{"::1", "[::1]:4793"},
 		{"[::1]", "[::1]:4793"},
 		{"[fd00::1]:99", "[fd00::1]:99"},
+		{"[fd99::2:4793]", "[fd99::2:4793]:4793"}, // bracketed: the address, as written
+		{"fd99::2:abcd", "[fd99::2:abcd]:4793"},   // its last group is not a port in decimal
+		{"fd99::4793", "[fd99::4793]:4793"},       // "fd99:" is no address
 		{"[::ffff:10.0.0.1]:99", "10.0.0.1:99"},
 		{"169.254.0.2", "169.254.0.2:4793"},          // IPv4 link-local needs no zone
 		{"[::ffff:169.254.0.2]", "169.254.0.2:4793"}, // nor IPv4-mapped

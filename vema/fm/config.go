@@ -487,6 +487,9 @@ func parseListen(s string) (netip.AddrPort, error) {
 		if err != nil {
 			return netip.AddrPort{}, errors.New("expected ADDRESS:PORT or ADDRESS")
 		}
+		if err := hfi.AmbiguousIPv6(s); err != nil {
+			return netip.AddrPort{}, err
+		}
 		ap = netip.AddrPortFrom(a, DefaultUDPPort)
 	}
 	if ap.Addr().IsMulticast() {

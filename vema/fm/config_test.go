@@ -122,6 +122,7 @@ func TestParseConfigErrors(t *testing.T) {
 		// FM's endpoint.
 		{"listen multicast", "fm: {name: x, listen: '224.0.0.7:4793'}\n", "fm.listen", "multicast"},
 		{"listen multicast v6", "fm: {name: x, listen: '[ff02::1]:4793'}\n", "fm.listen", "multicast"},
+		{"listen IPv6 that reads as address:port", "fm: {name: x, listen: 'fd99::9:4793'}\n", "fm.listen", "write [fd99::9]:4793 for that port, or [fd99::9:4793]"},
 		{"bad prefix", "fm: {name: x, subnet_prefix: 'fe80::1'}\n", "fm.subnet_prefix", "interface ID half"},
 		{"vesws a mapping", "fm: {name: x}\nvesws: {id: 1}\n", "vesws", "must be a list, not a mapping"},
 		{"fm a string", "fm: x\n", "fm", "must be a mapping"},
