@@ -21,10 +21,11 @@ type Counters struct {
 	XmitNoRoute  atomic.Uint64 // DLID not in the directory
 }
 
-// CounterValue is one named counter reading.
+// CounterValue is one named counter reading. Its JSON keys are lower case,
+// as the VNIC counters' (vnicctl --json hfi and counters agree).
 type CounterValue struct {
-	Name  string
-	Value uint64
+	Name  string `json:"name"`
+	Value uint64 `json:"value"`
 }
 
 // Snapshot returns every counter with its name, in a fixed order.

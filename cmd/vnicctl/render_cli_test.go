@@ -49,6 +49,17 @@ func TestCLIRendering(t *testing.T) {
 	if code := run([]string{"--socket", sock, "--json", "hfi"}, &stdout, &stderr); code != 0 || strings.Contains(stdout.String(), "units") {
 		t.Errorf("vnicctl --json hfi: exit %d, %q: the JSON must stay plain", code, stdout.String())
 	}
+	// Its counters have the keys of the VNIC counters' (--json counters).
+	var raw struct {
+		Counters []map[string]any `json:"counters"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &raw); err != nil || len(raw.Counters) == 0 ||
+		raw.Counters[0]["name"] != "PortXmitData" || raw.Counters[0]["value"] != 8.0 {
+		t.Errorf("vnicctl --json hfi: counters not as {\"name\": ..., \"value\": ...} (%v): %s", err, stdout.String())
+	}
+	if b, _ := json.Marshal(vnicd.Counter{Name: "rx_packets", Value: 2}); string(b) != `{"name":"rx_packets","value":2}` {
+		t.Errorf("a VNIC counter is %s; the two must agree", b)
+	}
 }
 
 // TestCountersRaggedAnswer: ports whose counter lists differ (a daemon of
