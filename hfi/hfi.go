@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 
 	"github.com/opavnic/opavnic/encap"
@@ -79,6 +80,28 @@ type HFI struct {
 
 	// Counters are the port's counters; read them with Load.
 	Counters Counters
+
+	bad badSource
+}
+
+// badSource is the last packet that failed the source check
+// (RcvBadSource), for the log. It is written on that drop path only, with
+// TryLock, so that the path never waits (another queue's loop writing it
+// at the same moment wins).
+type badSource struct {
+	mu   sync.Mutex
+	slid uint32
+	from netip.AddrPort
+	set  bool
+}
+
+// LastBadSource returns the source LID and the endpoint of the last packet
+// that came from an endpoint that is not its SLID's in the directory
+// (rcv_bad_source), if any did.
+func (h *HFI) LastBadSource() (slid uint32, from netip.AddrPort, ok bool) {
+	h.bad.mu.Lock()
+	defer h.bad.mu.Unlock()
+	return h.bad.slid, h.bad.from, h.bad.set
 }
 
 // New makes an HFI on tr with an empty directory. Register receivers, set the
@@ -328,6 +351,10 @@ func (h *HFI) receiveBatch(msgs []Message, recv *[256]Receiver) {
 			!(h.trustMgmt && hdr.L4() == encap.L4FabricMgt) {
 			c.RcvErrors.Add(1)
 			c.RcvBadSource.Add(1)
+			if h.bad.mu.TryLock() {
+				h.bad.slid, h.bad.from, h.bad.set = hdr.SLID(), msgs[i].Addr, true
+				h.bad.mu.Unlock()
+			}
 			continue
 		}
 		if dlid := hdr.DLID(); dlid != self || self == 0 {

@@ -105,7 +105,14 @@ func TestReceiveChecks(t *testing.T) {
 		{Buf: badL4, N: len(badL4), Addr: epA},
 		{Buf: mc, N: len(mc), Addr: epA},
 	}
+	if _, _, ok := h.LastBadSource(); ok {
+		t.Error("LastBadSource before any packet failed the source check")
+	}
 	h.ReceiveBatch(msgs)
+	// The last of the two that failed the source check: SLID 0x77 from A.
+	if slid, from, ok := h.LastBadSource(); !ok || slid != 0x77 || from != epA {
+		t.Errorf("LastBadSource = %#x, %v, %v; want 0x77, %v, true", slid, from, ok, epA)
+	}
 
 	c := &h.Counters
 	for _, tc := range []struct {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"runtime"
 	"sync"
@@ -250,9 +251,17 @@ const (
 // watchUnderlay warns, until ctx is done, when the HFI's counters say the
 // underlay loses packets (underlayWatch). The per-packet path only counts.
 func (d *Daemon) watchUnderlay(ctx context.Context) {
-	var w underlayWatch
+	w := underlayWatch{unrouted: d.unroutedPeers, lastBad: d.lastBadSource}
 	w.check(&d.hfi.Counters, time.Now(), nil) // what was before is not news
 	everyUntilDone(ctx, underlayCheckEvery, func() { w.check(&d.hfi.Counters, time.Now(), d.log) })
+}
+
+// details are lastBad's fields, if it is set.
+func (w *underlayWatch) details() []zap.Field {
+	if w.lastBad == nil {
+		return nil
+	}
+	return w.lastBad()
 }
 
 // everyUntilDone calls f every interval until ctx is done.
@@ -274,6 +283,83 @@ func everyUntilDone(ctx context.Context, interval time.Duration, f func()) {
 type underlayWatch struct {
 	refused, badSource             uint64
 	warnedRefused, warnedBadSource time.Time
+
+	// The warnings' details, if set: the peers the kernel has no route
+	// to, and the last packet that failed the source check.
+	unrouted func() []string
+	lastBad  func() []zap.Field
+}
+
+// maxUnroutedNamed bounds the peers a warning names; maxRouteProbes the
+// directory entries unroutedPeers looks at (a directory has at most 4095
+// nodes; the look runs at most once an hour).
+const (
+	maxUnroutedNamed = 8
+	maxRouteProbes   = 4096
+)
+
+// unroutedPeers names the directory's endpoints the kernel has no route to
+// from node.listen's address ("LID 0x000012 (name) at 10.0.0.2:4793"), at
+// most maxUnroutedNamed, and how many more there are. Each look is a UDP
+// connect, which asks the kernel for a route and sends nothing.
+func (d *Daemon) unroutedPeers() []string {
+	names := map[uint32]string{}
+	for _, p := range d.cfg.Peers {
+		names[p.LID.To16B()] = p.Name
+	}
+	eps := d.hfi.Directory().Endpoints()
+	self := d.hfi.LID()
+	var local *net.UDPAddr
+	if a := d.hfi.Transport().LocalAddr().Addr(); a.IsValid() && !a.IsUnspecified() {
+		local = net.UDPAddrFromAddrPort(netip.AddrPortFrom(a, 0))
+	}
+	var out []string
+	more, probed := 0, 0
+	for _, lid := range sortedKeys(eps) {
+		if lid == self || probed >= maxRouteProbes {
+			continue
+		}
+		probed++
+		ep := eps[lid]
+		c, err := net.DialUDP("udp", local, net.UDPAddrFromAddrPort(ep))
+		if err == nil {
+			c.Close()
+			continue
+		}
+		if len(out) == maxUnroutedNamed {
+			more++
+			continue
+		}
+		s := "LID " + encap.LIDFrom16B(lid).String()
+		if n := names[lid]; n != "" {
+			s += " (" + n + ")"
+		}
+		why := err.Error()
+		if oe, ok := err.(*net.OpError); ok && oe.Err != nil {
+			why = oe.Err.Error() // "connect: network is unreachable"
+		}
+		out = append(out, s+" at "+ep.String()+": "+why)
+	}
+	if more > 0 {
+		out = append(out, fmt.Sprintf("and %d more", more))
+	}
+	return out
+}
+
+// lastBadSource describes the last packet that failed the source check:
+// its SLID, where it came from, and where the directory has that LID.
+func (d *Daemon) lastBadSource() []zap.Field {
+	slid, from, ok := d.hfi.LastBadSource()
+	if !ok {
+		return nil
+	}
+	fs := []zap.Field{zap.Stringer("last_slid", encap.LIDFrom16B(slid)), zap.Stringer("last_from", from)}
+	if ep, ok := d.hfi.Directory().Endpoint(slid); ok {
+		fs = append(fs, zap.Stringer("slid_endpoint", ep))
+	} else {
+		fs = append(fs, zap.String("slid_endpoint", "none (not in the directory)"))
+	}
+	return fs
 }
 
 // check warns on log (nil: only records) of what rose since the last check,
@@ -287,16 +373,21 @@ func (w *underlayWatch) check(c *hfi.Counters, now time.Time, log *zap.Logger) {
 	refused := c.XmitDiscards.Load() - noRoute
 	bad := c.RcvBadSource.Load()
 	if log != nil && refused > w.refused && now.Sub(w.warnedRefused) >= underlayWarnEvery {
+		fs := []zap.Field{zap.Uint64("refused", refused-w.refused), zap.Uint64("refused_total", refused)}
+		if w.unrouted != nil {
+			if u := w.unrouted(); len(u) > 0 {
+				fs = append(fs, zap.Strings("no_route_to", u))
+			}
+		}
 		log.Warn("the kernel refused datagrams to peers (no route to a peer's address? an underlay down?): their packets are lost; "+
-			"vnicctl hfi counts them in PortXmitDiscards (less xmit_no_route)",
-			zap.Uint64("refused", refused-w.refused), zap.Uint64("refused_total", refused))
+			"vnicctl hfi counts them in PortXmitDiscards (less xmit_no_route)", fs...)
 		w.warnedRefused = now
 	}
 	if log != nil && bad > w.badSource && now.Sub(w.warnedBadSource) >= underlayWarnEvery {
 		log.Warn("packets came from an underlay endpoint that is not their source LID's in the directory (peers[].address, or the FM's; "+
 			"a peer whose address changed?): "+
 			"they are dropped; vnicctl hfi counts them in rcv_bad_source",
-			zap.Uint64("bad_source", bad-w.badSource), zap.Uint64("bad_source_total", bad))
+			append([]zap.Field{zap.Uint64("bad_source", bad-w.badSource), zap.Uint64("bad_source_total", bad)}, w.details()...)...)
 		w.warnedBadSource = now
 	}
 	w.refused, w.badSource = refused, bad
