@@ -309,29 +309,44 @@ func (d *failingDevice) Name() string                         { return "failing0
 func (d *failingDevice) Control(f func(fd uintptr)) error     { f(uintptr(d.efd)); return nil }
 func (d *failingDevice) Close() error                         { return nil }
 
-// TestDataPlaneFailingDeviceNotSpun: a device whose reads keep failing is
-// counted (tx_fifo_errors) and left alone for a while after each failure,
-// so the loop neither spins on it nor stops serving the others.
-func TestDataPlaneFailingDeviceNotSpun(t *testing.T) {
+// readableFD returns an eventfd that is always readable, closed when the
+// test ends.
+func readableFD(t *testing.T) int {
+	t.Helper()
 	efd, err := unix.Eventfd(1, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unix.Close(efd)
-	dev := &failingDevice{efd: efd}
+	t.Cleanup(func() { unix.Close(efd) })
+	return efd
+}
+
+// polledEngineOn returns an engine with the poll loop, on a loopback UDP
+// transport, whose port 0 is dev; it is closed when the test ends.
+func polledEngineOn(t *testing.T, dev vnicd.Device) *vnicd.Engine {
+	t.Helper()
 	tr, err := hfi.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := hfi.New(tr, hfi.Config{LID: tLIDA})
 	e := vnicd.NewEngine(h, func(vnicd.DeviceSpec) (vnicd.Device, error) { return dev, nil }, nil)
-	defer e.Close()
+	t.Cleanup(func() { e.Close() })
 	if err := e.EnablePolling(); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.SetPort(0, portConfig(tLIDA, 1, 0x8001), vnicd.NetdevConfig{}, nil); err != nil {
 		t.Fatal(err)
 	}
+	return e
+}
+
+// TestDataPlaneFailingDeviceNotSpun: a device whose reads keep failing is
+// counted (tx_fifo_errors) and left alone for a while after each failure,
+// so the loop neither spins on it nor stops serving the others.
+func TestDataPlaneFailingDeviceNotSpun(t *testing.T) {
+	dev := &failingDevice{efd: readableFD(t)}
+	e := polledEngineOn(t, dev)
 	if !e.Port(0).Polled() {
 		t.Fatal("the device is not in the poll loop")
 	}
@@ -378,27 +393,10 @@ func (d *unfollowableDevice) Follow() error {
 // netdev was deleted does, instead of counting a transmit error for every
 // failed read of its fd for as long as vnicd runs.
 func TestDataPlaneUnfollowedDeviceLeavesLoop(t *testing.T) {
-	efd, err := unix.Eventfd(1, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(efd)
-	dev := &unfollowableDevice{failingDevice: failingDevice{efd: efd}, events: make(chan vnicd.LinkEvent, 2),
+	dev := &unfollowableDevice{failingDevice: failingDevice{efd: readableFD(t)}, events: make(chan vnicd.LinkEvent, 2),
 		followed: make(chan struct{})}
 	dev.events <- vnicd.LinkEvent{Up: true, MTU: 1500, Name: "failing0"}
-	tr, err := hfi.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := hfi.New(tr, hfi.Config{LID: tLIDA})
-	e := vnicd.NewEngine(h, func(vnicd.DeviceSpec) (vnicd.Device, error) { return dev, nil }, nil)
-	defer e.Close()
-	if err := e.EnablePolling(); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.SetPort(0, portConfig(tLIDA, 1, 0x8001), vnicd.NetdevConfig{}, nil); err != nil {
-		t.Fatal(err)
-	}
+	e := polledEngineOn(t, dev)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.RunDataPlane(ctx) }()
