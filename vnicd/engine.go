@@ -407,30 +407,23 @@ func (r *queueRx) Receive(pkt []byte, h encap.Header16B, _ netip.AddrPort) {
 		c.RxBadPKey.Add(1)
 		return
 	}
-	n := len(frame)
-	c.RxPackets.Add(1)
-	c.RxBytes.Add(uint64(n) + 4)
-	c.RxLen[lenBucket(n)].Add(1)
 	// Longer than the netdev's MTU allows (which is at most eth_mtu, as the
 	// kernel's max_mtu kept it) is oversize: the kernel checked against
-	// netdev->mtu, so a user who lowers the MTU gets no longer frames.
-	if n > st.maxFrame || n > int(p.mtu.Load())+maxFrameOverMTU {
-		c.RxOversize.Add(1)
+	// netdev->mtu, so a user who lowers the MTU gets no longer frames. The
+	// kernel counts such frames, and runts, in rx_packets, rx_bytes and the
+	// histogram; a good frame is counted once the device took it (Flush),
+	// as the kernel counts none that it drops for want of room (rx_fifo).
+	n := len(frame)
+	if n > st.maxFrame || n > int(p.mtu.Load())+maxFrameOverMTU || n < encap.MinFrameLen {
+		c.RxPackets.Add(1)
+		c.RxBytes.Add(uint64(n) + 4)
+		c.RxLen[lenBucket(n)].Add(1)
+		if n < encap.MinFrameLen {
+			c.RxRunt.Add(1)
+		} else {
+			c.RxOversize.Add(1)
+		}
 		return
-	}
-	if n < encap.MinFrameLen {
-		c.RxRunt.Add(1)
-		return
-	}
-	if encap.IsMulticastMAC(frame) {
-		c.RxMcastBcast.Add(1)
-	} else {
-		c.RxUnicast.Add(1)
-	}
-	if isVLAN(frame) {
-		c.RxVLAN.Add(1)
-	} else {
-		c.RxUntagged.Add(1)
 	}
 	q := &r.pending[p.vport]
 	if len(*q) == 0 {
@@ -449,9 +442,12 @@ func (r *queueRx) Flush() {
 			w = p.pq[r.q].dev
 		}
 		pending := &r.pending[p.vport]
-		// Write stops at a frame the device refuses: count it, go on.
+		// Write stops at a frame the device refuses: count it, go on. The
+		// frames it took are counted received.
+		var rc rxCount
 		for q := *pending; len(q) > 0 && !p.closing.Load(); {
 			n, err := w.Write(q, 0)
+			rc.add(q[:min(max(n, 0), len(q))])
 			if err == nil {
 				break
 			}
@@ -462,11 +458,62 @@ func (r *queueRx) Flush() {
 			p.Counters.RxFifoErrors.Add(1)
 			q = q[n+1:]
 		}
+		rc.addTo(&p.Counters)
 		clear(*pending)
 		*pending = (*pending)[:0]
 	}
 	clear(r.dirty)
 	r.dirty = r.dirty[:0]
+}
+
+// rxCount sums the receive counters of a batch of good frames, so that a
+// port's counters take one atomic add each per batch, not per frame.
+type rxCount struct {
+	packets, bytes uint64
+	mcast, vlan    uint64
+	len            [numLenBuckets]uint64
+}
+
+// add counts frames, good frames the device took.
+func (rc *rxCount) add(frames [][]byte) {
+	for _, f := range frames {
+		n := len(f)
+		rc.packets++
+		rc.bytes += uint64(n) + 4
+		rc.len[lenBucket(n)]++
+		if encap.IsMulticastMAC(f) {
+			rc.mcast++
+		}
+		if isVLAN(f) {
+			rc.vlan++
+		}
+	}
+}
+
+// addTo adds the sums to c.
+func (rc *rxCount) addTo(c *PortCounters) {
+	if rc.packets == 0 {
+		return
+	}
+	c.RxPackets.Add(rc.packets)
+	c.RxBytes.Add(rc.bytes)
+	for i, v := range rc.len {
+		if v != 0 {
+			c.RxLen[i].Add(v)
+		}
+	}
+	if rc.mcast != 0 {
+		c.RxMcastBcast.Add(rc.mcast)
+	}
+	if u := rc.packets - rc.mcast; u != 0 {
+		c.RxUnicast.Add(u)
+	}
+	if rc.vlan != 0 {
+		c.RxVLAN.Add(rc.vlan)
+	}
+	if u := rc.packets - rc.vlan; u != 0 {
+		c.RxUntagged.Add(u)
+	}
 }
 
 // isClosed reports errors that mean the device is gone.

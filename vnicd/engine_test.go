@@ -346,3 +346,53 @@ func TestEthMTUBelowMinimum(t *testing.T) {
 		t.Errorf("a %d-byte frame: tx_fifo_errors %d, want 1 (longer than min_mtu + 18)", 68+18+1, got)
 	}
 }
+
+// TestEngineRefusedFrameNotReceived: a frame the device refuses counts in
+// rx_fifo_errors only, as the kernel counts a frame it drops for want of
+// room (kernel-reference.md §3, step 4): not in rx_packets, rx_bytes, the
+// histogram or the unicast count. The frames around it are counted.
+func TestEngineRefusedFrameNotReceived(t *testing.T) {
+	n := hfitest.NewNetwork()
+	a := newNode(t, n, tLIDA, tEPA)
+	b := newNode(t, n, tLIDB, tEPB)
+	var host *taptest.Device
+	b.engine = vnicd.NewEngine(b.hfi, func(vnicd.DeviceSpec) (vnicd.Device, error) {
+		port, h := taptest.Pair(taptest.Options{MaxFrame: 300}) // refuses longer frames
+		host = h
+		return port, nil
+	}, nil)
+	t.Cleanup(func() { b.engine.Close() })
+	for _, nd := range []*node{a, b} {
+		if err := nd.engine.SetPort(0, portConfig(nd.hfi.LID(), 1, 0x8001), vnicd.NetdevConfig{}, nil); err != nil {
+			t.Fatal(err)
+		}
+		go nd.hfi.Run(t.Context())
+	}
+	macA, macB := encap.MACForLID(tLIDA, 1), encap.MACForLID(tLIDB, 1)
+	for _, size := range []int{200, 400, 260} {
+		if _, err := a.host[0].Write([][]byte{ethFrame(macB, macA, size)}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := len(readFrame(t, host)); got != 200 {
+		t.Fatalf("b's first frame has %d bytes, want 200", got)
+	}
+	if got := len(readFrame(t, host)); got != 260 {
+		t.Fatalf("b's second frame has %d bytes, want 260 (the 400-byte one refused)", got)
+	}
+	c := &b.engine.Port(0).Counters
+	for deadline := time.Now().Add(2 * time.Second); c.RxFifoErrors.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	got := map[string]uint64{}
+	for _, v := range c.Snapshot() {
+		got[v.Name] = v.Value
+	}
+	want := map[string]uint64{"rx_packets": 2, "rx_bytes": 204 + 264, "rx_unicast": 2, "rx_untagged": 2,
+		"rx_128_255": 1, "rx_256_511": 1, "rx_fifo_errors": 1}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s = %d, want %d", k, got[k], w)
+		}
+	}
+}
