@@ -67,7 +67,11 @@ func decodeValue(dec *json.Decoder) (any, error) {
 	return tok, nil
 }
 
-// cell formats a value for one table cell.
+// cell formats a value for one table cell. Each level has its own
+// separator, so that a cell holding a list of objects with lists in them
+// (opafm vesws' members and their addresses) reads unambiguously: a list's
+// items are joined by ",", an object's key=value pairs by " ", and a list's
+// objects by "; ".
 func cell(v any) string {
 	switch t := v.(type) {
 	case nil:
@@ -82,16 +86,20 @@ func cell(v any) string {
 		for i, f := range t {
 			parts[i] = f.key + "=" + cell(f.val)
 		}
-		return strings.Join(parts, ",")
+		return strings.Join(parts, " ")
 	case []any:
 		if len(t) == 0 {
 			return "-"
 		}
 		parts := make([]string, len(t))
+		sep := ","
 		for i, e := range t {
+			if _, ok := e.([]field); ok {
+				sep = "; "
+			}
 			parts[i] = cell(e)
 		}
-		return strings.Join(parts, ",")
+		return strings.Join(parts, sep)
 	}
 	return fmt.Sprint(v)
 }

@@ -20,6 +20,10 @@ func TestRenderTable(t *testing.T) {
 			want: "name  fm\nnodes:\nNAME  LID\na     16\n",
 		},
 		"arrays in cells": {in: `[{"ports":[1,2]}]`, want: "PORTS\n1,2\n"},
+		"objects with lists in cells": {
+			in:   `[{"id":1,"members":[{"node":"b","ip":["10.1.0.2/24","fd00::2/64"],"configured":true},{"node":"c","ip":null,"configured":false}]}]`,
+			want: "ID  MEMBERS\n1   node=b ip=10.1.0.2/24,fd00::2/64 configured=true; node=c ip=- configured=false\n",
+		},
 	} {
 		var b bytes.Buffer
 		if err := renderTable(&b, []byte(tc.in)); err != nil {
