@@ -64,41 +64,33 @@ func (f *FM) emFailed(n *node, r *emRetry, what string) {
 		zap.Duration("after", f.emBackoff(r.fails)))
 }
 
-// memberKeys returns the keys of the config members on node n.
+// memberKeys returns the keys of the config members on node n, in config
+// order (f.index: not a walk of every member per poll answer). The slice is
+// the index's: callers must not change it.
 func (f *FM) memberKeys(n *node) []memberKey {
-	var ks []memberKey
-	for _, v := range f.cfg.VESWs {
-		for _, m := range v.Members {
-			if m.Node == n.cfgName && n.cfgName != "" {
-				k := memberKey{v.ID, m.Node, m.VPort}
-				if f.members[k] == nil {
-					f.members[k] = &memberState{}
-				}
-				ks = append(ks, k)
-			}
+	if n.cfgName == "" {
+		return nil
+	}
+	ks := f.index().byNode[n.cfgName]
+	for _, k := range ks {
+		if f.members[k] == nil {
+			f.members[k] = &memberState{}
 		}
 	}
 	return ks
 }
 
 func (f *FM) vesw(id encap.VESWID) (*VESWConfig, bool) {
-	for i := range f.cfg.VESWs {
-		if f.cfg.VESWs[i].ID == id {
-			return &f.cfg.VESWs[i], true
-		}
+	if i, ok := f.index().vesws[id]; ok {
+		return &f.cfg.VESWs[i], true
 	}
 	return nil, false
 }
 
 func (f *FM) member(k memberKey) (*VESWConfig, *Member, bool) {
-	v, ok := f.vesw(k.vesw)
-	if !ok {
-		return nil, nil, false
-	}
-	for i := range v.Members {
-		if v.Members[i].Node == k.node && v.Members[i].VPort == k.vport {
-			return v, &v.Members[i], true
-		}
+	if p, ok := f.index().members[k]; ok {
+		v := &f.cfg.VESWs[p[0]]
+		return v, &v.Members[p[1]], true
 	}
 	return nil, nil, false
 }
@@ -773,7 +765,7 @@ func (f *FM) Reload(cfg *Config) error {
 		return errors.New("fm: reload: fm.subnet_prefix changed; restart the FM to change it")
 	}
 	old := f.cfg
-	f.cfg = cfg
+	f.cfg, f.idx = cfg, indexConfig(cfg)
 	var relid []*node
 	// A config node is one host: when the new config makes two active (or
 	// joining) nodes match one entry (an entry added for a name two
@@ -810,6 +802,7 @@ func (f *FM) Reload(cfg *Config) error {
 		}
 		n.cfgName = name
 	}
+	f.renamed()
 	for _, n := range f.nodes {
 		if c, ok := cfg.Node(n.cfgName); ok && n.cfgName != "" && c.LID != 0 && c.LID != n.lid && n.state == NodeActive {
 			relid = append(relid, n) // given a fixed LID it does not hold

@@ -87,12 +87,18 @@ type FM struct {
 	retryTimeout time.Duration
 	tries        int
 
-	mu      sync.Mutex
-	cfg     *Config
-	send    *hfi.Sender
-	nodes   map[uint64]*node // by port GUID
-	pending map[uint64]*request
-	gen     uint32
+	mu  sync.Mutex
+	cfg *Config
+	// idx indexes cfg's members (index.go), built with each config.
+	idx *cfgIndex
+	// byCfg is f.nodes by cfgName, nil when it must be built again
+	// (nodesNamed, renamed); byCfgLen is len(f.nodes) when it was built.
+	byCfg    map[string][]*node
+	byCfgLen int
+	send     *hfi.Sender
+	nodes    map[uint64]*node // by port GUID
+	pending  map[uint64]*request
+	gen      uint32
 	// instance is this FM run's fm_instance in every directory block: nodes
 	// order generations within one instance only, so a restarted FM's
 	// directory is taken even when its generation is below what the last
@@ -284,6 +290,7 @@ func New(h *hfi.HFI, cfg *Config, log *zap.Logger) *FM {
 		retryTimeout: DefaultRetryTimeout,
 		tries:        DefaultTries,
 		cfg:          cfg,
+		idx:          indexConfig(cfg),
 		send:         h.NewSender(),
 		nodes:        map[uint64]*node{},
 		pending:      map[uint64]*request{},
@@ -654,6 +661,7 @@ func (f *FM) announce(p *inbound) {
 		}
 		n = &node{portGUID: guid, ep: p.src, state: NodeJoining}
 		f.nodes[guid] = n
+		f.renamed()
 		f.log.Debug("node announced", zap.Uint64("guid", guid), zap.Stringer("peer", p.src), zap.Stringer("lid", encap.LID(held)))
 	}
 	if n.ep != p.src && n.state == NodeActive && n.misses == 0 && time.Since(n.answeredAt) < 2*f.pollEvery {
@@ -737,6 +745,7 @@ func (f *FM) join(n *node, held uint32) {
 				// It never held a LID: nothing to keep it for, and it
 				// must not hold a slot of the node table.
 				delete(f.nodes, n.portGUID)
+				f.renamed()
 			}
 			n.state, n.lostAt = NodeLost, time.Now()
 		}
@@ -765,11 +774,13 @@ func (f *FM) join(n *node, held uint32) {
 			}
 			n.name = nd.String()
 			n.cfgName = f.matchConfig(n)
+			f.renamed()
 			if o := f.otherNodeAs(n); o != nil {
 				f.warn("dup", "a second node matches an active config node; not joined", zap.String("node", n.cfgName),
 					zap.Uint64("guid", n.portGUID), zap.Stringer("peer", n.ep),
 					zap.Uint64("active_guid", o.portGUID), zap.Stringer("active_peer", o.ep))
 				n.cfgName = ""
+				f.renamed()
 				fail()
 				return
 			}
@@ -978,6 +989,7 @@ func (f *FM) makeRoom() bool {
 	f.log.Info("node table full; forgetting the node lost longest ago", zap.String("node", oldest.name),
 		zap.Uint64("guid", oldest.portGUID), zap.Stringer("lid", encap.LID(oldest.lid)))
 	delete(f.nodes, oldest.portGUID)
+	f.renamed()
 	for vport, d := range f.deletes[oldest.portGUID] {
 		if d.node != "" { // still owed, by name, when it is back
 			f.oweDelete(memberKey{d.vesw, d.node, vport})
@@ -1188,10 +1200,12 @@ func (f *FM) activeByName() map[string]*node {
 	return act
 }
 
-// activeNode returns the active node matched to a config node name.
+// activeNode returns the active node matched to a config node name: from
+// the index by name (nodesNamed), not a walk of the nodes, since portInfo
+// asks it for each default port on every poll answer.
 func (f *FM) activeNode(name string) *node {
-	for _, n := range f.nodes {
-		if n.cfgName == name && n.state == NodeActive && n.lid != 0 {
+	for _, n := range f.nodesNamed(name) {
+		if n.cfgName == name && n.state == NodeActive && n.lid != 0 && f.nodes[n.portGUID] == n {
 			return n
 		}
 	}

@@ -1,0 +1,81 @@
+package fm
+
+import "github.com/opavnic/opavnic/encap"
+
+// Indexes for the work a poll round does under f.mu: at MaxNodes, with
+// vesws of 2048 members, walking the config for each node's members, a
+// vesw for each member and the nodes for each default port named by node
+// made a round's answers cost members x (members + nodes) (some 600 ms of
+// every second on a 2-vCPU machine; BenchmarkPollRound).
+
+// cfgIndex finds a config's members by node and by key. It is built from
+// one *Config (indexConfig) and answers for that config only: the FM
+// builds it when the config is loaded (New) and reloaded (Reload), and
+// FM.index builds it again should f.cfg be another config. A Config is
+// never changed once made (Reload replaces it), so the index cannot go
+// stale while cfg is f.cfg.
+type cfgIndex struct {
+	cfg *Config
+	// vesws is the position in cfg.VESWs of each vesw ID (the first, as
+	// FM.vesw's walk found it).
+	vesws map[encap.VESWID]int
+	// members is the position of each member of those vesws: vesw, then
+	// member (the first of its key in the vesw).
+	members map[memberKey][2]int
+	// byNode is each config node's members in config order (vesw by
+	// vesw, then as listed), as memberKeys' walk gave them. The slices are
+	// shared: callers must not change them.
+	byNode map[string][]memberKey
+}
+
+// indexConfig indexes cfg: linear in its vesws and members.
+func indexConfig(cfg *Config) *cfgIndex {
+	x := &cfgIndex{cfg: cfg, vesws: make(map[encap.VESWID]int, len(cfg.VESWs)),
+		members: map[memberKey][2]int{}, byNode: map[string][]memberKey{}}
+	for i := range cfg.VESWs {
+		v := &cfg.VESWs[i]
+		first := false
+		if _, dup := x.vesws[v.ID]; !dup {
+			x.vesws[v.ID], first = i, true
+		}
+		for j, m := range v.Members {
+			k := memberKey{v.ID, m.Node, m.VPort}
+			if _, dup := x.members[k]; first && !dup {
+				x.members[k] = [2]int{i, j}
+			}
+			x.byNode[m.Node] = append(x.byNode[m.Node], k)
+		}
+	}
+	return x
+}
+
+// index returns the index of f.cfg (f.mu held), built again when f.cfg is
+// not the config it was built for.
+func (f *FM) index() *cfgIndex {
+	if f.idx == nil || f.idx.cfg != f.cfg {
+		f.idx = indexConfig(f.cfg)
+	}
+	return f.idx
+}
+
+// nodesNamed returns the nodes whose cfgName is name, or was when the
+// index was built (f.mu held): callers check cfgName. The index of f.nodes
+// by config name is dropped (renamed) wherever a node's cfgName changes or
+// a node enters or leaves f.nodes, and built again here, linear in the
+// nodes, at the next lookup; state and LID are read live, so joins and
+// losses need not drop it. A count of f.nodes that differs from the
+// index's also rebuilds it: a guard for a node added without renamed.
+func (f *FM) nodesNamed(name string) []*node {
+	if f.byCfg == nil || f.byCfgLen != len(f.nodes) {
+		f.byCfg = make(map[string][]*node, len(f.nodes))
+		for _, n := range f.nodes {
+			f.byCfg[n.cfgName] = append(f.byCfg[n.cfgName], n)
+		}
+		f.byCfgLen = len(f.nodes)
+	}
+	return f.byCfg[name]
+}
+
+// renamed drops the index of the nodes by config name (nodesNamed): a
+// node's cfgName changed, or a node entered or left f.nodes (f.mu held).
+func (f *FM) renamed() { f.byCfg = nil }
