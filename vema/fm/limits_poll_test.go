@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/opavnic/opavnic/encap"
 )
 
 // One steady-state poll round at MaxNodes: every node answers its poll, and
@@ -100,6 +102,53 @@ func TestLimitPollRound(t *testing.T) {
 
 func BenchmarkPollRound(b *testing.B) {
 	f := pollRoundFM(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		pollRound(f)
+		resetPollRound(f)
+	}
+}
+
+// owedRounds is how many DeleteVESWs pollRoundOwedFM owes nodes that are
+// not back: a reload removed a vesw of 2048 members, twice, while their
+// nodes were down.
+const owedRounds = 2 * 2048
+
+// pollRoundOwedFM is pollRoundFM where the EM also owes DeleteVESWs to
+// owedRounds members of config nodes not seen since the FM started (by
+// name, until they are back).
+func pollRoundOwedFM(tb testing.TB) *FM {
+	f := pollRoundFM(tb)
+	for i := range owedRounds {
+		f.oweDelete(memberKey{encap.VESWID(3 + i/2048), fmt.Sprintf("gone%d", i%2048), 0})
+	}
+	return f
+}
+
+// TestLimitPollRoundOwed: the owed DeleteVESWs stay owed through a poll
+// round (no node of theirs is active), and the round reads every member.
+func TestLimitPollRoundOwed(t *testing.T) {
+	f := pollRoundOwedFM(t)
+	pollRound(f)
+	if len(f.pending) != pollRoundMembers || len(f.deletes) != 0 {
+		t.Fatalf("%d requests pending, %d nodes owed deletes; want %d reads, none", len(f.pending), len(f.deletes), pollRoundMembers)
+	}
+	n := &node{portGUID: 0xD0D0, name: "gone7", cfgName: "", lid: 0x7777, ep: silentEP(7777), state: NodeActive}
+	f.nodes[n.portGUID] = n
+	f.sendDeletes(n)
+	// Its two (vesws 3 and 4, vport 0) are one DeleteVESW of vport 0.
+	if d := f.deletes[n.portGUID][0]; len(f.deletes[n.portGUID]) != 1 || d == nil || !d.out || len(f.pending) != pollRoundMembers+1 {
+		t.Fatalf("gone7 back: deletes %v, %d new requests; want its DeleteVESW of vport 0 sent", f.deletes[n.portGUID], len(f.pending)-pollRoundMembers)
+	}
+	for k := range f.owed {
+		if k.node == "gone7" {
+			t.Fatalf("%v still owed by name", k)
+		}
+	}
+}
+
+func BenchmarkPollRoundOwed(b *testing.B) {
+	f := pollRoundOwedFM(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		pollRound(f)
