@@ -631,9 +631,12 @@ func (f *FM) sendDeletes(n *node) {
 // until the node is active (takeOwed).
 func (f *FM) oweDelete(k memberKey) {
 	if f.owed == nil {
-		f.owed = map[memberKey]bool{}
+		f.owed = map[string]map[memberKey]bool{}
 	}
-	f.owed[k] = true
+	if f.owed[k.node] == nil {
+		f.owed[k.node] = map[memberKey]bool{}
+	}
+	f.owed[k.node][k] = true
 }
 
 // vemaTrap handles a VEMA trap: on a unicast MAC change it reads the port's

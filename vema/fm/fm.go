@@ -134,7 +134,10 @@ type FM struct {
 	// owed are DeleteVESWs owed to config nodes not matched to an active
 	// node yet (from the MAC file, or a reload before the node was seen):
 	// moved to deletes when the node is active (takeOwed).
-	owed map[memberKey]bool
+	// They are kept by the node's name: each poll answer looks up its
+	// node's (takeOwed), and a walk of all of them made a poll round cost
+	// nodes x owed while many stayed owed to nodes not back.
+	owed map[string]map[memberKey]bool
 	// macPushes are the pushes that wait for the next write of the MAC
 	// file (afterMACFile): the tick writes it once for all of them.
 	macPushes []func()

@@ -3,6 +3,7 @@ package fm
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -271,4 +272,53 @@ func nodeID(n *node) string {
 		return "none"
 	}
 	return fmt.Sprintf("%#x (%s, %s, lid %#x)", n.portGUID, n.cfgName, n.state, n.lid)
+}
+
+// TestTakeOwedMatchesWalk: takeOwed, which looks up the node's names in
+// the DeleteVESWs owed by name, moves what the walk of every owed
+// DeleteVESW moved: those of the node's config name, or, for an unlisted
+// node, those of "" and of its NodeDescription.
+func TestTakeOwedMatchesWalk(t *testing.T) {
+	names := []string{"", "n0", "n1", "n2", "n3"}
+	for seed := range uint64(200) {
+		r := rand.New(rand.NewPCG(seed, 0x0ed))
+		cfg := mustConfig(t, testFabric)
+		f := New(hfi.New(hfitest.NewNetwork().Listen(fmEP), hfi.Config{LID: cfg.FM.LID, TrustAnyMgmtSource: true}), cfg, nil)
+		owed := map[memberKey]bool{}
+		for range r.IntN(12) {
+			k := memberKey{encap.VESWID(1 + r.IntN(3)), names[r.IntN(len(names))], uint8(r.IntN(4))}
+			owed[k] = true
+			f.oweDelete(k)
+		}
+		n := &node{portGUID: 0xA, cfgName: names[r.IntN(len(names))], name: names[r.IntN(len(names))]}
+		// The walk takeOwed replaced: what it moves, by vport.
+		moved, left := map[uint8][]memberKey{}, map[memberKey]bool{}
+		for k := range owed {
+			if k.node != n.cfgName && (n.cfgName != "" || k.node != n.name) {
+				left[k] = true
+				continue
+			}
+			moved[k.vport] = append(moved[k.vport], k)
+		}
+		f.takeOwed(n)
+		got := map[memberKey]bool{}
+		for _, ks := range f.owed {
+			for k := range ks {
+				got[k] = true
+			}
+		}
+		if !maps.Equal(got, left) {
+			t.Fatalf("seed %d, node %q (%q): left owed %v, want %v", seed, n.cfgName, n.name, got, left)
+		}
+		dels := f.deletes[n.portGUID]
+		if len(dels) != len(moved) {
+			t.Fatalf("seed %d, node %q (%q): %d vports owed deletes, want %d (%v)", seed, n.cfgName, n.name, len(dels), len(moved), moved)
+		}
+		for vport, d := range dels {
+			// Of two owed for one vport, either is sent (map order), as before.
+			if !slices.Contains(moved[vport], memberKey{d.vesw, d.node, vport}) {
+				t.Fatalf("seed %d: vport %d deletes %v, want one of %v", seed, vport, d, moved[vport])
+			}
+		}
+	}
 }

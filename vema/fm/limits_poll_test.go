@@ -140,10 +140,8 @@ func TestLimitPollRoundOwed(t *testing.T) {
 	if d := f.deletes[n.portGUID][0]; len(f.deletes[n.portGUID]) != 1 || d == nil || !d.out || len(f.pending) != pollRoundMembers+1 {
 		t.Fatalf("gone7 back: deletes %v, %d new requests; want its DeleteVESW of vport 0 sent", f.deletes[n.portGUID], len(f.pending)-pollRoundMembers)
 	}
-	for k := range f.owed {
-		if k.node == "gone7" {
-			t.Fatalf("%v still owed by name", k)
-		}
+	if ks := f.owed["gone7"]; len(ks) != 0 {
+		t.Fatalf("%v still owed by name", ks)
 	}
 }
 

@@ -129,7 +129,10 @@ func (f *FM) SetMACFile(path string) error {
 			delete(owed, k) // a member again: its push makes the port
 		}
 	}
-	f.saved, f.macWritten, f.owed = saved, b, owed
+	f.saved, f.macWritten = saved, b
+	for k := range owed {
+		f.oweDelete(k)
+	}
 	f.setLIDRecords(st.lids)
 	return nil
 }
@@ -307,12 +310,14 @@ func (f *FM) saveMACs() {
 		a, b := mf.Members[i], mf.Members[j]
 		return keyLess(memberKey{a.VESW, a.Node, a.VPort}, memberKey{b.VESW, b.Node, b.VPort})
 	})
-	for k := range f.owed {
-		mf.Deletes = append(mf.Deletes, deleteEntry{VESW: k.vesw, Node: k.node, VPort: k.vport})
+	for _, ks := range f.owed {
+		for k := range ks {
+			mf.Deletes = append(mf.Deletes, deleteEntry{VESW: k.vesw, Node: k.node, VPort: k.vport})
+		}
 	}
 	for _, dels := range f.deletes {
 		for vport, d := range dels {
-			if d.node != "" && !f.owed[memberKey{d.vesw, d.node, vport}] {
+			if d.node != "" && !f.owed[d.node][memberKey{d.vesw, d.node, vport}] {
 				mf.Deletes = append(mf.Deletes, deleteEntry{VESW: d.vesw, Node: d.node, VPort: vport})
 			}
 		}
@@ -362,13 +367,19 @@ func keyLess(a, b memberKey) bool {
 // takeOwed moves the DeleteVESWs owed to n's config node (by name: the
 // MAC file's, or a reload's for a node the FM had not seen) to n, now
 // active (f.mu held). A node the config no longer names matches by its
-// NodeDescription.
+// NodeDescription. It looks up n's names, not every DeleteVESW owed.
 func (f *FM) takeOwed(n *node) {
-	for k := range f.owed {
-		if k.node != n.cfgName && (n.cfgName != "" || k.node != n.name) {
-			continue
-		}
-		delete(f.owed, k)
+	f.takeOwedAs(n, n.cfgName)
+	if n.cfgName == "" {
+		f.takeOwedAs(n, n.name)
+	}
+}
+
+// takeOwedAs moves the DeleteVESWs owed to the node called name to n.
+func (f *FM) takeOwedAs(n *node, name string) {
+	ks := f.owed[name]
+	delete(f.owed, name)
+	for k := range ks {
 		if f.deletes[n.portGUID] == nil {
 			f.deletes[n.portGUID] = map[uint8]*pendingDelete{}
 		}
