@@ -767,7 +767,7 @@ func (f *FM) Reload(cfg *Config) error {
 	case cfg.FM.SubnetPrefix != o.SubnetPrefix:
 		return errors.New("fm: reload: fm.subnet_prefix changed; restart the FM to change it")
 	}
-	old := f.cfg
+	old, oldIdx := f.cfg, f.index()
 	f.cfg, f.idx = cfg, indexConfig(cfg)
 	var relid []*node
 	// A config node is one host: when the new config makes two active (or
@@ -807,12 +807,13 @@ func (f *FM) Reload(cfg *Config) error {
 	}
 	f.renamed()
 	for _, n := range f.nodes {
-		if c, ok := cfg.Node(n.cfgName); ok && n.cfgName != "" && c.LID != 0 && c.LID != n.lid && n.state == NodeActive {
+		if c, ok := f.idx.node(n.cfgName); ok && n.cfgName != "" && c.LID != 0 && c.LID != n.lid && n.state == NodeActive {
 			relid = append(relid, n) // given a fixed LID it does not hold
 		}
 	}
 	// Removed members: the node is owed a DeleteVESW, sent now if it is
 	// active, else when it is again.
+	var was map[string]*node // nodesIn(oldIdx), made at the first removed member
 	for _, v := range old.VESWs {
 		for _, m := range v.Members {
 			k := memberKey{v.ID, m.Node, m.VPort}
@@ -832,7 +833,10 @@ func (f *FM) Reload(cfg *Config) error {
 			}
 			delete(f.members, k)
 			delete(f.saved, k) // its learned MAC goes with it, as in f.members
-			n := f.nodeIn(m.Node, old)
+			if was == nil {
+				was = f.nodesIn(oldIdx)
+			}
+			n := was[m.Node]
 			if n == nil {
 				// A node not seen since the FM started may still
 				// carry the port: owed by name until it is back.
@@ -848,7 +852,7 @@ func (f *FM) Reload(cfg *Config) error {
 	for k, st := range f.members {
 		st.infoRefused, st.tableRefused = false, false // a new config is worth trying what was refused
 		if _, m, ok := f.member(k); ok && st.learned != ([6]byte{}) {
-			if om := memberOf(old, k); om != nil && om.MAC != m.MAC {
+			if p, ok := oldIdx.members[k]; ok && old.VESWs[p[0]].Members[p[1]].MAC != m.MAC {
 				st.learned = [6]byte{} // the config's new MAC replaces the one learned
 			}
 		}
@@ -870,31 +874,20 @@ func (f *FM) Reload(cfg *Config) error {
 	return nil
 }
 
-// memberOf returns member k of cfg, nil if none.
-func memberOf(cfg *Config, k memberKey) *Member {
-	for i := range cfg.VESWs {
-		if v := &cfg.VESWs[i]; v.ID == k.vesw {
-			for j := range v.Members {
-				if v.Members[j].Node == k.node && v.Members[j].VPort == k.vport {
-					return &v.Members[j]
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// nodeIn finds the node, active or lost, that was config node name under
-// cfg (before a reload renamed or removed it), preferring an active one.
-func (f *FM) nodeIn(name string, cfg *Config) *node {
-	cur := f.cfg
-	f.cfg = cfg
-	var found *node
+// nodesIn maps each config node name of x's config (the config before a
+// reload renamed or removed nodes) to the node, active or lost, that was
+// that config node, preferring an active one: one walk of the nodes, not
+// one per removed member (which, each matching every node, made a reload
+// that removed a vesw of 2048 members at MaxNodes take minutes).
+func (f *FM) nodesIn(x *cfgIndex) map[string]*node {
+	was := make(map[string]*node, len(x.nodes))
 	for _, n := range f.nodes {
-		if n.lid != 0 && f.matchConfig(n) == name && (found == nil || n.state == NodeActive) {
-			found = n
+		if n.lid == 0 {
+			continue
+		}
+		if name := x.match(n); was[name] == nil || n.state == NodeActive {
+			was[name] = n
 		}
 	}
-	f.cfg = cur
-	return found
+	return was
 }

@@ -868,19 +868,7 @@ func (f *FM) otherNodeAs(n *node) *node {
 
 // matchConfig returns the name of the config node n is: by GUID when the
 // entry has one, else by NodeDescription.
-func (f *FM) matchConfig(n *node) string {
-	for _, c := range f.cfg.Nodes {
-		if c.GUID != 0 && (c.GUID == n.nodeGUID || c.GUID == n.portGUID) {
-			return c.Name
-		}
-	}
-	for _, c := range f.cfg.Nodes {
-		if c.GUID == 0 && c.Name == n.name {
-			return c.Name
-		}
-	}
-	return ""
-}
+func (f *FM) matchConfig(n *node) string { return f.index().match(n) }
 
 // Why chooseLID gives a node no LID.
 var (
@@ -900,7 +888,7 @@ var (
 // config entry; a second node that matches the same entry (two hosts with
 // one name) while the first is active or joining gets none.
 func (f *FM) chooseLID(n *node, held uint32) (uint32, error) {
-	if c, ok := f.cfg.Node(n.cfgName); ok && n.cfgName != "" && c.LID != 0 {
+	if c, ok := f.index().node(n.cfgName); ok && n.cfgName != "" && c.LID != 0 {
 		for _, o := range f.nodes {
 			if o == n || (o.lid != c.LID && o.pendingLID != c.LID) {
 				continue

@@ -26,12 +26,31 @@ type cfgIndex struct {
 	// vesw, then as listed), as memberKeys' walk gave them. The slices are
 	// shared: callers must not change them.
 	byNode map[string][]memberKey
+	// nodes is the position in cfg.Nodes of each name (Config.Node);
+	// byGUID of each GUID but 0, and byName of each name listed without
+	// a GUID (matchConfig). Each is the first such entry.
+	nodes, byName map[string]int
+	byGUID        map[uint64]int
 }
 
 // indexConfig indexes cfg: linear in its vesws and members.
 func indexConfig(cfg *Config) *cfgIndex {
 	x := &cfgIndex{cfg: cfg, vesws: make(map[encap.VESWID]int, len(cfg.VESWs)),
-		members: map[memberKey][2]int{}, byNode: map[string][]memberKey{}}
+		members: map[memberKey][2]int{}, byNode: map[string][]memberKey{},
+		nodes: make(map[string]int, len(cfg.Nodes)), byName: map[string]int{}, byGUID: map[uint64]int{}}
+	for i, c := range cfg.Nodes {
+		first := func(m map[string]int, k string) {
+			if _, dup := m[k]; !dup {
+				m[k] = i
+			}
+		}
+		first(x.nodes, c.Name)
+		if c.GUID == 0 {
+			first(x.byName, c.Name)
+		} else if _, dup := x.byGUID[c.GUID]; !dup {
+			x.byGUID[c.GUID] = i
+		}
+	}
 	for i := range cfg.VESWs {
 		v := &cfg.VESWs[i]
 		first := false
@@ -47,6 +66,33 @@ func indexConfig(cfg *Config) *cfgIndex {
 		}
 	}
 	return x
+}
+
+// node is cfg.Node.
+func (x *cfgIndex) node(name string) (NodeConfig, bool) {
+	if i, ok := x.nodes[name]; ok {
+		return x.cfg.Nodes[i], true
+	}
+	return NodeConfig{}, false
+}
+
+// match returns the name of the config node n is under x's config: the
+// first entry whose GUID is n's node or port GUID, else the first without
+// a GUID named as n's NodeDescription; "" for none.
+func (x *cfgIndex) match(n *node) string {
+	best := -1
+	for _, g := range [2]uint64{n.nodeGUID, n.portGUID} {
+		if i, ok := x.byGUID[g]; ok && g != 0 && (best < 0 || i < best) {
+			best = i
+		}
+	}
+	if best < 0 {
+		var ok bool
+		if best, ok = x.byName[n.name]; !ok {
+			return ""
+		}
+	}
+	return x.cfg.Nodes[best].Name
 }
 
 // index returns the index of f.cfg (f.mu held), built again when f.cfg is

@@ -58,6 +58,41 @@ func walkActiveNode(f *FM, name string) *node {
 	return nil
 }
 
+// walkMatch is matchConfig as a walk of cfg's nodes.
+func walkMatch(cfg *Config, n *node) string {
+	for _, c := range cfg.Nodes {
+		if c.GUID != 0 && (c.GUID == n.nodeGUID || c.GUID == n.portGUID) {
+			return c.Name
+		}
+	}
+	for _, c := range cfg.Nodes {
+		if c.GUID == 0 && c.Name == n.name {
+			return c.Name
+		}
+	}
+	return ""
+}
+
+// walkNodeIn is what nodesIn maps name to, as a walk of the nodes for the
+// name: the node that was config node name under cfg, preferring an active
+// one (of two, either: map order).
+func walkNodeIn(f *FM, name string, cfg *Config) []*node {
+	var active, other []*node
+	for _, n := range f.nodes {
+		if n.lid != 0 && walkMatch(cfg, n) == name {
+			if n.state == NodeActive {
+				active = append(active, n)
+			} else {
+				other = append(other, n)
+			}
+		}
+	}
+	if len(active) > 0 {
+		return active
+	}
+	return other
+}
+
 // walkPortInfo is portInfo with its default ports resolved by walkActiveNode.
 func walkPortInfo(f *FM, v *VESWConfig, m *Member, n *node) []byte {
 	pi := f.portInfo(v, m, n)
@@ -98,7 +133,12 @@ func randomFabric(r *rand.Rand) string {
 	}
 	var b strings.Builder
 	b.WriteString("fm: {name: fm0}\nnodes:\n")
-	for _, i := range listed {
+	guids := r.Perm(indexNames) // a GUID names one entry
+	for j, i := range listed {
+		if r.IntN(4) == 0 { // matched by GUID, whatever its name
+			fmt.Fprintf(&b, "  - {name: n%d, guid: 0x%X}\n", i, 0x100+guids[j])
+			continue
+		}
 		fmt.Fprintf(&b, "  - {name: n%d}\n", i)
 	}
 	b.WriteString("vesws:\n")
@@ -150,11 +190,17 @@ func randomNodes(f *FM, r *rand.Rand, count int) {
 	}
 	for range count {
 		guid := uint64(0x1000 + len(f.nodes) + r.IntN(1<<20)<<16)
+		if r.IntN(8) == 0 {
+			guid = uint64(0x100 + r.IntN(indexNames)) // a config entry's GUID
+		}
 		if f.nodes[guid] != nil {
 			continue
 		}
 		n := &node{portGUID: guid, name: fmt.Sprintf("n%d", r.IntN(indexNames)), ep: silentEP(len(f.nodes)),
 			lid: uint32(0xC000 + r.IntN(256)), state: []string{NodeActive, NodeLost, NodeJoining}[r.IntN(3)]}
+		if r.IntN(4) == 0 {
+			n.nodeGUID = uint64(0x100 + r.IntN(indexNames))
+		}
 		n.cfgName = f.matchConfig(n)
 		if r.IntN(8) == 0 {
 			n.lid = 0
@@ -199,6 +245,24 @@ func checkIndexed(t *testing.T, f *FM, other *Config, step string) {
 		}
 		if got, ok := f.vesw(id); got != want || ok != (want != nil) {
 			t.Fatalf("%s: vesw(%d) = %p %v, want %p", step, id, got, ok, want)
+		}
+	}
+	for _, n := range f.nodes {
+		if got, want := f.matchConfig(n), walkMatch(f.cfg, n); got != want {
+			t.Fatalf("%s: matchConfig(%s, node GUID %#x) = %q, want %q", step, nodeID(n), n.nodeGUID, got, want)
+		}
+	}
+	for _, name := range names {
+		got, gok := f.index().node(name)
+		want, wok := f.cfg.Node(name)
+		if got != want || gok != wok {
+			t.Fatalf("%s: node(%q) = %+v %v, want %+v %v", step, name, got, gok, want, wok)
+		}
+	}
+	was := f.nodesIn(indexConfig(other))
+	for _, name := range names[1:] {
+		if want := walkNodeIn(f, name, other); was[name] == nil && len(want) > 0 || was[name] != nil && !slices.Contains(want, was[name]) {
+			t.Fatalf("%s: nodesIn[%q] = %s, want one of %d", step, name, nodeID(was[name]), len(want))
 		}
 	}
 	var keys []memberKey

@@ -36,7 +36,7 @@ func (f *FM) lidBound() int {
 
 // fixedLIDConfig reports whether n matches a config entry with a fixed LID.
 func (f *FM) fixedLIDConfig(n *node) bool {
-	c, ok := f.cfg.Node(n.cfgName)
+	c, ok := f.index().node(n.cfgName)
 	return ok && n.cfgName != "" && c.LID != 0
 }
 
