@@ -91,8 +91,11 @@ func (c *Checker) ClassMap(r *RawClassMap, path string) (uc, mc [8]uint8, nonUC,
 			return t
 		}
 		es := c.List(l, p)
-		if len(es) != len(t) && !c.Failed() {
-			c.Failf(p, l, "must list 8 values (PCP 0..7), not %d", len(es))
+		if len(es) != len(t) {
+			// Not 8 whether or not an earlier field failed: t holds 8.
+			if !c.Failed() {
+				c.Failf(p, l, "must list 8 values (PCP 0..7), not %d", len(es))
+			}
 			return t
 		}
 		for i, e := range es {

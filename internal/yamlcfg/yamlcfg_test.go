@@ -218,6 +218,23 @@ func TestRCAndClassMap(t *testing.T) {
 	}
 }
 
+// TestClassMapLongListAfterError: a list of more than 8 values after an
+// earlier field failed is no panic (it indexed past the table's 8) and
+// leaves the first error in place. FuzzParseConfig (vema/fm) found it.
+func TestClassMapLongListAfterError(t *testing.T) {
+	var raw struct {
+		SC RawClassMap `yaml:"sc"`
+	}
+	if err := Decode([]byte("sc: {uc: [0, 1, 2, 3, 4, 5, 6, 7, 8]}\n"), noEnv, &raw, ""); err != nil {
+		t.Fatal(err)
+	}
+	var c Checker
+	c.Failf("earlier", Leaf{}, "failed first")
+	if uc, _, _, _ := c.ClassMap(&raw.SC, "sc"); uc != [8]uint8{} || c.First().Field != "earlier" {
+		t.Errorf("uc %v, first error %v; want none set and the earlier error", uc, c.Err())
+	}
+}
+
 func TestFields(t *testing.T) {
 	type rawEntry struct {
 		Name Leaf `yaml:"name"`
