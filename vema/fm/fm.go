@@ -280,6 +280,8 @@ type request struct {
 }
 
 // New makes an FM on h with cfg and registers it as h's management receiver.
+// cfg must not be changed afterwards (Reload takes a new one): the FM
+// indexes it.
 // h should be made with hfi.Config{LID: cfg.FM.LID, TrustAnyMgmtSource: true}.
 func New(h *hfi.HFI, cfg *Config, log *zap.Logger) *FM {
 	if log == nil {
@@ -337,7 +339,8 @@ func Run(ctx context.Context, cfg *Config, log *zap.Logger) error {
 // HFI returns the FM's HFI.
 func (f *FM) HFI() *hfi.HFI { return f.h }
 
-// Config returns the config in use.
+// Config returns the config in use. Callers must not change it: the FM
+// keeps an index of it (index.go); Reload replaces it with another.
 func (f *FM) Config() *Config {
 	f.mu.Lock()
 	defer f.mu.Unlock()
