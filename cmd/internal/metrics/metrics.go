@@ -42,6 +42,19 @@ func Handler(reg *prometheus.Registry, log *zap.Logger) http.Handler {
 	return mux
 }
 
+// idleTimeout closes a connection that has sent no new request for this long
+// after its last answer, and writeTimeout one whose answer could not be
+// written (a client that does not read) in that time. Without them, a client
+// that kept its connections open after a scrape, or opened new ones without
+// closing the old, held an fd and two goroutines per connection for as long
+// as it lived: enough of them used up the daemon's fds (its TAPs, sockets and
+// namespaces need them too). Two minutes keeps a connection across the
+// scrapes of any usual interval. Tests lower idleTimeout.
+var (
+	idleTimeout  = 2 * time.Minute
+	writeTimeout = 30 * time.Second
+)
+
 // Listen binds addr (host:port; port 0 picks one) and serves reg until ctx is
 // done. It returns the bound address once listening, so a failure to bind is
 // a start-up error.
@@ -54,7 +67,8 @@ func Listen(ctx context.Context, addr string, reg *prometheus.Registry, log *zap
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	srv := &http.Server{Handler: Handler(reg, log), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: Handler(reg, log), ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout: idleTimeout, WriteTimeout: writeTimeout}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

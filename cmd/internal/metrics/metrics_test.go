@@ -1,9 +1,12 @@
 package metrics_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -217,6 +220,45 @@ func TestListen(t *testing.T) {
 	}
 	if _, err := metrics.Listen(ctx, addr.String(), metrics.NewRegistry(), nil); err == nil {
 		t.Fatal("a second listener on the same address did not fail")
+	}
+}
+
+// A client that keeps its connection open after a scrape and sends nothing
+// more is disconnected by the server after the idle timeout. Without one,
+// every such connection kept an fd and two goroutines of the daemon for as
+// long as the client lived, and a client that opened new connections without
+// closing the old (the soak review held 200 at once) made them grow without
+// bound. The wait for the close is bounded far above the lowered timeout, so a
+// slow machine only waits longer; the test fails only if no close comes.
+func TestIdleConnectionClosed(t *testing.T) {
+	defer metrics.SetIdleTimeout(20 * time.Millisecond)()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addr, err := metrics.Listen(ctx, "127.0.0.1:0", metrics.NewRegistry(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(c)
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Close {
+		t.Fatalf("GET /metrics: status %d, close %v; want 200 on a kept-alive connection", resp.StatusCode, resp.Close)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if b, err := r.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Fatalf("the server kept an idle connection open (read %q: %v; want EOF)", b, err)
 	}
 }
 
