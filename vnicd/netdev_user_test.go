@@ -4,8 +4,12 @@ package vnicd_test
 
 import (
 	"context"
+	"errors"
+	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/vishvananda/netlink"
 
 	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/nstest"
@@ -142,5 +146,51 @@ func TestDeletedNetdevNotCounted(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	if after := pa.Counters.TxFifoErrors.Load(); after != before {
 		t.Errorf("tx_fifo_errors went from %d to %d in 300 ms after the netdev's deletion", before, after)
+	}
+}
+
+// TestNetdevNamespaceDeleted: a VNIC whose netdev is in a container's
+// namespace (moved there by hand, and followed) does not keep that
+// namespace alive: deleted (`ip netns del`, no process in it), the
+// namespace is destroyed with the netdev and a veth peer in it, and the
+// port takes its netdev for deleted (link down, out of the poll loop)
+// instead of forwarding on for ever.
+func TestNetdevNamespaceDeleted(t *testing.T) {
+	a, _ := newLinkedPair(t, "nda", "ndb", "192.168.74")
+	c := nstest.NewNS(t, "ndc") // its Netlink handle is never made: it would hold c
+	pa := a.engine.Port(0)
+	end, peer := nstest.LinkName("v"), nstest.LinkName("v")
+	ipIn(t, a.ns, "link", "add", end, "type", "veth", "peer", "name", peer, "netns", c.Name())
+	ipIn(t, a.ns, "link", "set", "vnic0", "netns", c.Name())
+	ipIn(t, c, "link", "set", "vnic0", "up")
+	operWithin(t, pa, vnicd.StateForwarding, 2*time.Second)
+	deadline := time.Now().Add(2 * time.Second)
+	for pa.NetNS() != c.Name() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if pa.NetNS() != c.Name() {
+		t.Fatalf("vport 0 is in netns %q, want %q", pa.NetNS(), c.Name())
+	}
+	if out, err := exec.Command("ip", "netns", "del", c.Name()).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns del: %v: %s", err, out)
+	}
+	// The kernel destroys the namespace in a worker: bounded waits.
+	operWithin(t, pa, vnicd.StateDropAll, 10*time.Second)
+	h := a.ns.Netlink()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, err := h.LinkByName(end)
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("veth end %s still there 10 s after its peer's namespace was deleted: the namespace is kept alive", end)
+		}
+	}
+	if pa.LinkUp() {
+		t.Error("port's link still up after its netdev's namespace went")
 	}
 }

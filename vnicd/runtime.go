@@ -606,14 +606,15 @@ func (d *Daemon) loadRuntimeOnStart(es []RuntimeEntry, dropped int) {
 // tables' leaf locks, never rt.op.
 func (d *Daemon) portPlaced(ev PortEvent) {
 	var nsDev, nsIno uint64
-	if ev.NetNS != "" {
+	unnamed := strings.HasPrefix(ev.NetNS, "/proc/") || isUnnamedNetNS(ev.NetNS)
+	if ev.NetNS != "" && !isUnnamedNetNS(ev.NetNS) {
 		var err error
 		if nsDev, nsIno, err = netnsID(ev.NetNS); err != nil {
 			d.log.Warn("cannot identify the netdev's new namespace", zap.Uint8("vnic", ev.VPort),
 				zap.String("netns", ev.NetNS), zap.Error(err))
 		}
 	}
-	if strings.HasPrefix(ev.NetNS, "/proc/") {
+	if unnamed {
 		if _, ok := d.rt.get(ev.VPort); ok || d.claimActive(ev.VPort) {
 			d.log.Warn("the netdev's namespace has no name (ip netns): its VNIC will not survive a vnicd restart",
 				zap.Uint8("vnic", ev.VPort), zap.String("ifname", ev.IfName))

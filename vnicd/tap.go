@@ -85,9 +85,9 @@ const MaxTAPQueues = 16
 //
 // Lifetime: the netdev lives as long as the fd. The TAP is not persistent
 // and its fd is close-on-exec and never shared, so closing it makes the
-// kernel delete the netdev, in whatever namespace it then is. A TAP keeps a
-// netlink socket in its namespace until Close, which also keeps that
-// namespace alive: delete the TAP before the namespace.
+// kernel delete the netdev, in whatever namespace it then is. A TAP holds
+// no reference to its netdev's namespace (tapns.go): when that namespace is
+// destroyed, its netdev goes with it, and a Watch reports it Deleted.
 //
 // If the netdev is deleted from outside (ip link del), Read and Write fail
 // with EBADFD and a watcher reports Deleted; the TAP must still be closed.
@@ -122,11 +122,11 @@ type TAP struct {
 	noGRO            atomic.Bool // the kernel refused a super-frame
 	noUDPGRO         atomic.Bool // the kernel refused a UDP super-frame
 
+	// mu serializes the netlink side: Close, MoveTo, Follow, Watch and
+	// the settings. It holds no namespace between them (tapns.go).
 	mu       sync.Mutex
-	h        *netlink.Handle // in the TAP's namespace; nil once closed
-	ns       netns.NsHandle  // the TAP's namespace
-	done     chan struct{}   // closed by Close: stops watchers
-	moved    chan struct{}   // closed by MoveTo (and replaced): stops watchers
+	done     chan struct{} // closed by Close: stops watchers
+	moved    chan struct{} // closed by MoveTo (and replaced): stops watchers
 	watchers sync.WaitGroup
 }
 
@@ -176,11 +176,21 @@ func OpenTAP(cfg TAPConfig) (*TAP, error) {
 		return nil, fmt.Errorf("vnicd: open TAP %s: create: %w", name, err)
 	}
 
-	t, err := tapFromFiles(files, created, here)
+	t, err := tapFromFiles(files, created)
 	if err != nil {
 		here.Close()
 		return nil, fmt.Errorf("vnicd: open TAP %s: %w", name, err)
 	}
+	// h is a netlink handle where the netdev is, and nsh that namespace;
+	// both are released on the way out: the TAP keeps neither.
+	var h *netlink.Handle
+	nsh := here
+	defer func() {
+		if h != nil {
+			h.Close()
+		}
+		nsh.Close()
+	}()
 	fail := func(step string, err error) (*TAP, error) {
 		if cerr := t.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("rollback: %w", cerr))
@@ -188,12 +198,12 @@ func OpenTAP(cfg TAPConfig) (*TAP, error) {
 		return nil, fmt.Errorf("vnicd: open TAP %s: %s: %w", name, step, err)
 	}
 
-	// From here on t.h and t.index name the netdev where it is, so that
-	// Close (the rollback) finds it whichever step failed.
-	if t.h, err = nlutil.Handle(here, netlinkTimeout); err != nil {
+	// From here on t.index names the netdev where it is, so that Close
+	// (the rollback) finds it whichever step failed.
+	if h, err = nlutil.Handle(here, netlinkTimeout); err != nil {
 		return fail("netlink", err)
 	}
-	link, err := t.h.LinkByName(created)
+	link, err := h.LinkByName(created)
 	if err != nil {
 		return fail("find new link", err)
 	}
@@ -209,54 +219,54 @@ func OpenTAP(cfg TAPConfig) (*TAP, error) {
 			target.Close()
 			return fail("netlink in netns", err)
 		}
-		if err := t.h.LinkSetNsFd(link, int(target)); err != nil {
+		if err := h.LinkSetNsFd(link, int(target)); err != nil {
 			ht.Close()
 			target.Close()
 			return fail("move to netns "+cfg.NetNS, err)
 		}
-		t.h.Close()
-		t.ns.Close()
-		t.h, t.ns, t.index = ht, target, 0 // the index may change in a new namespace
-		if link, err = t.h.LinkByName(created); err != nil {
+		h.Close()
+		nsh.Close()
+		h, nsh, t.index = ht, target, 0 // the index may change in a new namespace
+		if link, err = h.LinkByName(created); err != nil {
 			return fail("find moved link", err)
 		}
 		t.index = link.Attrs().Index
-		if err := t.h.LinkSetName(link, name); err != nil {
+		if err := h.LinkSetName(link, name); err != nil {
 			return fail("rename to "+name, err)
 		}
-		if link, err = t.h.LinkByIndex(t.index); err != nil {
+		if link, err = h.LinkByIndex(t.index); err != nil {
 			return fail("find renamed link", err)
 		}
 		t.place.Store(&tapPlace{name: link.Attrs().Name, netns: cfg.NetNS})
 	}
 
 	if cfg.MAC != ([6]byte{}) {
-		if err := t.h.LinkSetHardwareAddr(link, cfg.MAC[:]); err != nil {
+		if err := h.LinkSetHardwareAddr(link, cfg.MAC[:]); err != nil {
 			return fail("set MAC", err)
 		}
 	}
 	if cfg.MTU != 0 {
-		if err := t.h.LinkSetMTU(link, cfg.MTU); err != nil {
+		if err := h.LinkSetMTU(link, cfg.MTU); err != nil {
 			return fail(fmt.Sprintf("set MTU %d", cfg.MTU), err)
 		}
 	}
-	if err := t.h.LinkSetTxQLen(link, TAPTxQueueLen); err != nil {
+	if err := h.LinkSetTxQLen(link, TAPTxQueueLen); err != nil {
 		return fail("set txqueuelen", err)
 	}
-	if err := t.h.LinkSetUp(link); err != nil {
+	if err := h.LinkSetUp(link); err != nil {
 		return fail("set up", err)
 	}
 	for _, p := range cfg.Addresses {
-		if err := t.h.AddrAdd(link, nlutil.Addr(p)); err != nil {
+		if err := h.AddrAdd(link, nlutil.Addr(p)); err != nil {
 			return fail("add address "+p.String(), err)
 		}
 	}
 	return t, nil
 }
 
-// newTAP wraps a TAP fd; the netdev is name in ns.
-func newTAP(f *os.File, rc syscall.RawConn, name string, ns netns.NsHandle) *TAP {
-	t := &TAP{f: f, rc: rc, ns: ns, done: make(chan struct{}), moved: make(chan struct{})}
+// newTAP wraps a TAP fd; the netdev is name.
+func newTAP(f *os.File, rc syscall.RawConn, name string) *TAP {
+	t := &TAP{f: f, rc: rc, done: make(chan struct{}), moved: make(chan struct{})}
 	t.place.Store(&tapPlace{name: name})
 	t.queues = []*TAPQueue{newTAPQueue(t, f, rc)}
 	return t
@@ -264,8 +274,8 @@ func newTAP(f *os.File, rc syscall.RawConn, name string, ns netns.NsHandle) *TAP
 
 // tapFromFiles wraps the fds createTAP opened, a queue each, the first
 // being the TAP's own. On an error it closes them all (a TAP that is not
-// persistent goes with them) and ns stays the caller's.
-func tapFromFiles(files []*os.File, name string, ns netns.NsHandle) (*TAP, error) {
+// persistent goes with them).
+func tapFromFiles(files []*os.File, name string) (*TAP, error) {
 	rcs := make([]syscall.RawConn, len(files))
 	for i, f := range files {
 		rc, err := f.SyscallConn()
@@ -277,7 +287,7 @@ func tapFromFiles(files []*os.File, name string, ns netns.NsHandle) (*TAP, error
 		}
 		rcs[i] = rc
 	}
-	t := newTAP(files[0], rcs[0], name, ns)
+	t := newTAP(files[0], rcs[0], name)
 	for i, f := range files[1:] {
 		t.queues = append(t.queues, newTAPQueue(t, f, rcs[i+1]))
 	}
@@ -809,15 +819,19 @@ func (t *TAP) IsUp() (bool, error) {
 func (t *TAP) McastMACs() ([][6]byte, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.h == nil {
+	if t.closed.Load() {
 		return nil, fmt.Errorf("vnicd: TAP %s: multicast list: %w", t.Name(), os.ErrClosed)
 	}
+	ns, _, err := t.netdevNS()
 	var text []byte
-	err := nlutil.Do(t.ns, func() error {
-		var err error
-		text, err = os.ReadFile(devMcastPath)
-		return err
-	})
+	if err == nil {
+		err = nlutil.Do(ns, func() error {
+			var err error
+			text, err = os.ReadFile(devMcastPath)
+			return err
+		})
+		ns.Close()
+	}
 	var macs [][6]byte
 	if err == nil {
 		macs, err = parseDevMcast(text, t.index)
@@ -828,17 +842,21 @@ func (t *TAP) McastMACs() ([][6]byte, error) {
 	return macs, nil
 }
 
-// withLink runs f with the netlink handle and a link naming the netdev by
-// index, unless the TAP is closed: a closed netlink.Handle would silently
-// act on the caller's namespace instead.
+// withLink runs f with a netlink handle where the netdev is now and a link
+// naming the netdev by index, unless the TAP is closed.
 func (t *TAP) withLink(what string, f func(*netlink.Handle, netlink.Link) error) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.h == nil {
+	if t.closed.Load() {
 		return fmt.Errorf("vnicd: TAP %s: %s: %w", t.Name(), what, os.ErrClosed)
 	}
+	h, release, err := t.nl()
+	if err != nil {
+		return fmt.Errorf("vnicd: TAP %s: %s: %w", t.Name(), what, err)
+	}
+	defer release()
 	l := &netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: t.index}}
-	if err := f(t.h, l); err != nil {
+	if err := f(h, l); err != nil {
 		return fmt.Errorf("vnicd: TAP %s: %s: %w", t.Name(), what, err)
 	}
 	return nil
@@ -857,22 +875,29 @@ func (t *TAP) Close() error {
 		return nil
 	}
 	close(t.done)
+	// Where the netdev is, asked before the fd that knows it closes; a
+	// netdev already gone (or going with its namespace) needs no check.
+	ns, name, nserr := t.netdevNS()
 	err := t.f.Close()
 	for _, q := range t.queues[1:] {
 		err = errors.Join(err, q.f.Close())
 	}
-	// Watchers leave before the namespace handle they subscribe with closes.
 	t.watchers.Wait()
-	if t.h != nil && !t.persist.Load() {
-		if gerr := ensureGone(t.h, t.index, t.Name()); gerr != nil {
-			err = errors.Join(err, fmt.Errorf("vnicd: TAP %s: delete: %w", t.Name(), gerr))
-		}
+	if nserr != nil {
+		return err
 	}
-	if t.h != nil {
-		t.h.Close()
-		t.h = nil
+	defer ns.Close()
+	if t.persist.Load() {
+		return err
 	}
-	t.ns.Close()
+	h, herr := nlutil.Handle(ns, netlinkTimeout)
+	if herr == nil {
+		herr = ensureGone(h, t.index, name)
+		h.Close()
+	}
+	if herr != nil {
+		err = errors.Join(err, fmt.Errorf("vnicd: TAP %s: delete: %w", name, herr))
+	}
 	return err
 }
 
@@ -935,42 +960,123 @@ const watchRetries = 3
 
 // Watch reports the netdev's state: first the current one, then each change
 // of Up, MAC or MTU, until ctx is done, the TAP is closed or moved (MoveTo)
-// or the netdev is gone (after a Deleted event) or was moved to another
-// namespace by someone else (after a Moved event: Follow, then watch
-// again); then the channel is closed. Events carry
-// state, not edges: a reader that falls behind gets the latest state, not
-// every step in between. Each Watch has a netlink subscription of its own in
-// the TAP's namespace, released when the channel closes.
+// or the netdev is gone (after a Deleted event: deleted, or its namespace
+// destroyed) or was moved to another namespace by someone else (after a
+// Moved event: Follow, then watch again); then the channel is closed. Events
+// carry state, not edges: a reader that falls behind gets the latest state,
+// not every step in between. Each Watch has a netlink subscription of its
+// own in the caller's namespace (vnicd's), released when the channel
+// closes; it holds nothing in the netdev's namespace (tapns.go), to which
+// it gives a netns id if it has none.
 func (t *TAP) Watch(ctx context.Context) (<-chan LinkEvent, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.h == nil {
+	if t.closed.Load() {
 		return nil, fmt.Errorf("vnicd: TAP %s: watch: %w", t.Name(), os.ErrClosed)
 	}
-	sub, err := subscribe(t.ns)
+	w := tapWatch{moved: t.moved, index: t.index}
+	sub, first, err := t.watchFrom(&w)
 	if err != nil {
 		return nil, fmt.Errorf("vnicd: TAP %s: watch: %w", t.Name(), err)
 	}
 	out := make(chan LinkEvent, 1)
 	t.watchers.Add(1)
-	w := tapWatch{moved: t.moved, index: t.index, ns: t.ns}
 	go func() {
 		defer t.watchers.Done()
-		t.watch(ctx, sub, out, w)
+		t.watch(ctx, sub, first, out, w)
 	}()
 	return out, nil
 }
 
-// tapWatch is what a watcher follows: the netdev at index in ns, until
-// moved is closed (MoveTo changes both).
+// tapWatch is what a watcher follows: the netdev at index in the namespace
+// whose inode is ino and whose netns id, where the watcher listens, is nsid
+// (ownNSID: the listener's own), until moved is closed (MoveTo changes
+// them).
 type tapWatch struct {
 	moved <-chan struct{}
 	index int
-	ns    netns.NsHandle
+	ino   uint64
+	nsid  int
+	all   bool // the netdev is in another namespace than the listener's
 }
 
-// watch follows the netdev until ctx, Close or MoveTo ends it.
-func (t *TAP) watch(ctx context.Context, sub *subscription, out chan<- LinkEvent, w tapWatch) {
+// watchFrom subscribes for w and reads the netdev's state now, its first
+// event; ino, nsid and all are set on the first call and checked on later
+// ones (a resubscription). A netdev gone, or in another namespace than
+// before, gives a Deleted or Moved event and a subscription that never
+// fires.
+func (t *TAP) watchFrom(w *tapWatch) (*subscription, LinkEvent, error) {
+	ns, _, err := t.netdevNS()
+	if errors.Is(err, errNetdevGone) {
+		return &subscription{}, LinkEvent{Deleted: true}, nil
+	}
+	if err != nil {
+		return nil, LinkEvent{}, err
+	}
+	defer ns.Close()
+	ino := nsIno(ns)
+	if w.ino != 0 && ino != w.ino {
+		return &subscription{}, LinkEvent{Moved: true}, nil
+	}
+	first := w.ino == 0
+	if first {
+		here, err := currentNS()
+		if err != nil {
+			return nil, LinkEvent{}, fmt.Errorf("current netns: %w", err)
+		}
+		w.all = !here.Equal(ns)
+		here.Close()
+	}
+	// Subscribe before reading the state, so that no change falls between.
+	sub, here, err := subscribeIn(w.all)
+	if err != nil {
+		return nil, LinkEvent{}, err
+	}
+	fail := func(err error) (*subscription, LinkEvent, error) {
+		here.Close()
+		sub.stop()
+		return nil, LinkEvent{}, err
+	}
+	if first {
+		w.ino, w.nsid = ino, ownNSID
+		if w.all {
+			if here.Equal(ns) {
+				return fail(errors.New("the netdev's netns is the caller's own only on some threads"))
+			}
+			if w.nsid, err = nsidOf(ns); err != nil {
+				return fail(fmt.Errorf("netns id of the netdev's netns: %w", err))
+			}
+		}
+	}
+	here.Close()
+	h, err := nlutil.Handle(ns, netlinkTimeout)
+	if err != nil {
+		sub.stop()
+		return nil, LinkEvent{}, fmt.Errorf("netlink in the netdev's netns: %w", err)
+	}
+	l, err := h.LinkByIndex(w.index)
+	h.Close()
+	var nf netlink.LinkNotFoundError
+	switch {
+	case errors.As(err, &nf):
+		// Gone from there since the fd was asked: deleted or moved.
+		sub.stop()
+		if t.attached() {
+			return &subscription{}, LinkEvent{Moved: true}, nil
+		}
+		return &subscription{}, LinkEvent{Deleted: true}, nil
+	case err != nil:
+		sub.stop()
+		return nil, LinkEvent{}, err
+	}
+	ev := LinkEvent{Up: l.Attrs().RawFlags&unix.IFF_UP != 0, MTU: l.Attrs().MTU, Name: l.Attrs().Name}
+	copy(ev.MAC[:], l.Attrs().HardwareAddr)
+	return sub, ev, nil
+}
+
+// watch follows the netdev until ctx, Close or MoveTo ends it; first is
+// its state when the subscription was made.
+func (t *TAP) watch(ctx context.Context, sub *subscription, first LinkEvent, out chan<- LinkEvent, w tapWatch) {
 	defer close(out)
 	defer func() { sub.stop() }()
 	var (
@@ -979,6 +1085,26 @@ func (t *TAP) watch(ctx context.Context, sub *subscription, out chan<- LinkEvent
 		sentAny       bool
 		retries       int
 	)
+	// offer makes ev the next event unless it is the state already told.
+	offer := func(ev LinkEvent) {
+		if !ev.Deleted && !ev.Moved {
+			if p := t.place.Load(); ev.Name != "" && ev.Name != p.name {
+				// Renamed by the user (MoveTo and Follow, which rename
+				// it too, end the watchers before they change the
+				// place).
+				t.place.Store(&tapPlace{name: ev.Name, netns: p.netns})
+			}
+		}
+		cur := last
+		if havePending {
+			cur = pending
+		}
+		if (sentAny || havePending) && ev == cur {
+			return
+		}
+		pending, havePending = ev, true
+	}
+	offer(first)
 	for {
 		var send chan<- LinkEvent
 		if havePending {
@@ -996,16 +1122,19 @@ func (t *TAP) watch(ctx context.Context, sub *subscription, out chan<- LinkEvent
 			if last.Deleted || last.Moved || last.Err != nil {
 				return
 			}
-		case u, ok := <-sub.updates:
+		case m, ok := <-sub.updates:
 			if !ok {
 				// The kernel dropped the subscription (its buffer overflowed):
-				// subscribe again, which lists the current state anew.
+				// subscribe again, and read the current state anew.
 				cause := sub.err()
 				sub.stop()
-				var err error
+				var (
+					err error
+					ev  LinkEvent
+				)
 				if retries++; retries > watchRetries {
 					err = fmt.Errorf("%w (%d times in a row)", cause, retries)
-				} else if sub, err = subscribe(w.ns); err != nil {
+				} else if sub, ev, err = t.watchFrom(&w); err != nil {
 					err = errors.Join(cause, err)
 				}
 				if err != nil {
@@ -1016,13 +1145,30 @@ func (t *TAP) watch(ctx context.Context, sub *subscription, out chan<- LinkEvent
 					}
 					pending.Err = fmt.Errorf("vnicd: TAP %s: watch: %w", t.Name(), err)
 					havePending = true
+					continue
+				}
+				offer(ev)
+				continue
+			}
+			if m.nsGone {
+				if w.all && m.nsid == w.nsid {
+					// The netdev's namespace is being destroyed: its
+					// netdevs go with it, and no RTM_DELLINK of theirs
+					// reaches this socket any more.
+					ev := last
+					if havePending {
+						ev = pending
+					}
+					ev.Deleted, ev.Err = true, nil
+					pending, havePending = ev, true
 				}
 				continue
 			}
+			u := m.upd
 			// AF_BRIDGE messages are about the netdev as a bridge port: an
 			// RTM_DELLINK of that family says it left its bridge (nomaster,
 			// the bridge deleted), not that the netdev is gone.
-			if int(u.Index) != w.index || u.IfInfomsg.Family == unix.AF_BRIDGE {
+			if m.nsid != w.nsid || int(u.Index) != w.index || u.IfInfomsg.Family == unix.AF_BRIDGE {
 				continue
 			}
 			retries = 0
@@ -1037,93 +1183,8 @@ func (t *TAP) watch(ctx context.Context, sub *subscription, out chan<- LinkEvent
 				// moved to another namespace.
 				ev.Deleted, ev.Moved = false, true
 			}
-			if p := t.place.Load(); !ev.Deleted && !ev.Moved && ev.Name != "" && ev.Name != p.name {
-				// Renamed by the user (MoveTo and Follow, which
-				// rename it too, end the watchers before they
-				// change the place).
-				t.place.Store(&tapPlace{name: ev.Name, netns: p.netns})
-			}
 			copy(ev.MAC[:], u.Link.Attrs().HardwareAddr)
-			cur := last
-			if havePending {
-				cur = pending
-			}
-			if (sentAny || havePending) && ev == cur {
-				continue
-			}
-			pending, havePending = ev, true
-		}
-	}
-}
-
-// subscription is one netlink link subscription: the library's goroutine
-// sends on updates (blocking, without looking at done) and closes it when
-// its socket fails or is closed.
-type subscription struct {
-	updates chan netlink.LinkUpdate
-	done    chan struct{}
-	errs    chan error
-}
-
-func subscribe(ns netns.NsHandle) (*subscription, error) {
-	s := &subscription{
-		updates: make(chan netlink.LinkUpdate, 16),
-		done:    make(chan struct{}),
-		errs:    make(chan error, 1),
-	}
-	// The socket is made on a thread in ns (no Namespace option: the
-	// library's own switch would unlock a thread it failed to switch back).
-	err := nlutil.Do(ns, func() error {
-		return netlink.LinkSubscribeWithOptions(s.updates, s.done, netlink.LinkSubscribeOptions{
-			ListExisting: true, // the first events are the current state
-			ErrorCallback: func(err error) {
-				select {
-				case s.errs <- err:
-				default:
-				}
-			},
-			ReceiveBufferSize: 1 << 20,
-		})
-	})
-	if err != nil {
-		close(s.done)
-		return nil, err
-	}
-	return s, nil
-}
-
-// err returns the first error the library reported, if any.
-func (s *subscription) err() error {
-	select {
-	case err := <-s.errs:
-		return err
-	default:
-		return errors.New("subscription closed")
-	}
-}
-
-// stop closes the socket and drains updates until the library's goroutine
-// has left (it might be blocked sending); bounded, so a stuck library costs
-// a goroutine, never a hang.
-func (s *subscription) stop() {
-	if s.done == nil {
-		return
-	}
-	select {
-	case <-s.done:
-	default:
-		close(s.done)
-	}
-	timeout := time.NewTimer(2 * time.Second)
-	defer timeout.Stop()
-	for {
-		select {
-		case _, ok := <-s.updates:
-			if !ok {
-				return
-			}
-		case <-timeout.C:
-			return
+			offer(ev)
 		}
 	}
 }

@@ -40,7 +40,7 @@ func seqpacketTAP(t *testing.T, sndbuf int) (tp *TAP, peer int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newTAP(f, rc, "test", -1), fds[1]
+	return newTAP(f, rc, "test"), fds[1]
 }
 
 // TestWriteRefusedSuperFrame: when the kernel refuses a coalesced

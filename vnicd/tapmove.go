@@ -21,7 +21,7 @@ import (
 // Moving a TAP between namespaces, and keeping it across a vnicd restart:
 // what a container's claim of an EM-created port needs (claims.go). A TAP's
 // fd stays valid when its netdev changes namespace, so the port's data path
-// goes on through a move; only the netlink side (handle, index, watchers)
+// goes on through a move; only the netlink side (index, watchers)
 // follows the netdev.
 
 // ErrNotOurTAP is returned by AttachTAP and RemovePersistentTAP for a
@@ -70,39 +70,49 @@ func (t *TAP) MoveTo(netnsSpec, name string, addrs []netip.Prefix) error {
 	fail := func(step string, err error) error {
 		return fmt.Errorf("vnicd: TAP %s: move to %q as %s: %s: %w", from.name, netnsSpec, name, step, err)
 	}
-	if t.h == nil {
+	if t.closed.Load() {
 		return fail("closed", os.ErrClosed)
 	}
 	if err := (&TAPConfig{Name: name, NetNS: netnsSpec, Addresses: addrs}).validate(); err != nil || name == "" {
 		return fail("check", errors.Join(err, ErrBadTAPConfig))
 	}
+	// The namespace the netdev is in and a handle there, for this move
+	// only: the TAP keeps neither (tapns.go).
+	cur, _, err := t.netdevNS()
+	if err != nil {
+		return fail("find the netdev", err)
+	}
+	defer cur.Close()
+	h, err := nlutil.Handle(cur, netlinkTimeout)
+	if err != nil {
+		return fail("netlink", err)
+	}
+	defer h.Close()
 	target, err := nsFor(netnsSpec)
 	if err != nil {
 		return fail("open netns", err)
 	}
-	if target.Equal(t.ns) {
-		target.Close()
+	defer target.Close()
+	if target.Equal(cur) {
 		l := &netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: t.index}}
-		if err := t.h.LinkSetDown(l); err != nil {
+		if err := h.LinkSetDown(l); err != nil {
 			return fail("set down", err)
 		}
-		got, err := settle(t.h, t.index, name, addrs)
+		got, err := settle(h, t.index, name, addrs)
 		if err != nil {
-			return fail("rename", errors.Join(err, restore(t.h, t.index, from.name)))
+			return fail("rename", errors.Join(err, restore(h, t.index, from.name)))
 		}
 		t.place.Store(&tapPlace{name: got, netns: netnsSpec})
 		return nil
 	}
 	ht, err := nlutil.Handle(target, netlinkTimeout)
 	if err != nil {
-		target.Close()
 		return fail("netlink in netns", err)
 	}
+	defer ht.Close()
 	if !strings.Contains(name, "%") {
 		var nf netlink.LinkNotFoundError
 		if _, err := ht.LinkByName(name); !errors.As(err, &nf) {
-			ht.Close()
-			target.Close()
 			if err == nil {
 				err = fmt.Errorf("%w: the name is taken there", unix.EEXIST)
 			}
@@ -110,32 +120,24 @@ func (t *TAP) MoveTo(netnsSpec, name string, addrs []netip.Prefix) error {
 		}
 	}
 	tmp := tmpIfName()
-	idx, err := relocate(t.h, t.index, target, ht, tmp)
+	idx, err := relocate(h, t.index, target, ht, tmp)
 	if err != nil {
-		ht.Close()
-		target.Close()
-		return fail("move", errors.Join(err, restore(t.h, t.index, from.name)))
+		return fail("move", errors.Join(err, restore(h, t.index, from.name)))
 	}
 	got, err := settle(ht, idx, name, addrs)
 	if err != nil {
 		// Back where it came from, under its old name.
-		back, berr := relocate(ht, idx, t.ns, t.h, tmp)
+		back, berr := relocate(ht, idx, cur, h, tmp)
 		if berr != nil {
 			// Stranded there: that is where Close must find it now.
-			t.h.Close()
-			t.ns.Close()
-			t.h, t.ns, t.index = ht, target, idx
+			t.index = idx
 			t.place.Store(&tapPlace{name: tmp, netns: netnsSpec})
 			return fail("set up there", errors.Join(err, fmt.Errorf("moving back: %w", berr)))
 		}
 		t.index = back
-		ht.Close()
-		target.Close()
-		return fail("set up there", errors.Join(err, restore(t.h, back, from.name)))
+		return fail("set up there", errors.Join(err, restore(h, back, from.name)))
 	}
-	t.h.Close()
-	t.ns.Close()
-	t.h, t.ns, t.index = ht, target, idx
+	t.index = idx
 	t.place.Store(&tapPlace{name: got, netns: netnsSpec})
 	return nil
 }
@@ -151,13 +153,11 @@ func (t *TAP) attached() bool {
 	return ok
 }
 
-// Follow points the TAP's netlink side (handle, index, name, namespace) at
+// Follow points the TAP's netlink side (index, name, namespace) at
 // its netdev where it now is, after someone else moved it to another
 // namespace (ip link set DEV netns NS: a Watch's Moved event). Its fd, and
 // so the data path, never changed. As MoveTo, it ends every Watch: watch
-// again afterwards. The namespace is named as `ip netns` names it when it
-// has a name there, "" when it is the caller's own, and otherwise by a
-// /proc path of the handle the TAP holds.
+// again afterwards. The namespace is named as nsSpecOf names it.
 func (t *TAP) Follow() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -167,48 +167,24 @@ func (t *TAP) Follow() error {
 	fail := func(step string, err error) error {
 		return fmt.Errorf("vnicd: TAP %s: follow it to its new namespace: %s: %w", t.Name(), step, err)
 	}
-	if t.h == nil {
+	if t.closed.Load() {
 		return fail("closed", os.ErrClosed)
 	}
-	var (
-		name string
-		nsfd = -1
-		ierr error
-	)
-	if err := t.rc.Control(func(fd uintptr) {
-		ifr, err := unix.NewIfreq("")
-		if err == nil {
-			err = unix.IoctlIfreq(int(fd), unix.TUNGETIFF, ifr)
-		}
-		if err != nil {
-			ierr = fmt.Errorf("TUNGETIFF: %w", err)
-			return
-		}
-		name = ifr.Name()
-		if nsfd, err = unix.IoctlRetInt(int(fd), unix.TUNGETDEVNETNS); err != nil {
-			ierr = fmt.Errorf("TUNGETDEVNETNS: %w", err)
-		}
-	}); err != nil {
-		return fail("fd", t.ioErr(err))
+	ns, name, err := t.netdevNS()
+	if err != nil {
+		return fail("ask the fd", err)
 	}
-	if ierr != nil {
-		return fail("ask the fd", ierr)
-	}
-	ns := netns.NsHandle(nsfd)
+	defer ns.Close()
 	h, err := nlutil.Handle(ns, netlinkTimeout)
 	if err != nil {
-		ns.Close()
 		return fail("netlink in netns", err)
 	}
+	defer h.Close()
 	l, err := h.LinkByName(name)
 	if err != nil {
-		h.Close()
-		ns.Close()
 		return fail("find "+name, err)
 	}
-	t.h.Close()
-	t.ns.Close()
-	t.h, t.ns, t.index = h, ns, l.Attrs().Index
+	t.index = l.Attrs().Index
 	t.place.Store(&tapPlace{name: name, netns: nsSpecOf(ns)})
 	return nil
 }
@@ -217,7 +193,10 @@ func (t *TAP) Follow() error {
 const maxNetnsNames = 4096
 
 // nsSpecOf names ns as TAPConfig.NetNS does: "" for the caller's own, its
-// name under netnsDir when it has one, else a /proc path of the handle.
+// name under netnsDir when it has one. A namespace with neither has no
+// name that lasts (the TAP keeps no handle of it): it is named as
+// /proc/PID/ns/net shows it, net:[INODE], which names no namespace to
+// open (it fails as a name not under netnsDir would).
 func nsSpecOf(ns netns.NsHandle) string {
 	if own, err := currentNS(); err == nil {
 		same := own.Equal(ns)
@@ -239,8 +218,15 @@ func nsSpecOf(ns netns.NsHandle) string {
 			}
 		}
 	}
-	return fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), int(ns))
+	return fmt.Sprintf("%s%d]", unnamedNetNSPrefix, st.Ino)
 }
+
+// unnamedNetNSPrefix starts nsSpecOf's name of a namespace without a name.
+const unnamedNetNSPrefix = "net:["
+
+// isUnnamedNetNS reports whether spec is nsSpecOf's name of a namespace
+// without a name: nothing to open, nothing that outlives the namespace.
+func isUnnamedNetNS(spec string) bool { return strings.HasPrefix(spec, unnamedNetNSPrefix) }
 
 // relocate moves the netdev at idx (as from sees it) into the namespace
 // toNS, which to is a handle of, under the name tmp, and returns its index
@@ -347,6 +333,12 @@ func (t *TAP) Persistent() bool { return t.persist.Load() }
 // It takes cfg.Queues queues of a multiqueue TAP, and the one queue of a
 // single-queue TAP, whatever cfg.Queues says. The TAP it returns is
 // persistent.
+//
+// Its fds are opened in cfg.NetNS (TUNSETIFF finds a netdev by name only in
+// the namespace /dev/net/tun was opened in), and the kernel's socket behind
+// each holds that namespace: unlike a TAP OpenTAP made, an attached TAP in
+// another namespace keeps it alive until Close, so its Watch never sees the
+// namespace go (tapns.go).
 func AttachTAP(cfg TAPConfig, tag string) (*TAP, error) {
 	fail := func(step string, err error) (*TAP, error) {
 		return nil, fmt.Errorf("vnicd: attach TAP %s in %q: %s: %w", cfg.Name, cfg.NetNS, step, err)
@@ -395,12 +387,13 @@ func AttachTAP(cfg TAPConfig, tag string) (*TAP, error) {
 		release()
 		return fail("open", fmt.Errorf("the netdev went away meanwhile: %w", errors.Join(err, os.ErrNotExist)))
 	}
-	t, err := tapFromFiles(files, cfg.Name, ns)
+	t, err := tapFromFiles(files, cfg.Name)
 	if err != nil {
 		release()
 		return fail("open", err)
 	}
-	t.h, t.index = h, index
+	defer release() // the TAP keeps neither (tapns.go)
+	t.index = index
 	t.place.Store(&tapPlace{name: cfg.Name, netns: cfg.NetNS})
 	t.persist.Store(true)
 	link := &netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: index}}
