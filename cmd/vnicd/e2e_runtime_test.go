@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -163,15 +164,46 @@ func TestE2EVnicctlAddDel(t *testing.T) {
 	}
 
 	// A namespace removed while it has a VNIC (a container gone before its
-	// CNI DEL): vnicd holds it open, so the VNIC is still deleted cleanly.
+	// CNI DEL, no process left in it): vnicd does not hold it open, so the
+	// kernel destroys it, with the VNIC's interface and a veth whose peer
+	// is there; the VNIC goes down, and is still deleted cleanly.
 	gone := nstest.RunID() + "-rtgone"
 	if out, err := exec.Command("ip", "netns", "add", gone).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add: %v: %s", err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", gone).Run() })
+	end, peer := nstest.LinkName("v"), nstest.LinkName("v")
+	if out, err := exec.Command("ip", "-n", a.Name(), "link", "add", end, "type", "veth", "peer", "name", peer, "netns", gone).CombinedOutput(); err != nil {
+		t.Fatalf("veth: %v: %s", err, out)
+	}
 	vnicctl(t, da.socket, "vnic", "add", "--vesw", "3", "--pkey", "0x8003", "--ifname", "eth3", "--netns", gone)
 	if out, err := exec.Command("ip", "netns", "del", gone).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns del: %v: %s", err, out)
+	}
+	// The kernel destroys the namespace in a worker: bounded waits.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if err := vnicd.Call(da.socket, "vnics", nil, &vs); err != nil || len(vs) != 1 {
+			t.Fatalf("vnics after the namespace's deletion: %+v, %v", vs, err)
+		}
+		if !vs[0].LinkUp && vs[0].OperState != "FORWARDING" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("VNIC of a deleted namespace still %s, link up %v, 10 s on: the namespace is kept alive", vs[0].OperState, vs[0].LinkUp)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, err := a.Netlink().LinkByName(end)
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("veth %s still there 10 s after its peer's namespace was deleted: the namespace is kept alive", end)
+		}
 	}
 	vnicctl(t, da.socket, "vnic", "del", "0")
 	if err := vnicd.Call(da.socket, "vnics", nil, &vs); err != nil || len(vs) != 0 {
