@@ -864,8 +864,8 @@ func (t *TAP) withLink(what string, f func(*netlink.Handle, netlink.Link) error)
 
 // Close stops the TAP's watchers, closes its fd, which unblocks Read and
 // Write (they return os.ErrClosed) and makes the kernel delete the netdev,
-// checks that the netdev is gone (deleting it if it is not) and releases the
-// TAP's namespace. Later calls return nil. A persistent TAP (SetPersist)
+// and checks, in the namespace the netdev was in, that it is gone (deleting
+// it if it is not). Later calls return nil. A persistent TAP (SetPersist)
 // keeps its netdev, with carrier off, until AttachTAP takes it over or
 // RemovePersistentTAP or its namespace's end deletes it.
 func (t *TAP) Close() error {
