@@ -4,12 +4,9 @@ package vnicd_test
 
 import (
 	"context"
-	"errors"
 	"os/exec"
 	"testing"
 	"time"
-
-	"github.com/vishvananda/netlink"
 
 	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/nstest"
@@ -176,20 +173,7 @@ func TestNetdevNamespaceDeleted(t *testing.T) {
 	}
 	// The kernel destroys the namespace in a worker: bounded waits.
 	operWithin(t, pa, vnicd.StateDropAll, 10*time.Second)
-	h := a.ns.Netlink()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		_, err := h.LinkByName(end)
-		var nf netlink.LinkNotFoundError
-		if errors.As(err, &nf) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("veth end %s still there 10 s after its peer's namespace was deleted: the namespace is kept alive", end)
-		}
-	}
+	nstest.WaitLinkGone(t, a.ns, end, 10*time.Second, "its peer's namespace was deleted, and is kept alive")
 	if pa.LinkUp() {
 		t.Error("port's link still up after its netdev's namespace went")
 	}

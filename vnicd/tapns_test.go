@@ -2,12 +2,9 @@ package vnicd_test
 
 import (
 	"context"
-	"errors"
 	"os/exec"
 	"testing"
 	"time"
-
-	"github.com/vishvananda/netlink"
 
 	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/nstest"
@@ -78,21 +75,7 @@ func TestTAPNetnsDeleted(t *testing.T) {
 			t.Fatalf("no Deleted event within %v of deleting the netdev's namespace (last %+v): the namespace is kept alive", within, last)
 		}
 	}
-	h := keep.Netlink()
-	for stop := time.Now().Add(within); ; {
-		_, err := h.LinkByName(end)
-		var nf netlink.LinkNotFoundError
-		if errors.As(err, &nf) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if time.Now().After(stop) {
-			t.Fatalf("veth end %s still there %v after its peer's namespace was deleted: the namespace is kept alive", end, within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	nstest.WaitLinkGone(t, keep, end, within, "its peer's namespace was deleted, and is kept alive")
 	// The netdev is gone with its namespace: a new watch says so at once,
 	// and the settings fail, clearly.
 	again, err := tap.Watch(ctx)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -192,19 +191,7 @@ func TestE2EVnicctlAddDel(t *testing.T) {
 			t.Fatalf("VNIC of a deleted namespace still %s, link up %v, 10 s on: the namespace is kept alive", vs[0].OperState, vs[0].LinkUp)
 		}
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		_, err := a.Netlink().LinkByName(end)
-		var nf netlink.LinkNotFoundError
-		if errors.As(err, &nf) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("veth %s still there 10 s after its peer's namespace was deleted: the namespace is kept alive", end)
-		}
-	}
+	nstest.WaitLinkGone(t, a, end, 10*time.Second, "its peer's namespace was deleted, and is kept alive")
 	vnicctl(t, da.socket, "vnic", "del", "0")
 	if err := vnicd.Call(da.socket, "vnics", nil, &vs); err != nil || len(vs) != 0 {
 		t.Errorf("vnics after deleting the VNIC of a removed namespace: %+v, %v", vs, err)

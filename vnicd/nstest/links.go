@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -145,5 +146,25 @@ func delLink(t testing.TB, ns *NS, name string) {
 	}
 	if err != nil {
 		t.Errorf("nstest: cleanup: delete %s in %s: %v", name, ns.name, err)
+	}
+}
+
+// WaitLinkGone waits, up to within, until ns has no link named name, and
+// fails t if it has one then, saying why it should be gone.
+func WaitLinkGone(t testing.TB, ns *NS, name string, within time.Duration, why string) {
+	t.Helper()
+	h := ns.Netlink()
+	for deadline := time.Now().Add(within); ; time.Sleep(20 * time.Millisecond) {
+		_, err := h.LinkByName(name)
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("link %s still there %v on: %s", name, within, why)
+		}
 	}
 }
