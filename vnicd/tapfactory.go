@@ -106,7 +106,7 @@ func (e *Engine) watchLink(p *Port, w linkWatcher) {
 			}
 			if ev.Deleted {
 				if !p.closing.Load() {
-					e.log.Warn("netdev deleted from outside vnicd", zap.Uint8("vnic", p.vport),
+					e.log.Warn("netdev deleted from outside vnicd (by hand, or with its namespace); the port drops its frames until it is removed (vnic del, CNI DEL) or vnicd restarts", zap.Uint8("vnic", p.vport),
 						zap.String("ifname", p.dev.Name()))
 					e.lostNetdev(p)
 				}
