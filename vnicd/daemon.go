@@ -256,14 +256,6 @@ func (d *Daemon) watchUnderlay(ctx context.Context) {
 	everyUntilDone(ctx, underlayCheckEvery, func() { w.check(&d.hfi.Counters, time.Now(), d.log) })
 }
 
-// details are lastBad's fields, if it is set.
-func (w *underlayWatch) details() []zap.Field {
-	if w.lastBad == nil {
-		return nil
-	}
-	return w.lastBad()
-}
-
 // everyUntilDone calls f every interval until ctx is done.
 func everyUntilDone(ctx context.Context, interval time.Duration, f func()) {
 	t := time.NewTicker(interval)
@@ -314,12 +306,14 @@ func (d *Daemon) unroutedPeers() []string {
 		local = net.UDPAddrFromAddrPort(netip.AddrPortFrom(a, 0))
 	}
 	var out []string
-	more, probed := 0, 0
-	for _, lid := range sortedKeys(eps) {
-		if lid == self || probed >= maxRouteProbes {
+	more := 0
+	for i, lid := range sortedKeys(eps) {
+		if i == maxRouteProbes {
+			break
+		}
+		if lid == self {
 			continue
 		}
-		probed++
 		ep := eps[lid]
 		c, err := net.DialUDP("udp", local, net.UDPAddrFromAddrPort(ep))
 		if err == nil {
@@ -384,10 +378,13 @@ func (w *underlayWatch) check(c *hfi.Counters, now time.Time, log *zap.Logger) {
 		w.warnedRefused = now
 	}
 	if log != nil && bad > w.badSource && now.Sub(w.warnedBadSource) >= underlayWarnEvery {
+		fs := []zap.Field{zap.Uint64("bad_source", bad-w.badSource), zap.Uint64("bad_source_total", bad)}
+		if w.lastBad != nil {
+			fs = append(fs, w.lastBad()...)
+		}
 		log.Warn("packets came from an underlay endpoint that is not their source LID's in the directory (peers[].address, or the FM's; "+
 			"a peer whose address changed?): "+
-			"they are dropped; vnicctl hfi counts them in rcv_bad_source",
-			append([]zap.Field{zap.Uint64("bad_source", bad-w.badSource), zap.Uint64("bad_source_total", bad)}, w.details()...)...)
+			"they are dropped; vnicctl hfi counts them in rcv_bad_source", fs...)
 		w.warnedBadSource = now
 	}
 	w.refused, w.badSource = refused, bad

@@ -92,13 +92,12 @@ type FM struct {
 	// idx indexes cfg's members (index.go), built with each config.
 	idx *cfgIndex
 	// byCfg is f.nodes by cfgName, nil when it must be built again
-	// (nodesNamed, renamed); byCfgLen is len(f.nodes) when it was built.
-	byCfg    map[string][]*node
-	byCfgLen int
-	send     *hfi.Sender
-	nodes    map[uint64]*node // by port GUID
-	pending  map[uint64]*request
-	gen      uint32
+	// (nodesNamed, renamed).
+	byCfg   map[string][]*node
+	send    *hfi.Sender
+	nodes   map[uint64]*node // by port GUID
+	pending map[uint64]*request
+	gen     uint32
 	// instance is this FM run's fm_instance in every directory block: nodes
 	// order generations within one instance only, so a restarted FM's
 	// directory is taken even when its generation is below what the last
@@ -666,8 +665,7 @@ func (f *FM) announce(p *inbound) {
 			return
 		}
 		n = &node{portGUID: guid, ep: p.src, state: NodeJoining}
-		f.nodes[guid] = n
-		f.renamed()
+		f.putNode(n)
 		f.log.Debug("node announced", zap.Uint64("guid", guid), zap.Stringer("peer", p.src), zap.Stringer("lid", encap.LID(held)))
 	}
 	if n.ep != p.src && n.state == NodeActive && n.misses == 0 && time.Since(n.answeredAt) < 2*f.pollEvery {
@@ -750,8 +748,7 @@ func (f *FM) join(n *node, held uint32) {
 			if n.lid == 0 && f.nodes[n.portGUID] == n {
 				// It never held a LID: nothing to keep it for, and it
 				// must not hold a slot of the node table.
-				delete(f.nodes, n.portGUID)
-				f.renamed()
+				f.dropNode(n)
 			}
 			n.state, n.lostAt = NodeLost, time.Now()
 		}
@@ -982,8 +979,7 @@ func (f *FM) makeRoom() bool {
 	}
 	f.log.Info("node table full; forgetting the node lost longest ago", zap.String("node", oldest.name),
 		zap.Uint64("guid", oldest.portGUID), zap.Stringer("lid", encap.LID(oldest.lid)))
-	delete(f.nodes, oldest.portGUID)
-	f.renamed()
+	f.dropNode(oldest)
 	for vport, d := range f.deletes[oldest.portGUID] {
 		if d.node != "" { // still owed, by name, when it is back
 			f.oweDelete(memberKey{d.vesw, d.node, vport})

@@ -442,7 +442,7 @@ func TestNodeMovedIsNotDroppedForOldPolls(t *testing.T) {
 	f.settled = true
 	guid := DeriveGUID("host-b")
 	n := &node{portGUID: guid, name: "host-b", cfgName: "host-b", lid: 0xC000, ep: epB, state: NodeActive}
-	f.nodes[guid] = n
+	f.putNode(n)
 	moved := netip.MustParseAddrPort("10.9.0.21:4793")
 
 	// Polls to the old endpoint, which nothing answers: each one missed,

@@ -107,17 +107,15 @@ func (f *FM) index() *cfgIndex {
 // nodesNamed returns the nodes whose cfgName is name, or was when the
 // index was built (f.mu held): callers check cfgName. The index of f.nodes
 // by config name is dropped (renamed) wherever a node's cfgName changes or
-// a node enters or leaves f.nodes, and built again here, linear in the
-// nodes, at the next lookup; state and LID are read live, so joins and
-// losses need not drop it. A count of f.nodes that differs from the
-// index's also rebuilds it: a guard for a node added without renamed.
+// a node enters or leaves f.nodes (putNode, dropNode), and built again
+// here, linear in the nodes, at the next lookup; state and LID are read
+// live, so joins and losses need not drop it.
 func (f *FM) nodesNamed(name string) []*node {
-	if f.byCfg == nil || f.byCfgLen != len(f.nodes) {
+	if f.byCfg == nil {
 		f.byCfg = make(map[string][]*node, len(f.nodes))
 		for _, n := range f.nodes {
 			f.byCfg[n.cfgName] = append(f.byCfg[n.cfgName], n)
 		}
-		f.byCfgLen = len(f.nodes)
 	}
 	return f.byCfg[name]
 }
@@ -125,3 +123,15 @@ func (f *FM) nodesNamed(name string) []*node {
 // renamed drops the index of the nodes by config name (nodesNamed): a
 // node's cfgName changed, or a node entered or left f.nodes (f.mu held).
 func (f *FM) renamed() { f.byCfg = nil }
+
+// putNode adds n to the node table, and dropNode takes it out (f.mu held):
+// the only ways in and out, so that nodesNamed's index follows.
+func (f *FM) putNode(n *node) {
+	f.nodes[n.portGUID] = n
+	f.renamed()
+}
+
+func (f *FM) dropNode(n *node) {
+	delete(f.nodes, n.portGUID)
+	f.renamed()
+}

@@ -211,7 +211,7 @@ func randomNodes(f *FM, r *rand.Rand, count int) {
 		if n.state == NodeActive {
 			active[n.cfgName] = true
 		}
-		f.nodes[guid] = n
+		f.putNode(n)
 	}
 }
 

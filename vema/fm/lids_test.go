@@ -305,7 +305,7 @@ func TestSavedLIDBound(t *testing.T) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	held := &node{portGUID: 1, lid: 0xC000, state: NodeActive}
-	f.nodes[1] = held
+	f.putNode(held)
 	f.recordLID(held) // used first, but its node holds it
 	for g := uint64(2); g < MaxNodes+10; g++ {
 		f.recordLID(&node{portGUID: g, lid: 0xC000 + uint32(g), state: NodeActive})

@@ -30,7 +30,7 @@ func fullFM(tb testing.TB, n int, named bool, vesws ...string) *FM {
 		if named {
 			nd.cfgName, nd.name = fmt.Sprintf("n%d", i), fmt.Sprintf("n%d", i)
 		}
-		f.nodes[nd.portGUID] = nd
+		f.putNode(nd)
 	}
 	return f
 }
@@ -40,7 +40,7 @@ func chooseLIDFull(tb testing.TB) (*FM, *node) {
 	f := fullFM(tb, MaxNodes-1, false)
 	f.settled = true // pool LIDs are handed out after the start-up sweep
 	n := &node{portGUID: 0x99999, state: NodeJoining}
-	f.nodes[n.portGUID] = n
+	f.putNode(n)
 	return f, n
 }
 

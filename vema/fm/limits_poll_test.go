@@ -134,7 +134,7 @@ func TestLimitPollRoundOwed(t *testing.T) {
 		t.Fatalf("%d requests pending, %d nodes owed deletes; want %d reads, none", len(f.pending), len(f.deletes), pollRoundMembers)
 	}
 	n := &node{portGUID: 0xD0D0, name: "gone7", cfgName: "", lid: 0x7777, ep: silentEP(7777), state: NodeActive}
-	f.nodes[n.portGUID] = n
+	f.putNode(n)
 	f.sendDeletes(n)
 	// Its two (vesws 3 and 4, vport 0) are one DeleteVESW of vport 0.
 	if d := f.deletes[n.portGUID][0]; len(f.deletes[n.portGUID]) != 1 || d == nil || !d.out || len(f.pending) != pollRoundMembers+1 {

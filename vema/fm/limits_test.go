@@ -90,7 +90,7 @@ func TestLimitNodesForgetsLost(t *testing.T) {
 	for i := range MaxNodes {
 		n := &node{portGUID: uint64(0x1000 + i), lid: uint32(0x10 + i), ep: silentEP(i), state: NodeLost,
 			lostAt: t0.Add(time.Duration(MaxNodes-i) * time.Second)} // the last one was lost first
-		f.nodes[n.portGUID] = n
+		f.putNode(n)
 	}
 	f.mu.Lock()
 	p := announceFrom(0xFEED, silentEP(9999))
@@ -229,7 +229,7 @@ func TestLimitDirectoryPush(t *testing.T) {
 	f := New(hfi.New(net.Listen(fmEP), hfi.Config{LID: cfg.FM.LID, TrustAnyMgmtSource: true}), cfg, nil)
 	for i := range MaxNodes {
 		n := &node{portGUID: uint64(0x1000 + i), lid: uint32(0x10 + i), ep: silentEP(i), state: NodeActive}
-		f.nodes[n.portGUID] = n
+		f.putNode(n)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -28,7 +28,7 @@ nodes:
 		{portGUID: 0xA, name: "host-a", cfgName: "host-a", lid: 0xC080, ep: epA, state: NodeActive},
 		{portGUID: 0xA2, name: "host-a", lid: 0xC002, ep: silentEP(1), state: NodeActive}, // describes itself so
 	} {
-		f.nodes[n.portGUID] = n
+		f.putNode(n)
 	}
 	for name, want := range map[string]encap.LID{"host-b": 0xC001, "host-a": 0xC080} {
 		n, ok := f.Node(name)

@@ -22,7 +22,8 @@ func TestTIDsNotGuessable(t *testing.T) {
 	f := New(hfi.New(net.Listen(fmEP), hfi.Config{LID: cfg.FM.LID, TrustAnyMgmtSource: true}), cfg, nil)
 	victim := &node{portGUID: 0xA, name: "host-a", cfgName: "host-a", lid: 0x10, ep: epA, state: NodeActive, answeredAt: time.Now()}
 	forger := &node{portGUID: 0xB, name: "host-b", cfgName: "host-b", lid: 0xC000, ep: epB, state: NodeActive, answeredAt: time.Now()}
-	f.nodes[victim.portGUID], f.nodes[forger.portGUID] = victim, forger
+	f.putNode(victim)
+	f.putNode(forger)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.poll() // a PortInfo Get to each
