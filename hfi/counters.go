@@ -19,6 +19,12 @@ type Counters struct {
 	RcvBadDLID   atomic.Uint64 // not for this port
 	RcvUnknownL4 atomic.Uint64 // no receiver for the L4 type
 	XmitNoRoute  atomic.Uint64 // DLID not in the directory
+
+	// XmitPeerErrors counts the errors the kernel reported for datagrams
+	// sent (the UDP transport's PeerErrors): ICMP port unreachable from a
+	// peer's host with no vnicd listening, host or network unreachable.
+	// Errors reported, not datagrams lost: hosts rate-limit their ICMP.
+	XmitPeerErrors atomic.Uint64
 }
 
 // CounterValue is one named counter reading. Its JSON keys are lower case,
@@ -43,5 +49,6 @@ func (c *Counters) Snapshot() []CounterValue {
 		{"rcv_bad_dlid", c.RcvBadDLID.Load()},
 		{"rcv_unknown_l4", c.RcvUnknownL4.Load()},
 		{"xmit_no_route", c.XmitNoRoute.Load()},
+		{"xmit_peer_errors", c.XmitPeerErrors.Load()},
 	}
 }

@@ -118,7 +118,27 @@ func New(tr Transport, cfg Config) *HFI {
 	h.pkeys.Store(&pk)
 	empty, _ := NewDirectory(nil, nil)
 	h.routes.Store(newRoutes(empty, h.lid.Load()))
+	if r, ok := tr.(peerErrorReporter); ok {
+		r.countPeerErrorsIn(&h.Counters.XmitPeerErrors)
+	}
 	return h
+}
+
+// peerErrorReporter is a transport that records the errors the kernel
+// reports for the datagrams it sent (the UDP transport).
+type peerErrorReporter interface {
+	PeerErrors() []PeerError
+	countPeerErrorsIn(c *atomic.Uint64)
+}
+
+// PeerErrors returns what the transport recorded of the errors the kernel
+// reported for datagrams sent, by endpoint, the latest first (UDP.PeerErrors);
+// nil for a transport that does not record them.
+func (h *HFI) PeerErrors() []PeerError {
+	if r, ok := h.tr.(peerErrorReporter); ok {
+		return r.PeerErrors()
+	}
+	return nil
 }
 
 // Register routes packets of L4 type l4 to r. It must be called before Run.
@@ -232,6 +252,16 @@ func (h *HFI) NewQueueRxPoller(tr PollTransport, recv map[uint8]Receiver) *RxPol
 // Control runs f with the transport's file descriptor (for the caller's
 // epoll set).
 func (p *RxPoller) Control(f func(fd uintptr)) error { return p.tr.Control(f) }
+
+// DrainErrors takes the errors the kernel queued on the transport for
+// datagrams sent (UDP.DrainErrors), if it queues any; the caller's poll
+// loop calls it when its epoll set reports an error on the fd (EPOLLERR),
+// which it does, level-triggered, for as long as one is queued.
+func (p *RxPoller) DrainErrors() {
+	if d, ok := p.tr.(interface{ DrainErrors() error }); ok {
+		_ = d.DrainErrors()
+	}
+}
 
 // Offsets in a 16B header of the bytes a queue group steers by: the L4
 // type, and the low byte of the entropy field (bits 15:0 of the fourth

@@ -73,6 +73,9 @@ func ListenUDPQueues(addr netip.AddrPort, batch, n int) ([]*UDP, error) {
 		if err != nil {
 			return fail(err)
 		}
+		if len(qs) > 0 {
+			u.perr = qs[0].perr // one record of peer errors for the group
+		}
 		qs = append(qs, u)
 	}
 	if err := control(qs[0], func(fd int) error {

@@ -84,6 +84,11 @@ type UDP struct {
 	dropsMu    sync.Mutex
 	dropsLast  uint32
 	dropsTotal uint64
+
+	// The errors the kernel reported for datagrams sent (udp_errors_linux.go):
+	// the record, shared by a queue group, and the reader's scratch.
+	perr *peerErrors
+	errs errScratch
 }
 
 // groBufLen is one UDP GRO receive buffer: the largest UDP payload.
@@ -182,12 +187,14 @@ func listenUDP(addr netip.AddrPort, batch int, prebind func(fd int) error) (*UDP
 		rhdrs:  make([]unix.Mmsghdr, batch),
 		riov:   make([]unix.Iovec, batch),
 		rnames: make([]unix.RawSockaddrInet6, batch),
+		perr:   newPeerErrors(),
 	}
 	u.readFn = u.doRead
 	u.gsoMax.Store(gsoNoLimit)
 	u.wpool.New = func() any { return newUDPWriteScratch(u) }
 	u.setBuffers()
 	u.setGRO()
+	u.setRecvErr()
 	return u, nil
 }
 
@@ -429,22 +436,40 @@ func groSize(h *unix.Mmsghdr, ctl []byte) int {
 	return int(h.Len)
 }
 
+// doRead is one recvmmsg, waiting for datagrams unless u.try. An error the
+// kernel reported for a datagram sent (reportedErr) is not the read's: the
+// error queue is drained and recorded, and the read goes on (at most
+// maxErrRetries times in a row; then a try read returns nothing).
 func (u *UDP) doRead(fd uintptr) bool {
+	errRetries := 0
 	for {
 		r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&u.rhdrs[0])),
 			uintptr(u.rcount), unix.MSG_DONTWAIT, 0, 0)
-		switch e {
-		case 0:
+		switch {
+		case e == 0:
 			u.rn, u.rerr = int(r), nil
 			return true
-		case unix.EINTR:
-		case unix.EAGAIN:
+		case e == unix.EINTR:
+		case e == unix.EAGAIN:
 			if u.try {
 				u.rn, u.rerr = 0, nil
 				return true
 			}
 			if !fdwait.Wait(fd, unix.POLLIN, &u.closed) {
 				u.rn, u.rerr = 0, net.ErrClosed
+				return true
+			}
+			// Woken with nothing to read: poll also wakes for an
+			// error queued (POLLERR), which must not be left there.
+			u.drainErrors(fd, &u.errs)
+		case reportedErr(e):
+			if u.drainErrors(fd, &u.errs) == 0 {
+				// The pending error without an entry (the kernel could
+				// not queue one: the receive buffer was full).
+				u.perr.record(PeerError{Errno: e, Error: e.Error(), Reason: "no detail from the kernel"})
+			}
+			if errRetries++; errRetries > maxErrRetries && u.try {
+				u.rn, u.rerr = 0, nil
 				return true
 			}
 		default:
@@ -468,6 +493,7 @@ type udpWriteScratch struct {
 	count int
 	sent  int
 	err   error
+	errs  errScratch // for the error queue, when a wait for room wakes on it
 	fn    func(fd uintptr) bool
 }
 
@@ -500,6 +526,9 @@ func (s *udpWriteScratch) do(fd uintptr) bool {
 				s.sent, s.err = 0, net.ErrClosed
 				return true
 			}
+			// poll also wakes for an error queued (POLLERR), which
+			// would wake it again at once.
+			s.u.drainErrors(fd, &s.errs)
 		default:
 			s.sent, s.err = 0, e
 			return true
@@ -532,6 +561,7 @@ func (u *UDP) WriteBatch(msgs []Message) (int, error) {
 		if err != nil {
 			lastErr = err
 		}
+		retried := -1
 		for start := 0; start < k; {
 			s.base, s.count = start, k-start
 			if err := u.rc.Write(s.fn); err != nil {
@@ -539,6 +569,13 @@ func (u *UDP) WriteBatch(msgs []Message) (int, error) {
 				return done, u.ioErr(err)
 			}
 			switch {
+			case retried != start && isReportedErr(s.err):
+				// Most likely the error the kernel reported for an
+				// earlier datagram, perhaps to another peer
+				// (udp_errors_linux.go): the send returned it instead of
+				// sending, and cleared it. Send again, once; the entry on
+				// the error queue is the reader's to record.
+				retried = start
 			case s.err != nil && s.segs[start] > 1 && (s.err == unix.EIO || s.err == unix.EMSGSIZE || s.err == unix.EINVAL):
 				// No GSO for these: send them, and the rest, again.
 				if s.err == unix.EIO {

@@ -251,7 +251,7 @@ const (
 // watchUnderlay warns, until ctx is done, when the HFI's counters say the
 // underlay loses packets (underlayWatch). The per-packet path only counts.
 func (d *Daemon) watchUnderlay(ctx context.Context) {
-	w := underlayWatch{unrouted: d.unroutedPeers, lastBad: d.lastBadSource}
+	w := underlayWatch{unrouted: d.unroutedPeers, lastBad: d.lastBadSource, peerErrs: d.hfi.PeerErrors, namePeers: d.namePeerErrors}
 	w.check(&d.hfi.Counters, time.Now(), nil) // what was before is not news
 	everyUntilDone(ctx, underlayCheckEvery, func() { w.check(&d.hfi.Counters, time.Now(), d.log) })
 }
@@ -280,6 +280,24 @@ type underlayWatch struct {
 	// to, and the last packet that failed the source check.
 	unrouted func() []string
 	lastBad  func() []zap.Field
+
+	// The errors the kernel reported for datagrams sent, by endpoint
+	// (hfi.HFI.PeerErrors), and how to name them in a warning; unset, the
+	// watch does not look at them. peerErrors is the count at the last
+	// look (lastLook), erring the endpoints that had an error in the
+	// peerErrorShownFor before it.
+	peerErrs   func() []hfi.PeerError
+	namePeers  func([]hfi.PeerError, time.Time) []string
+	peerErrors uint64
+	lastLook   time.Time
+	erring     map[netip.AddrPort]erringPeer
+}
+
+// erringPeer is an endpoint with errors: since when the watch has seen
+// them, and whether it warned of them.
+type erringPeer struct {
+	since  time.Time
+	warned bool
 }
 
 // maxUnroutedNamed bounds the peers a warning names; maxRouteProbes the
@@ -388,6 +406,86 @@ func (w *underlayWatch) check(c *hfi.Counters, now time.Time, log *zap.Logger) {
 		w.warnedBadSource = now
 	}
 	w.refused, w.badSource = refused, bad
+	if w.peerErrs != nil {
+		w.checkPeerErrors(c.XmitPeerErrors.Load(), now, log)
+	}
+}
+
+// checkPeerErrors warns of the endpoints whose datagrams keep coming back
+// with errors (ICMP port unreachable: no vnicd listening there; host
+// unreachable: the host down), in one warning per look. An endpoint is
+// named once it had errors at two looks or more (a peer that starts a
+// moment after this host, or restarts, brings back an error or two and is
+// not news), and not again until it has had none for peerErrorShownFor.
+func (w *underlayWatch) checkPeerErrors(total uint64, now time.Time, log *zap.Logger) {
+	prev := w.lastLook
+	w.lastLook = now
+	if total == w.peerErrors && len(w.erring) == 0 {
+		return
+	}
+	var news []hfi.PeerError
+	erring := map[netip.AddrPort]erringPeer{}
+	for _, e := range w.peerErrs() {
+		if now.Sub(e.Last) >= peerErrorShownFor {
+			continue
+		}
+		st, seen := w.erring[e.Endpoint]
+		if !seen {
+			st.since = now
+		} else if !st.warned && e.Last.After(prev) {
+			news = append(news, e)
+			st.warned = true
+		}
+		erring[e.Endpoint] = st
+	}
+	w.erring, w.peerErrors = erring, total
+	if log == nil || len(news) == 0 {
+		return
+	}
+	more := 0
+	if len(news) > maxUnroutedNamed {
+		news, more = news[:maxUnroutedNamed], len(news)-maxUnroutedNamed
+	}
+	named := w.namePeers(news, now)
+	if more > 0 {
+		named = append(named, fmt.Sprintf("and %d more", more))
+	}
+	log.Warn("datagrams to peers keep coming back with errors (connection refused: no vnicd listening there; no route to host: the host down?): "+
+		"their packets are lost; vnicctl fabric shows each peer's last error, vnicctl hfi counts them in xmit_peer_errors",
+		zap.Strings("peers", named), zap.Uint64("xmit_peer_errors", total))
+}
+
+// namePeerErrors describes each error with the peer it is about: its LID
+// and name when the endpoint is in the directory, the fabric manager's
+// endpoint as such.
+func (d *Daemon) namePeerErrors(errs []hfi.PeerError, now time.Time) []string {
+	names := map[uint32]string{}
+	for _, p := range d.cfg.Peers {
+		names[p.LID.To16B()] = p.Name
+	}
+	byEP := map[netip.AddrPort]uint32{}
+	for lid, ep := range d.hfi.Directory().Endpoints() {
+		if old, ok := byEP[ep]; !ok || lid < old {
+			byEP[ep] = lid
+		}
+	}
+	out := make([]string, 0, len(errs))
+	for _, e := range errs {
+		var who string
+		if lid, ok := byEP[e.Endpoint]; ok {
+			who = "LID " + encap.LIDFrom16B(lid).String()
+			if n := names[lid]; n != "" {
+				who += " (" + n + ")"
+			}
+			who += " at " + e.Endpoint.String()
+		} else if e.Endpoint == d.cfg.Node.FabricManager {
+			who = "the fabric manager at " + e.Endpoint.String()
+		} else {
+			who = e.Endpoint.String() + " (not in the directory)"
+		}
+		out = append(out, who+": "+describePeerError(e, now))
+	}
+	return out
 }
 
 // How often the daemon looks at its queues' misrouted packets, and how
@@ -567,6 +665,20 @@ type FabricEntry struct {
 	LID      string `json:"lid"`
 	Endpoint string `json:"endpoint,omitempty"`
 	Members  string `json:"members,omitempty"`
+	// Error is the last error the kernel reported for datagrams sent to
+	// the endpoint, if one came in the last peerErrorShownFor:
+	// "connection refused (ICMP port unreachable from 10.0.0.2), 12 times
+	// since 40s ago, last 1s ago".
+	Error string `json:"error,omitempty"`
+}
+
+// describePeerError is e for a table or a log, with its count and age.
+func describePeerError(e hfi.PeerError, now time.Time) string {
+	age := func(t time.Time) string { return now.Sub(t).Truncate(time.Second).String() + " ago" }
+	if e.Count == 1 {
+		return fmt.Sprintf("%s, once, %s", e, age(e.Last))
+	}
+	return fmt.Sprintf("%s, %d times since %s, last %s", e, e.Count, age(e.First), age(e.Last))
 }
 
 func stateName(s uint8) string {
@@ -633,7 +745,9 @@ func (d *Daemon) registerControl() {
 			Listen: d.hfi.Transport().LocalAddr().String(), VerifyICRC: d.cfg.Node.VerifyICRC, BusyPoll: d.engine.BusyPoll().String(), Counters: cs,
 		}, nil
 	})
-	d.ctl.Handle("fabric", func(json.RawMessage) (any, error) { return FabricEntries(d.hfi.Directory()), nil })
+	d.ctl.Handle("fabric", func(json.RawMessage) (any, error) {
+		return FabricEntries(d.hfi.Directory(), d.hfi.PeerErrors(), time.Now()), nil
+	})
 	d.ctl.Handle("vesws", func(json.RawMessage) (any, error) { return VESWStatuses(d.engine), nil })
 	d.ctl.Handle("path", func(args json.RawMessage) (any, error) {
 		var a struct {
@@ -681,12 +795,30 @@ func VNICStatuses(e *Engine) []VNICStatus {
 	return out
 }
 
-// FabricEntries lists a directory, unicast LIDs first, each sorted.
-func FabricEntries(d *hfi.Directory) []FabricEntry {
+// peerErrorShownFor is how long after its last error a directory entry
+// shows it (FabricEntry.Error): a peer that answers again, or that vnicd
+// no longer sends to, gets no more errors. As long as the HFI's runs of
+// errors, so that an entry shows one run.
+const peerErrorShownFor = hfi.PeerErrorQuiet
+
+// FabricEntries lists a directory, unicast LIDs first, each sorted; a
+// unicast entry whose endpoint the kernel reported errors for (errs,
+// hfi.HFI.PeerErrors) in the peerErrorShownFor before now shows the last.
+func FabricEntries(d *hfi.Directory, errs []hfi.PeerError, now time.Time) []FabricEntry {
 	var out []FabricEntry
 	eps := d.Endpoints()
+	byEP := map[netip.AddrPort]hfi.PeerError{}
+	for _, e := range errs {
+		if now.Sub(e.Last) < peerErrorShownFor {
+			byEP[e.Endpoint] = e
+		}
+	}
 	for _, lid := range sortedKeys(eps) {
-		out = append(out, FabricEntry{LID: encap.LIDFrom16B(lid).String(), Endpoint: eps[lid].String()})
+		fe := FabricEntry{LID: encap.LIDFrom16B(lid).String(), Endpoint: eps[lid].String()}
+		if e, ok := byEP[eps[lid]]; ok {
+			fe.Error = describePeerError(e, now)
+		}
+		out = append(out, fe)
 	}
 	groups := d.Groups()
 	for _, mlid := range sortedKeys(groups) {

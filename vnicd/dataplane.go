@@ -579,6 +579,9 @@ func (l *pollLoop) run(ctx context.Context) error {
 			switch ev.Fd {
 			case pollTagUDP:
 				rxReady = true
+				if ev.Events&unix.EPOLLERR != 0 {
+					l.rx.DrainErrors() // an error for a datagram sent (hfi.UDP.PeerErrors)
+				}
 			case pollTagWake:
 				_, _ = unix.Read(l.wake, drain[:])
 			default:

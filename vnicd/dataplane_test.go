@@ -5,6 +5,7 @@ package vnicd_test
 import (
 	"context"
 	"errors"
+	"net"
 	"net/netip"
 	"runtime"
 	"strings"
@@ -425,5 +426,73 @@ func TestDataPlaneUnfollowedDeviceLeavesLoop(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	if after := p.Counters.TxFifoErrors.Load(); after != before {
 		t.Errorf("tx_fifo_errors went from %d to %d in 300 ms after the netdev was lost", before, after)
+	}
+}
+
+// TestDataPlaneDrainsPeerErrors: an error the kernel queued for a datagram
+// sent, whose pending error a later send already took (so no read sees
+// it), is taken off the socket by the poll loop when epoll reports it
+// (EPOLLERR), and recorded. Left there, it would make the level-triggered
+// epoll set report the socket at every wait: a loop that spins.
+func TestDataPlaneDrainsPeerErrors(t *testing.T) {
+	tr, err := hfi.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), 0)
+	if err != nil {
+		t.Skipf("no IPv4 loopback here: %v", err)
+	}
+	live, err := hfi.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := c.LocalAddr().(*net.UDPAddr).AddrPort()
+	c.Close()
+	// To the dead port (the ICMP error comes back at once over loopback),
+	// then to a live one: that send takes the pending error, and the
+	// entry stays queued.
+	pkt := make([]byte, 64)
+	for _, to := range []netip.AddrPort{dead, live.LocalAddr()} {
+		if n, err := tr.WriteBatch([]hfi.Message{{Buf: pkt, N: len(pkt), Addr: to}}); n != 1 {
+			t.Fatalf("send to %v: %v", to, err)
+		}
+	}
+	pollErr := func() bool {
+		var revents int16
+		_ = tr.Control(func(fd uintptr) {
+			p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			_, _ = unix.Poll(p, 0)
+			revents = p[0].Revents
+		})
+		return revents&unix.POLLERR != 0
+	}
+	if !pollErr() || tr.PeerErrorCount() != 0 {
+		t.Fatalf("setup: POLLERR %v, %d errors recorded; want an error queued, none recorded", pollErr(), tr.PeerErrorCount())
+	}
+
+	h := hfi.New(tr, hfi.Config{LID: tLIDA})
+	e := vnicd.NewEngine(h, func(vnicd.DeviceSpec) (vnicd.Device, error) { return nil, errors.New("no devices here") }, nil)
+	defer e.Close()
+	if err := e.EnablePolling(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.RunDataPlane(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("RunDataPlane: %v", err)
+		}
+	}()
+	for deadline := time.Now().Add(5 * time.Second); pollErr() || h.Counters.XmitPeerErrors.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 5 s: POLLERR %v, xmit_peer_errors %d; the loop left the error queued", pollErr(), h.Counters.XmitPeerErrors.Load())
+		}
+	}
+	if pe := h.PeerErrors(); len(pe) != 1 || pe[0].Endpoint != dead || pe[0].Errno != unix.ECONNREFUSED {
+		t.Fatalf("recorded %+v, want connection refused from %v", pe, dead)
 	}
 }

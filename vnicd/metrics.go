@@ -57,6 +57,8 @@ var hfiPortCounters = map[string]struct {
 	"PortRcvPkts":      {"opavnic_hfi_port_rcv_packets_total", "Packets that passed the receive checks (OPA PortRcvPkts).", 1},
 	"PortRcvErrors":    {"opavnic_hfi_port_rcv_errors_total", "Packets that failed any receive check (OPA PortRcvErrors).", 1},
 	"PortXmitDiscards": {"opavnic_hfi_port_xmit_discards_total", "Packets not sent: no route, or refused by the kernel (OPA PortXmitDiscards).", 1},
+	"xmit_peer_errors": {"opavnic_hfi_peer_errors_total", "Errors the kernel reported for datagrams sent: ICMP port unreachable from a peer's host " +
+		"where no vnicd listens, host or network unreachable (vnicctl fabric shows them by peer). Errors reported, not datagrams lost: hosts rate-limit their ICMP.", 1},
 }
 
 var hfiStates = []hfi.PortState{hfi.StateDown, hfi.StateInit, hfi.StateArmed, hfi.StateActive}

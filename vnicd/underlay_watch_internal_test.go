@@ -129,3 +129,128 @@ func TestUnroutedPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestUnderlayWatchPeerErrors: a peer whose datagrams keep coming back
+// with errors (no vnicd listening there, the host down) is named in a
+// warning once they came at two looks, not again while they go on, and
+// again when they begin anew after peerErrorShownFor without any; a blip
+// (a peer that starts a moment later than this host) is not.
+func TestUnderlayWatchPeerErrors(t *testing.T) {
+	core, logs := observer.New(zapcore.WarnLevel)
+	log := zap.New(core)
+	var c hfi.Counters
+	var errs []hfi.PeerError
+	w := underlayWatch{
+		peerErrs: func() []hfi.PeerError { return errs },
+		namePeers: func(es []hfi.PeerError, _ time.Time) []string {
+			var out []string
+			for _, e := range es {
+				out = append(out, e.Endpoint.String())
+			}
+			return out
+		},
+	}
+	b, x, y := netip.MustParseAddrPort("10.9.0.2:4793"), netip.MustParseAddrPort("10.9.0.3:4793"), netip.MustParseAddrPort("10.9.0.4:4793")
+	t0 := time.Unix(1e9, 0)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	fail := func(ep netip.AddrPort, s int) {
+		c.XmitPeerErrors.Add(1)
+		for i := range errs {
+			if errs[i].Endpoint == ep {
+				errs[i].Last = at(s)
+				errs[i].Count++
+				return
+			}
+		}
+		errs = append(errs, hfi.PeerError{Endpoint: ep, Error: "connection refused", Reason: "ICMP port unreachable", Count: 1, First: at(s), Last: at(s)})
+	}
+	look := func(s int) []string {
+		t.Helper()
+		w.check(&c, at(s), log)
+		all := logs.TakeAll()
+		if len(all) > 1 {
+			t.Fatalf("at %d s: %d warnings, want at most 1", s, len(all))
+		}
+		if len(all) == 0 {
+			return nil
+		}
+		var got []string
+		for _, p := range all[0].ContextMap()["peers"].([]any) {
+			got = append(got, p.(string))
+		}
+		return got
+	}
+
+	w.check(&c, t0, nil)
+	y1 := []string{y.String()}
+	b1 := []string{b.String()}
+	fail(x, 1) // a blip: x started a moment after this host
+	for s := 10; s <= 200; s += 10 {
+		var want []string
+		switch {
+		case s == 10:
+			fail(b, 5) // b down from 5 s on: seen at 10 s
+		case s >= 20:
+			fail(b, s-5)
+			if s == 20 { // errors at two looks
+				want = b1
+			}
+		}
+		if s == 110 || s == 120 { // y down from 105 s to 115 s
+			fail(y, s-5)
+			if s == 120 {
+				want = y1
+			}
+		}
+		if got := look(s); !slices.Equal(got, want) {
+			t.Fatalf("at %d s: warned of %v, want %v", s, got, want)
+		}
+	}
+	// b answers again (no errors) for longer than peerErrorShownFor, then
+	// fails anew: news again, at the second look with errors.
+	quiet := 200 + int(peerErrorShownFor/time.Second)
+	if got := look(quiet); got != nil {
+		t.Fatalf("warned of %v with no new errors", got)
+	}
+	fail(b, quiet+5)
+	if got := look(quiet + 10); got != nil {
+		t.Fatalf("warned of %v at the first look with errors", got)
+	}
+	fail(b, quiet+15)
+	if got := look(quiet + 20); !slices.Equal(got, b1) {
+		t.Fatalf("after a quiet spell: warned of %v, want %v", got, b1)
+	}
+}
+
+// TestNamePeerErrors: an endpoint of the directory is named by its LID
+// (and peer name), the FM's as the fabric manager, any other as not in
+// the directory.
+func TestNamePeerErrors(t *testing.T) {
+	tr, err := hfi.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), 1)
+	if err != nil {
+		t.Skipf("no IPv4 loopback here: %v", err)
+	}
+	defer tr.Close()
+	h := hfi.New(tr, hfi.Config{LID: 0x10})
+	b, fm, other := netip.MustParseAddrPort("10.9.0.2:4793"), netip.MustParseAddrPort("10.9.0.9:4800"), netip.MustParseAddrPort("10.9.0.7:4793")
+	dir, err := hfi.NewDirectory(map[uint32]netip.AddrPort{0x10: tr.LocalAddr(), 0x12: b}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.SetDirectory(dir)
+	d := &Daemon{cfg: &Config{Node: NodeConfig{FabricManager: fm}, Peers: []Peer{{LID: 0x12, Name: "host-b"}}}, hfi: h}
+	now := time.Unix(1e9, 0)
+	e := hfi.PeerError{Error: "connection refused", Reason: "ICMP port unreachable", From: b.Addr(), Count: 3,
+		First: now.Add(-40 * time.Second), Last: now.Add(-time.Second)}
+	var errs []hfi.PeerError
+	for _, ep := range []netip.AddrPort{b, fm, other} {
+		e.Endpoint = ep
+		errs = append(errs, e)
+	}
+	got := d.namePeerErrors(errs, now)
+	tail := ": connection refused (ICMP port unreachable from 10.9.0.2), 3 times since 40s ago, last 1s ago"
+	want := []string{"LID 0x12 (host-b) at 10.9.0.2:4793" + tail, "the fabric manager at 10.9.0.9:4800" + tail, "10.9.0.7:4793 (not in the directory)" + tail}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got\n%q\nwant\n%q", got, want)
+	}
+}

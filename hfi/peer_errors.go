@@ -1,0 +1,114 @@
+package hfi
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// PeerErrorQuiet is how long an endpoint goes without errors before its
+// next error starts a new run: PeerError's Count and First are its run's.
+const PeerErrorQuiet = 2 * time.Minute
+
+// PeerError is what the kernel last reported for datagrams sent to one
+// endpoint, and how often it did in the current run of errors (no gap of
+// PeerErrorQuiet between them).
+type PeerError struct {
+	Endpoint netip.AddrPort `json:"endpoint"` // where the datagrams went
+	Errno    syscall.Errno  `json:"-"`
+	Error    string         `json:"error"`         // the errno's text: "connection refused"
+	Reason   string         `json:"reason"`        // "ICMP port unreachable", "local error"
+	From     netip.Addr     `json:"from,omitzero"` // who reported it: the peer's host, a router, or none (local)
+	MTU      uint32         `json:"mtu,omitempty"` // for "fragmentation needed" and "packet too big"
+	Count    uint64         `json:"count"`         // errors reported for the endpoint in the run
+	First    time.Time      `json:"first"`         // the run's first
+	Last     time.Time      `json:"last"`          // the last of them
+}
+
+// String is the error for a log or a table: "connection refused (ICMP port
+// unreachable from 10.0.0.2)".
+func (e PeerError) String() string {
+	s := e.Error + " (" + e.Reason
+	if e.From.IsValid() {
+		s += " from " + e.From.String()
+	}
+	if e.MTU > 0 {
+		s += fmt.Sprintf(", MTU %d", e.MTU)
+	}
+	return s + ")"
+}
+
+// maxPeerErrors bounds the endpoints a transport keeps errors for (the
+// directory has at most 4095 unicast LIDs, but the errors matter for the
+// few peers that are down); past it, the endpoint whose last error is the
+// oldest makes room. maxErrDrain bounds the entries one drain takes, and
+// maxErrRetries how often one read drains and reads again before it
+// returns what it has.
+const (
+	maxPeerErrors = 256
+	maxErrDrain   = 64
+	maxErrRetries = 4
+)
+
+// peerErrors is the record of a transport, shared by the sockets of a queue
+// group (ListenUDPQueues). Only the error path takes its lock; reads of
+// datagrams never do.
+type peerErrors struct {
+	mu    sync.Mutex
+	byEP  map[netip.AddrPort]*PeerError
+	total atomic.Uint64
+	sink  atomic.Pointer[atomic.Uint64] // also counted there (HFI.Counters.XmitPeerErrors)
+	now   func() time.Time              // tests
+}
+
+func newPeerErrors() *peerErrors {
+	return &peerErrors{byEP: map[netip.AddrPort]*PeerError{}, now: time.Now}
+}
+
+func (p *peerErrors) record(e PeerError) {
+	p.total.Add(1)
+	if s := p.sink.Load(); s != nil {
+		s.Add(1)
+	}
+	if !e.Endpoint.IsValid() {
+		return // counted only: the kernel said nothing of where it went
+	}
+	now := p.now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r, ok := p.byEP[e.Endpoint]
+	if !ok {
+		if len(p.byEP) >= maxPeerErrors {
+			var oldest *PeerError
+			for _, x := range p.byEP {
+				if oldest == nil || x.Last.Before(oldest.Last) {
+					oldest = x
+				}
+			}
+			delete(p.byEP, oldest.Endpoint)
+		}
+		r = &PeerError{Endpoint: e.Endpoint, First: now}
+		p.byEP[e.Endpoint] = r
+	}
+	count, first := r.Count+1, r.First
+	if ok && now.Sub(r.Last) >= PeerErrorQuiet {
+		count, first = 1, now // a new run of errors
+	}
+	*r = e
+	r.Count, r.First, r.Last = count, first, now
+}
+
+func (p *peerErrors) snapshot() []PeerError {
+	p.mu.Lock()
+	out := make([]PeerError, 0, len(p.byEP))
+	for _, r := range p.byEP {
+		out = append(out, *r)
+	}
+	p.mu.Unlock()
+	slices.SortFunc(out, func(a, b PeerError) int { return b.Last.Compare(a.Last) })
+	return out
+}
