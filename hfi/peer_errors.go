@@ -42,6 +42,29 @@ func (e PeerError) String() string {
 	return s + ")"
 }
 
+// Describe is String with the run's count and age at now: "connection
+// refused (ICMP port unreachable from 10.0.0.2), 12 times since 40s ago,
+// last 1s ago".
+func (e PeerError) Describe(now time.Time) string {
+	age := func(t time.Time) string { return now.Sub(t).Truncate(time.Second).String() + " ago" }
+	if e.Count == 1 {
+		return fmt.Sprintf("%s, once, %s", e, age(e.Last))
+	}
+	return fmt.Sprintf("%s, %d times since %s, last %s", e, e.Count, age(e.First), age(e.Last))
+}
+
+// RecentPeerErrors returns the errors of errs whose last came in the
+// PeerErrorQuiet before now, by endpoint.
+func RecentPeerErrors(errs []PeerError, now time.Time) map[netip.AddrPort]PeerError {
+	out := map[netip.AddrPort]PeerError{}
+	for _, e := range errs {
+		if now.Sub(e.Last) < PeerErrorQuiet {
+			out[e.Endpoint] = e
+		}
+	}
+	return out
+}
+
 // maxPeerErrors bounds the endpoints a transport keeps errors for (the
 // directory has at most 4095 unicast LIDs, but the errors matter for the
 // few peers that are down); past it, the endpoint whose last error is the

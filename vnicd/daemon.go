@@ -285,7 +285,7 @@ type underlayWatch struct {
 	// (hfi.HFI.PeerErrors), and how to name them in a warning; unset, the
 	// watch does not look at them. peerErrors is the count at the last
 	// look (lastLook), erring the endpoints that had an error in the
-	// peerErrorShownFor before it.
+	// hfi.PeerErrorQuiet before it.
 	peerErrs   func() []hfi.PeerError
 	namePeers  func([]hfi.PeerError, time.Time) []string
 	peerErrors uint64
@@ -416,7 +416,7 @@ func (w *underlayWatch) check(c *hfi.Counters, now time.Time, log *zap.Logger) {
 // unreachable: the host down), in one warning per look. An endpoint is
 // named once it had errors at two looks or more (a peer that starts a
 // moment after this host, or restarts, brings back an error or two and is
-// not news), and not again until it has had none for peerErrorShownFor.
+// not news), and not again until it has had none for hfi.PeerErrorQuiet.
 func (w *underlayWatch) checkPeerErrors(total uint64, now time.Time, log *zap.Logger) {
 	prev := w.lastLook
 	w.lastLook = now
@@ -426,7 +426,7 @@ func (w *underlayWatch) checkPeerErrors(total uint64, now time.Time, log *zap.Lo
 	var news []hfi.PeerError
 	erring := map[netip.AddrPort]erringPeer{}
 	for _, e := range w.peerErrs() {
-		if now.Sub(e.Last) >= peerErrorShownFor {
+		if now.Sub(e.Last) >= hfi.PeerErrorQuiet {
 			continue
 		}
 		st, seen := w.erring[e.Endpoint]
@@ -483,7 +483,7 @@ func (d *Daemon) namePeerErrors(errs []hfi.PeerError, now time.Time) []string {
 		} else {
 			who = e.Endpoint.String() + " (not in the directory)"
 		}
-		out = append(out, who+": "+describePeerError(e, now))
+		out = append(out, who+": "+e.Describe(now))
 	}
 	return out
 }
@@ -666,19 +666,10 @@ type FabricEntry struct {
 	Endpoint string `json:"endpoint,omitempty"`
 	Members  string `json:"members,omitempty"`
 	// Error is the last error the kernel reported for datagrams sent to
-	// the endpoint, if one came in the last peerErrorShownFor:
+	// the endpoint, if one came in the last hfi.PeerErrorQuiet:
 	// "connection refused (ICMP port unreachable from 10.0.0.2), 12 times
 	// since 40s ago, last 1s ago".
 	Error string `json:"error,omitempty"`
-}
-
-// describePeerError is e for a table or a log, with its count and age.
-func describePeerError(e hfi.PeerError, now time.Time) string {
-	age := func(t time.Time) string { return now.Sub(t).Truncate(time.Second).String() + " ago" }
-	if e.Count == 1 {
-		return fmt.Sprintf("%s, once, %s", e, age(e.Last))
-	}
-	return fmt.Sprintf("%s, %d times since %s, last %s", e, e.Count, age(e.First), age(e.Last))
 }
 
 func stateName(s uint8) string {
@@ -795,28 +786,17 @@ func VNICStatuses(e *Engine) []VNICStatus {
 	return out
 }
 
-// peerErrorShownFor is how long after its last error a directory entry
-// shows it (FabricEntry.Error): a peer that answers again, or that vnicd
-// no longer sends to, gets no more errors. As long as the HFI's runs of
-// errors, so that an entry shows one run.
-const peerErrorShownFor = hfi.PeerErrorQuiet
-
 // FabricEntries lists a directory, unicast LIDs first, each sorted; a
 // unicast entry whose endpoint the kernel reported errors for (errs,
-// hfi.HFI.PeerErrors) in the peerErrorShownFor before now shows the last.
+// hfi.HFI.PeerErrors) in the hfi.PeerErrorQuiet before now shows the last.
 func FabricEntries(d *hfi.Directory, errs []hfi.PeerError, now time.Time) []FabricEntry {
 	var out []FabricEntry
 	eps := d.Endpoints()
-	byEP := map[netip.AddrPort]hfi.PeerError{}
-	for _, e := range errs {
-		if now.Sub(e.Last) < peerErrorShownFor {
-			byEP[e.Endpoint] = e
-		}
-	}
+	byEP := hfi.RecentPeerErrors(errs, now)
 	for _, lid := range sortedKeys(eps) {
 		fe := FabricEntry{LID: encap.LIDFrom16B(lid).String(), Endpoint: eps[lid].String()}
 		if e, ok := byEP[eps[lid]]; ok {
-			fe.Error = describePeerError(e, now)
+			fe.Error = e.Describe(now)
 		}
 		out = append(out, fe)
 	}

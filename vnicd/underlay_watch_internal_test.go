@@ -133,7 +133,7 @@ func TestUnroutedPeers(t *testing.T) {
 // TestUnderlayWatchPeerErrors: a peer whose datagrams keep coming back
 // with errors (no vnicd listening there, the host down) is named in a
 // warning once they came at two looks, not again while they go on, and
-// again when they begin anew after peerErrorShownFor without any; a blip
+// again when they begin anew after hfi.PeerErrorQuiet without any; a blip
 // (a peer that starts a moment later than this host) is not.
 func TestUnderlayWatchPeerErrors(t *testing.T) {
 	core, logs := observer.New(zapcore.WarnLevel)
@@ -206,9 +206,9 @@ func TestUnderlayWatchPeerErrors(t *testing.T) {
 			t.Fatalf("at %d s: warned of %v, want %v", s, got, want)
 		}
 	}
-	// b answers again (no errors) for longer than peerErrorShownFor, then
+	// b answers again (no errors) for longer than hfi.PeerErrorQuiet, then
 	// fails anew: news again, at the second look with errors.
-	quiet := 200 + int(peerErrorShownFor/time.Second)
+	quiet := 200 + int(hfi.PeerErrorQuiet/time.Second)
 	if got := look(quiet); got != nil {
 		t.Fatalf("warned of %v with no new errors", got)
 	}

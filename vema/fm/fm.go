@@ -1214,16 +1214,27 @@ type NodeStatus struct {
 	Extended bool           `json:"extended"`
 	Endpoint netip.AddrPort `json:"endpoint"`
 	State    string         `json:"state"`
+	// Error is the last error the kernel reported for the FM's datagrams
+	// to the node's endpoint, if one came in the last hfi.PeerErrorQuiet:
+	// why a node is lost ("connection refused (ICMP port unreachable from
+	// 10.0.0.2)": its host runs no vnicd; "no route to host": the host
+	// is gone), with its count and age.
+	Error string `json:"error,omitempty"`
 }
 
 // Nodes returns every node the FM has seen.
 func (f *FM) Nodes() []NodeStatus {
+	now := time.Now()
+	errs := hfi.RecentPeerErrors(f.h.PeerErrors(), now)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := make([]NodeStatus, 0, len(f.nodes))
 	for _, n := range f.nodes {
 		out = append(out, NodeStatus{Name: n.name, Config: n.cfgName, NodeGUID: encap.GUID(n.nodeGUID), PortGUID: encap.GUID(n.portGUID),
 			LID: encap.LID(n.lid), Extended: encap.LID(n.lid).IsExtended(), Endpoint: n.ep, State: n.state})
+		if e, ok := errs[n.ep]; ok {
+			out[len(out)-1].Error = e.Describe(now)
+		}
 	}
 	slices.SortStableFunc(out, func(a, b NodeStatus) int { // n log n: under f.mu, at MaxNodes
 		return cmp.Or(cmp.Compare(a.LID, b.LID), cmp.Compare(len(a.Name), len(b.Name)))

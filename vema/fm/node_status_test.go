@@ -1,7 +1,12 @@
 package fm
 
 import (
+	"context"
+	"net"
+	"net/netip"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
@@ -41,5 +46,53 @@ nodes:
 	}
 	if n, ok := f.Node("nobody"); ok {
 		t.Errorf("Node(nobody) = %+v", n)
+	}
+}
+
+// TestNodesShowPeerError: a node whose endpoint the FM's datagrams come
+// back from with an error (its host runs no vnicd there) shows the error
+// in the nodes view; a node that answers shows none.
+func TestNodesShowPeerError(t *testing.T) {
+	tr, err := hfi.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), 8)
+	if err != nil {
+		t.Skipf("no IPv4 loopback here: %v", err)
+	}
+	defer tr.Close()
+	live, err := hfi.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := c.LocalAddr().(*net.UDPAddr).AddrPort()
+	c.Close()
+	cfg := mustConfig(t, `
+fm: {name: fm0, listen: "127.0.0.1:4793"}
+lid_pool: {start: 0xC000, end: 0xC0FF}
+`)
+	f := New(hfi.New(tr, hfi.Config{LID: cfg.FM.LID, TrustAnyMgmtSource: true}), cfg, nil)
+	f.mu.Lock()
+	f.putNode(&node{portGUID: 0xB1, name: "host-b", lid: 0xC000, ep: dead, state: NodeLost})
+	f.putNode(&node{portGUID: 0xC1, name: "host-c", lid: 0xC001, ep: live.LocalAddr(), state: NodeActive})
+	f.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go f.h.Run(ctx)
+	pkt := make([]byte, 64)
+	for _, ep := range []netip.AddrPort{dead, live.LocalAddr()} {
+		f.send.SendTo(pkt, ep)
+	}
+	var got []NodeStatus
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if got = f.Nodes(); len(got) == 2 && got[0].Error != "" {
+			break
+		}
+	}
+	want := "connection refused (ICMP port unreachable from 127.0.0.1), once, " // "0s ago"
+	if len(got) != 2 || got[0].Name != "host-b" || !strings.HasPrefix(got[0].Error, want) || got[1].Error != "" {
+		t.Fatalf("nodes %+v; want host-b with %q, host-c with no error", got, want)
 	}
 }
