@@ -5,7 +5,6 @@ package vnicd_test
 import (
 	"context"
 	"errors"
-	"net"
 	"net/netip"
 	"runtime"
 	"strings"
@@ -342,6 +341,21 @@ func polledEngineOn(t *testing.T, dev vnicd.Device) *vnicd.Engine {
 	return e
 }
 
+// runDataPlane runs e's poll loop until the returned stop is called (once),
+// which checks that the loop returned nil.
+func runDataPlane(t *testing.T, e *vnicd.Engine) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.RunDataPlane(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("RunDataPlane: %v", err)
+		}
+	}
+}
+
 // TestDataPlaneFailingDeviceNotSpun: a device whose reads keep failing is
 // counted (tx_fifo_errors) and left alone for a while after each failure,
 // so the loop neither spins on it nor stops serving the others.
@@ -351,15 +365,10 @@ func TestDataPlaneFailingDeviceNotSpun(t *testing.T) {
 	if !e.Port(0).Polled() {
 		t.Fatal("the device is not in the poll loop")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.RunDataPlane(ctx) }()
+	stop := runDataPlane(t, e)
 	const run = 300 * time.Millisecond
 	time.Sleep(run)
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("RunDataPlane: %v", err)
-	}
+	stop()
 	// One read per pause (10 ms) and a few more: a spinning loop would make
 	// hundreds of thousands.
 	reads, counted := dev.reads.Load(), e.Port(0).Counters.TxFifoErrors.Load()
@@ -398,15 +407,7 @@ func TestDataPlaneUnfollowedDeviceLeavesLoop(t *testing.T) {
 		followed: make(chan struct{})}
 	dev.events <- vnicd.LinkEvent{Up: true, MTU: 1500, Name: "failing0"}
 	e := polledEngineOn(t, dev)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.RunDataPlane(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("RunDataPlane: %v", err)
-		}
-	}()
+	defer runDataPlane(t, e)()
 	dev.events <- vnicd.LinkEvent{Up: true, MTU: 1500, Name: "failing0", Moved: true}
 	close(dev.events)
 	select {
@@ -444,12 +445,7 @@ func TestDataPlaneDrainsPeerErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer live.Close()
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := c.LocalAddr().(*net.UDPAddr).AddrPort()
-	c.Close()
+	dead := hfitest.ClosedPort(t, "127.0.0.1:0")
 	// To the dead port (the ICMP error comes back at once over loopback),
 	// then to a live one: that send takes the pending error, and the
 	// entry stays queued.
@@ -478,15 +474,7 @@ func TestDataPlaneDrainsPeerErrors(t *testing.T) {
 	if err := e.EnablePolling(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.RunDataPlane(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("RunDataPlane: %v", err)
-		}
-	}()
+	defer runDataPlane(t, e)()
 	for deadline := time.Now().Add(5 * time.Second); pollErr() || h.Counters.XmitPeerErrors.Load() == 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("after 5 s: POLLERR %v, xmit_peer_errors %d; the loop left the error queued", pollErr(), h.Counters.XmitPeerErrors.Load())

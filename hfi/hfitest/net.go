@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"testing"
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
@@ -140,4 +141,19 @@ func (t *Transport) LocalAddr() netip.AddrPort { return t.addr }
 func (t *Transport) Close() error {
 	t.once.Do(func() { close(t.done) })
 	return nil
+}
+
+// ClosedPort returns a UDP endpoint on addr (its port 0: any) where nothing
+// listens: a port the kernel gave a socket that is closed again. Datagrams
+// sent there come back as ICMP port unreachable (over loopback at once,
+// with no rate limit). It skips the test if addr cannot be had.
+func ClosedPort(t testing.TB, addr string) netip.AddrPort {
+	t.Helper()
+	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr)))
+	if err != nil {
+		t.Skipf("cannot listen on %s here: %v", addr, err)
+	}
+	ep := c.LocalAddr().(*net.UDPAddr).AddrPort()
+	c.Close()
+	return ep
 }

@@ -2,7 +2,6 @@ package fm
 
 import (
 	"context"
-	"net"
 	"net/netip"
 	"strings"
 	"testing"
@@ -63,12 +62,7 @@ func TestNodesShowPeerError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer live.Close()
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := c.LocalAddr().(*net.UDPAddr).AddrPort()
-	c.Close()
+	dead := hfitest.ClosedPort(t, "127.0.0.1:0")
 	cfg := mustConfig(t, `
 fm: {name: fm0, listen: "127.0.0.1:4793"}
 lid_pool: {start: 0xC000, end: 0xC0FF}
