@@ -391,7 +391,7 @@ func (w *underlayWatch) check(c *hfi.Counters, now time.Time, log *zap.Logger) {
 				fs = append(fs, zap.Strings("no_route_to", u))
 			}
 		}
-		log.Warn("the kernel refused datagrams to peers (no route to a peer's address? an underlay down?): their packets are lost; "+
+		log.Warn("the kernel refused datagrams to peers (no route to a peer's address? an underlay down? its device queue full?): their packets are lost; "+
 			"vnicctl hfi counts them in PortXmitDiscards (less xmit_no_route)", fs...)
 		w.warnedRefused = now
 	}
