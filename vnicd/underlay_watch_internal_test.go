@@ -1,12 +1,16 @@
 package vnicd
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -252,5 +256,46 @@ func TestNamePeerErrors(t *testing.T) {
 	want := []string{"LID 0x12 (host-b) at 10.9.0.2:4793" + tail, "the fabric manager at 10.9.0.9:4800" + tail, "10.9.0.7:4793 (not in the directory)" + tail}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestFullDeviceQueueNotSent: a datagram the underlay device's queue drops
+// (its qdisc full) is reported not sent, and so counted in
+// PortXmitDiscards: the kernel says so only to a socket with IP_RECVERR,
+// and before, such datagrams counted as sent. A token bucket of 8 kbit/s
+// that holds 1600 bytes takes the first datagram or so of 20 sent at once.
+// (A UDP GSO send is reported sent if the queue took any of its segments:
+// the kernel's, not vnicd's, to count.)
+func TestFullDeviceQueueNotSent(t *testing.T) {
+	nstest.RequireRoot(t)
+	nstest.RequireTools(t, "tc", "ping")
+	a, b := nstest.NewNS(t, "fqa"), nstest.NewNS(t, "fqb")
+	vethA, _ := nstest.Veth(t, a, b, netip.MustParsePrefix("10.98.0.1/24"), netip.MustParsePrefix("10.98.0.2/24"), 1500)
+	// b's MAC known first: datagrams that wait for ARP wait in the
+	// neighbour's queue, not the device's.
+	a.PingWithin(t, "10.98.0.2", 5*time.Second)
+	if out, err := a.Exec(context.Background(), "tc", "qdisc", "add", "dev", vethA, "root", "tbf", "rate", "8kbit", "burst", "1600", "limit", "1600"); err != nil {
+		t.Skipf("no tbf qdisc here: %v: %s", err, out)
+	}
+	err := a.Do(func() error {
+		tr, err := hfi.ListenUDP(netip.MustParseAddrPort("10.98.0.1:0"), 32)
+		if err != nil {
+			return err
+		}
+		defer tr.Close()
+		// Each of its own size: one UDP GSO send of them all would be
+		// taken whole if the queue took any of its segments.
+		msgs := make([]hfi.Message, 20)
+		for i := range msgs {
+			msgs[i] = hfi.Message{Buf: make([]byte, 1000+i), N: 1000 + i, Addr: netip.MustParseAddrPort("10.98.0.2:9")}
+		}
+		n, err := tr.WriteBatch(msgs)
+		if n >= len(msgs) || !errors.Is(err, unix.ENOBUFS) {
+			t.Errorf("WriteBatch of %d datagrams into a full queue: %d sent, %v; want fewer sent, ENOBUFS", len(msgs), n, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
