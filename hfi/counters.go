@@ -25,6 +25,10 @@ type Counters struct {
 	// peer's host with no vnicd listening, host or network unreachable.
 	// Errors reported, not datagrams lost: hosts rate-limit their ICMP.
 	XmitPeerErrors atomic.Uint64
+	// PeerErrorFloods counts the times such errors came so fast (more
+	// than 10000 a second: forged, most likely) that the transport stopped
+	// taking them for 10 s, lest they starve its traffic.
+	PeerErrorFloods atomic.Uint64
 }
 
 // CounterValue is one named counter reading. Its JSON keys are lower case,
@@ -50,5 +54,6 @@ func (c *Counters) Snapshot() []CounterValue {
 		{"rcv_unknown_l4", c.RcvUnknownL4.Load()},
 		{"xmit_no_route", c.XmitNoRoute.Load()},
 		{"xmit_peer_errors", c.XmitPeerErrors.Load()},
+		{"peer_error_floods", c.PeerErrorFloods.Load()},
 	}
 }

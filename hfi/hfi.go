@@ -119,7 +119,7 @@ func New(tr Transport, cfg Config) *HFI {
 	empty, _ := NewDirectory(nil, nil)
 	h.routes.Store(newRoutes(empty, h.lid.Load()))
 	if r, ok := tr.(peerErrorReporter); ok {
-		r.countPeerErrorsIn(&h.Counters.XmitPeerErrors)
+		r.countPeerErrorsIn(&h.Counters.XmitPeerErrors, &h.Counters.PeerErrorFloods)
 	}
 	return h
 }
@@ -128,7 +128,7 @@ func New(tr Transport, cfg Config) *HFI {
 // reports for the datagrams it sent (the UDP transport).
 type peerErrorReporter interface {
 	PeerErrors() []PeerError
-	countPeerErrorsIn(c *atomic.Uint64)
+	countPeerErrorsIn(errs, floods *atomic.Uint64)
 }
 
 // PeerErrors returns what the transport recorded of the errors the kernel

@@ -77,19 +77,42 @@ const (
 	maxErrRetries = 4
 )
 
+// A flood of errors, which anyone who can reach the host can forge (ICMP
+// port unreachable quoting a datagram of ours), would starve the data path:
+// the kernel hands the pending error to the next read or send instead of
+// its datagram. More than maxErrsPerWindow errors in errWindow (10000 a
+// second; hosts send a peer at most about one a second each) trip a
+// breaker: the transport asks the kernel for no more errors
+// (IP_RECVERR off) for errorsOffFor, then again.
+const (
+	errWindow        = 100 * time.Millisecond
+	maxErrsPerWindow = 1000
+	errorsOffFor     = 10 * time.Second
+)
+
 // peerErrors is the record of a transport, shared by the sockets of a queue
 // group (ListenUDPQueues). Only the error path takes its lock; reads of
 // datagrams never do.
 type peerErrors struct {
-	mu    sync.Mutex
-	byEP  map[netip.AddrPort]*PeerError
-	total atomic.Uint64
-	sink  atomic.Pointer[atomic.Uint64] // also counted there (HFI.Counters.XmitPeerErrors)
-	now   func() time.Time              // tests
+	mu     sync.Mutex
+	byEP   map[netip.AddrPort]*PeerError
+	total  atomic.Uint64
+	floods atomic.Uint64                 // breaker trips
+	sink   atomic.Pointer[atomic.Uint64] // also counted there (HFI.Counters.XmitPeerErrors)
+	fsink  atomic.Pointer[atomic.Uint64] // trips also counted there (HFI.Counters.PeerErrorFloods)
+	now    func() time.Time              // tests
+	offFor time.Duration                 // tests
+
+	// The breaker, under mu: the current window, whether errors are off,
+	// and how to turn them on or off on every socket of the group.
+	winStart time.Time
+	winCount int
+	off      bool
+	toggle   func(on bool)
 }
 
 func newPeerErrors() *peerErrors {
-	return &peerErrors{byEP: map[netip.AddrPort]*PeerError{}, now: time.Now}
+	return &peerErrors{byEP: map[netip.AddrPort]*PeerError{}, now: time.Now, offFor: errorsOffFor}
 }
 
 func (p *peerErrors) record(e PeerError) {
@@ -97,12 +120,13 @@ func (p *peerErrors) record(e PeerError) {
 	if s := p.sink.Load(); s != nil {
 		s.Add(1)
 	}
-	if !e.Endpoint.IsValid() {
-		return // counted only: the kernel said nothing of where it went
-	}
 	now := p.now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.checkFlood(now)
+	if !e.Endpoint.IsValid() {
+		return // counted only: the kernel said nothing of where it went
+	}
 	r, ok := p.byEP[e.Endpoint]
 	if !ok {
 		if len(p.byEP) >= maxPeerErrors {
@@ -123,6 +147,29 @@ func (p *peerErrors) record(e PeerError) {
 	}
 	*r = e
 	r.Count, r.First, r.Last = count, first, now
+}
+
+// checkFlood counts an error in the current window and trips the breaker
+// when the window has too many. Under p.mu.
+func (p *peerErrors) checkFlood(now time.Time) {
+	if now.Sub(p.winStart) >= errWindow {
+		p.winStart, p.winCount = now, 0
+	}
+	if p.winCount++; p.winCount <= maxErrsPerWindow || p.off || p.toggle == nil {
+		return
+	}
+	p.off = true
+	p.floods.Add(1)
+	if s := p.fsink.Load(); s != nil {
+		s.Add(1)
+	}
+	p.toggle(false)
+	time.AfterFunc(p.offFor, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.toggle(true)
+		p.off, p.winCount = false, 0
+	})
 }
 
 func (p *peerErrors) snapshot() []PeerError {

@@ -74,7 +74,7 @@ func ListenUDPQueues(addr netip.AddrPort, batch, n int) ([]*UDP, error) {
 			return fail(err)
 		}
 		if len(qs) > 0 {
-			u.perr = qs[0].perr // one record of peer errors for the group
+			u.joinPeerErrors(qs[0].perr) // one record of peer errors for the group
 		}
 		qs = append(qs, u)
 	}

@@ -39,18 +39,47 @@ func (u *UDP) PeerErrors() []PeerError { return u.perr.snapshot() }
 // transport's datagrams (its queue group's, for a queue).
 func (u *UDP) PeerErrorCount() uint64 { return u.perr.total.Load() }
 
-// countPeerErrorsIn makes the transport count each error in c as well.
-func (u *UDP) countPeerErrorsIn(c *atomic.Uint64) { u.perr.sink.Store(c) }
+// PeerErrorFloods returns how often errors came so fast that the
+// transport stopped taking them for a while (errorsOffFor): a flood,
+// which anyone who reaches the host can forge, would starve its traffic.
+func (u *UDP) PeerErrorFloods() uint64 { return u.perr.floods.Load() }
 
-// setRecvErr asks the kernel for the errors of the socket's datagrams
-// (IP_RECVERR; also IPV6_RECVERR on an IPv6 socket, whose IPv4-mapped
-// peers' errors come through IP_RECVERR). Where the kernel refuses, the
-// transport works as before and reports nothing.
-func (u *UDP) setRecvErr() {
+// countPeerErrorsIn makes the transport count each error in errs, and each
+// flood in floods, as well.
+func (u *UDP) countPeerErrorsIn(errs, floods *atomic.Uint64) {
+	u.perr.sink.Store(errs)
+	u.perr.fsink.Store(floods)
+}
+
+// joinPeerErrors makes p the socket's record (a queue group shares one),
+// whose breaker turns the errors of all its sockets on and off.
+func (u *UDP) joinPeerErrors(p *peerErrors) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	u.perr = p
+	prev := p.toggle
+	p.toggle = func(on bool) {
+		if prev != nil {
+			prev(on)
+		}
+		u.setRecvErr(on)
+	}
+}
+
+// setRecvErr asks the kernel for the errors of the socket's datagrams, or
+// for none (IP_RECVERR; also IPV6_RECVERR on an IPv6 socket, whose
+// IPv4-mapped peers' errors come through IP_RECVERR). Where the kernel
+// refuses, the transport works as before and reports nothing. Errors
+// already queued stay there, to be read.
+func (u *UDP) setRecvErr(on bool) {
+	v := 0
+	if on {
+		v = 1
+	}
 	_ = u.rc.Control(func(fd uintptr) {
-		_ = unix.SetsockoptInt(int(fd), unix.SOL_IP, unix.IP_RECVERR, 1)
+		_ = unix.SetsockoptInt(int(fd), unix.SOL_IP, unix.IP_RECVERR, v)
 		if u.v6 {
-			_ = unix.SetsockoptInt(int(fd), unix.SOL_IPV6, unix.IPV6_RECVERR, 1)
+			_ = unix.SetsockoptInt(int(fd), unix.SOL_IPV6, unix.IPV6_RECVERR, v)
 		}
 	})
 }

@@ -187,14 +187,14 @@ func listenUDP(addr netip.AddrPort, batch int, prebind func(fd int) error) (*UDP
 		rhdrs:  make([]unix.Mmsghdr, batch),
 		riov:   make([]unix.Iovec, batch),
 		rnames: make([]unix.RawSockaddrInet6, batch),
-		perr:   newPeerErrors(),
 	}
 	u.readFn = u.doRead
 	u.gsoMax.Store(gsoNoLimit)
 	u.wpool.New = func() any { return newUDPWriteScratch(u) }
 	u.setBuffers()
 	u.setGRO()
-	u.setRecvErr()
+	u.joinPeerErrors(newPeerErrors())
+	u.setRecvErr(true)
 	return u, nil
 }
 

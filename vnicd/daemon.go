@@ -273,8 +273,8 @@ func everyUntilDone(ctx context.Context, interval time.Duration, f func()) {
 // underlayWatch is what watchUnderlay has seen: the counts at its last look
 // and when it last warned of each.
 type underlayWatch struct {
-	refused, badSource             uint64
-	warnedRefused, warnedBadSource time.Time
+	refused, badSource, floods                   uint64
+	warnedRefused, warnedBadSource, warnedFloods time.Time
 
 	// The warnings' details, if set: the peers the kernel has no route
 	// to, and the last packet that failed the source check.
@@ -409,6 +409,15 @@ func (w *underlayWatch) check(c *hfi.Counters, now time.Time, log *zap.Logger) {
 	if w.peerErrs != nil {
 		w.checkPeerErrors(c.XmitPeerErrors.Load(), now, log)
 	}
+	floods := c.PeerErrorFloods.Load()
+	if log != nil && floods > w.floods && now.Sub(w.warnedFloods) >= underlayWarnEvery {
+		log.Warn("errors for this host's datagrams (ICMP unreachable) came faster than 10000 a second, forged most likely: "+
+			"vnicd stops taking them for 10 s at a time, lest they starve its traffic, and sees no peer go down meanwhile; "+
+			"vnicctl hfi counts these spells in peer_error_floods",
+			zap.Uint64("floods", floods-w.floods), zap.Uint64("floods_total", floods))
+		w.warnedFloods = now
+	}
+	w.floods = floods
 }
 
 // checkPeerErrors warns of the endpoints whose datagrams keep coming back

@@ -59,6 +59,7 @@ var hfiPortCounters = map[string]struct {
 	"PortXmitDiscards": {"opavnic_hfi_port_xmit_discards_total", "Packets not sent: no route, or refused by the kernel (OPA PortXmitDiscards).", 1},
 	"xmit_peer_errors": {"opavnic_hfi_peer_errors_total", "Errors the kernel reported for datagrams sent: ICMP port unreachable from a peer's host " +
 		"where no vnicd listens, host or network unreachable (vnicctl fabric shows them by peer). Errors reported, not datagrams lost: hosts rate-limit their ICMP.", 1},
+	"peer_error_floods": {"opavnic_hfi_peer_error_floods_total", "Times such errors came faster than 10000 a second (forged, most likely) and vnicd stopped taking them for 10 s, lest they starve its traffic.", 1},
 }
 
 var hfiStates = []hfi.PortState{hfi.StateDown, hfi.StateInit, hfi.StateArmed, hfi.StateActive}

@@ -65,6 +65,18 @@ func TestUnderlayWatchWarns(t *testing.T) {
 	if n := logs.Len(); n != 2 {
 		t.Errorf("%d warnings in the next hour, want 2 (one of each, an hour after the first)", n)
 	}
+	logs.TakeAll()
+
+	// Floods of errors for datagrams sent (the breaker's trips): the
+	// same.
+	for i := range 361 {
+		c.PeerErrorFloods.Add(1)
+		w.check(&c, t0.Add(time.Hour+time.Duration(i)*10*time.Second), log)
+	}
+	all = logs.TakeAll()
+	if len(all) != 2 || all[0].ContextMap()["floods"] != uint64(1) || all[1].ContextMap()["floods_total"] != uint64(361) {
+		t.Errorf("flood warnings: %v; want 2, the first of 1 flood, the second an hour later", all)
+	}
 }
 
 // TestUnderlayWatchDetails: the warnings name what unrouted and lastBad
