@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/vnicd"
@@ -83,4 +86,118 @@ func waitPeerError(t *testing.T, a *nstest.NS, da *daemon, want string) {
 		}
 	}
 	t.Fatalf("host a's fabric never showed %q for %s within 20 s; last: %s", want, lid, last)
+}
+
+// TestE2EForgedICMPFlood: anyone who reaches a host can forge ICMP port
+// unreachable quoting its vnicd's datagrams, and the kernel hands each
+// such error to vnicd's next read or send instead of its datagram. Under
+// a flood of them from b's namespace (as fast as a raw socket sends), a
+// 20 MB TCP transfer over the VNIC from a to b must still complete within
+// 40 s (it takes about a second here; without vnicd's limit on errors it
+// ran at 33 kbit/s, hours), and the limit's trips are counted.
+func TestE2EForgedICMPFlood(t *testing.T) {
+	nstest.RequireRoot(t)
+	nstest.RequireTools(t, "ping", "iperf3")
+	a, b, _, _, da, _ := attackHosts(t, "icf", nil)
+	ping(t, a, "192.168.101.2")
+
+	var raw int
+	if err := b.Do(func() (err error) {
+		raw, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMP)
+		return err
+	}); err != nil {
+		t.Fatalf("raw ICMP socket in %s: %v", b.Name(), err)
+	}
+	icmp := forgedPortUnreachable([4]byte{10, 200, 0, 1}, [4]byte{10, 200, 0, 2}, 4793, 4793)
+	stop, done := make(chan struct{}), make(chan int, 1)
+	go func() {
+		n := 0
+		to := &unix.SockaddrInet4{Addr: [4]byte{10, 200, 0, 1}}
+		for end := time.Now().Add(60 * time.Second); time.Now().Before(end); {
+			select {
+			case <-stop:
+				done <- n
+				return
+			default:
+			}
+			for range 100 {
+				if unix.Sendto(raw, icmp, 0, to) == nil {
+					n++
+				}
+			}
+		}
+		done <- n
+	}()
+	sent := -1
+	stopFlood := func() int { // once; also before the namespaces go
+		if sent < 0 {
+			close(stop)
+			sent = <-done
+			unix.Close(raw)
+		}
+		return sent
+	}
+	t.Cleanup(func() { stopFlood() })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	if _, err := b.Start(ctx, "iperf3", "-s", "-1", "-B", "192.168.101.2"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var out []byte
+	var err error
+	for i := 0; i < 25; i++ { // the server needs a moment to listen
+		if out, err = a.Exec(ctx, "iperf3", "-c", "192.168.101.2", "-n", "20M"); err == nil || ctx.Err() != nil ||
+			!strings.Contains(string(out), "connect") {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	took := time.Since(start)
+	stopFlood()
+	if err != nil {
+		t.Fatalf("20 MB over the VNIC under %d forged ICMP errors: %v after %v\n%s", sent, err, took.Round(time.Millisecond), out)
+	}
+	c := da.hfiCounters(t)
+	t.Logf("20 MB in %v under %d forged ICMP errors; host a took %d of them, peer_error_floods %d",
+		took.Round(time.Millisecond), sent, c["xmit_peer_errors"], c["peer_error_floods"])
+	if c["peer_error_floods"] == 0 {
+		t.Errorf("no flood counted (%d errors taken)", c["xmit_peer_errors"])
+	}
+}
+
+// forgedPortUnreachable is an ICMP port unreachable quoting a UDP datagram
+// from src:sport to dst:dport (the ICMP checksum filled in; the quoted IP
+// header's too, though no host checks it).
+func forgedPortUnreachable(src, dst [4]byte, sport, dport uint16) []byte {
+	be := binary.BigEndian
+	q := make([]byte, 28)
+	q[0], q[8], q[9] = 0x45, 64, unix.IPPROTO_UDP
+	be.PutUint16(q[2:], 28+64)
+	be.PutUint16(q[6:], 0x4000)
+	copy(q[12:], src[:])
+	copy(q[16:], dst[:])
+	be.PutUint16(q[10:], inetChecksum(q[:20]))
+	be.PutUint16(q[20:], sport)
+	be.PutUint16(q[22:], dport)
+	be.PutUint16(q[24:], 8+64)
+	icmp := append([]byte{3, 3, 0, 0, 0, 0, 0, 0}, q...)
+	be.PutUint16(icmp[2:], inetChecksum(icmp))
+	return icmp
+}
+
+// inetChecksum is RFC 1071's checksum of b.
+func inetChecksum(b []byte) uint16 {
+	var s uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		s += uint32(b[i])<<8 | uint32(b[i+1])
+	}
+	if len(b)%2 == 1 {
+		s += uint32(b[len(b)-1]) << 8
+	}
+	for s > 0xFFFF {
+		s = s>>16 + s&0xFFFF
+	}
+	return ^uint16(s)
 }
