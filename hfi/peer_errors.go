@@ -70,11 +70,13 @@ func RecentPeerErrors(errs []PeerError, now time.Time) map[netip.AddrPort]PeerEr
 // few peers that are down); past it, the endpoint whose last error is the
 // oldest makes room. maxErrDrain bounds the entries one drain takes, and
 // maxErrRetries how often one read drains and reads again before it
-// returns what it has.
+// returns what it has; maxSendErrRetries how often WriteBatch sends a
+// datagram again that a pending error kept from going (onlyPendingErr).
 const (
-	maxPeerErrors = 256
-	maxErrDrain   = 64
-	maxErrRetries = 4
+	maxPeerErrors     = 256
+	maxErrDrain       = 64
+	maxErrRetries     = 4
+	maxSendErrRetries = 64
 )
 
 // A flood of errors, which anyone who can reach the host can forge (ICMP

@@ -96,6 +96,18 @@ func reportedErr(e syscall.Errno) bool {
 	return false
 }
 
+// onlyPendingErr reports whether err is one a send never returns of itself
+// (udp_sendmsg: its route lookup gives EHOSTUNREACH, ENETUNREACH or EACCES,
+// a datagram too large EMSGSIZE): a send that returned it sent nothing
+// because the socket had an error pending, which it cleared.
+func onlyPendingErr(err error) bool {
+	switch err {
+	case unix.ECONNREFUSED, unix.EHOSTDOWN, unix.ENONET, unix.ENOPROTOOPT, unix.EPROTO:
+		return true
+	}
+	return false
+}
+
 // isReportedErr is reportedErr for an error value.
 func isReportedErr(err error) bool {
 	e, ok := err.(syscall.Errno)

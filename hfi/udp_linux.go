@@ -455,13 +455,16 @@ func (u *UDP) doRead(fd uintptr) bool {
 				u.rn, u.rerr = 0, nil
 				return true
 			}
-			if !fdwait.Wait(fd, unix.POLLIN, &u.closed) {
+			rev, ok := fdwait.WaitEvents(fd, unix.POLLIN, &u.closed)
+			if !ok {
 				u.rn, u.rerr = 0, net.ErrClosed
 				return true
 			}
-			// Woken with nothing to read: poll also wakes for an
-			// error queued (POLLERR), which must not be left there.
-			u.drainErrors(fd, &u.errs)
+			if rev&unix.POLLERR != 0 {
+				// poll also wakes for an error queued (POLLERR),
+				// which must not be left there.
+				u.drainErrors(fd, &u.errs)
+			}
 		case reportedErr(e):
 			if u.drainErrors(fd, &u.errs) == 0 {
 				// The pending error without an entry (the kernel could
@@ -522,13 +525,16 @@ func (s *udpWriteScratch) do(fd uintptr) bool {
 		case unix.EINTR:
 		case unix.EAGAIN:
 			// The send buffer is full: wait until it drains.
-			if !fdwait.Wait(fd, unix.POLLOUT, &s.u.closed) {
+			rev, ok := fdwait.WaitEvents(fd, unix.POLLOUT, &s.u.closed)
+			if !ok {
 				s.sent, s.err = 0, net.ErrClosed
 				return true
 			}
-			// poll also wakes for an error queued (POLLERR), which
-			// would wake it again at once.
-			s.u.drainErrors(fd, &s.errs)
+			if rev&unix.POLLERR != 0 {
+				// poll also wakes for an error queued (POLLERR),
+				// which would wake it again at once.
+				s.u.drainErrors(fd, &s.errs)
+			}
 		default:
 			s.sent, s.err = 0, e
 			return true
@@ -561,7 +567,7 @@ func (u *UDP) WriteBatch(msgs []Message) (int, error) {
 		if err != nil {
 			lastErr = err
 		}
-		retried := -1
+		retried, retries := -1, 0
 		for start := 0; start < k; {
 			s.base, s.count = start, k-start
 			if err := u.rc.Write(s.fn); err != nil {
@@ -569,13 +575,21 @@ func (u *UDP) WriteBatch(msgs []Message) (int, error) {
 				return done, u.ioErr(err)
 			}
 			switch {
-			case retried != start && isReportedErr(s.err):
+			case isReportedErr(s.err) && (retried != start || retries < maxSendErrRetries && onlyPendingErr(s.err)):
 				// Most likely the error the kernel reported for an
 				// earlier datagram, perhaps to another peer
 				// (udp_errors_linux.go): the send returned it instead of
-				// sending, and cleared it. Send again, once; the entry on
-				// the error queue is the reader's to record.
-				retried = start
+				// sending, and cleared it. Send again: once for an
+				// errno a send can also return of itself (no route to
+				// the destination), up to maxSendErrRetries times for
+				// one only a reported error gives (onlyPendingErr):
+				// another writer's datagram to a dead peer may set a
+				// new one between the sends. The entry on the error
+				// queue is the reader's to record.
+				if retried != start {
+					retried, retries = start, 0
+				}
+				retries++
 			case s.err != nil && s.segs[start] > 1 && (s.err == unix.EIO || s.err == unix.EMSGSIZE || s.err == unix.EINVAL):
 				// No GSO for these: send them, and the rest, again.
 				if s.err == unix.EIO {

@@ -23,12 +23,20 @@ const Round = 100 // ms
 // with fd held open, inside a syscall.RawConn's Read or Write. It reports
 // whether to try the I/O again; false means closed.
 func Wait(fd uintptr, events int16, closed *atomic.Bool) bool {
+	_, ok := WaitEvents(fd, events, closed)
+	return ok
+}
+
+// WaitEvents is Wait that also returns the events poll(2) reported (0 when
+// it failed): a caller tells an error queued (unix.POLLERR) from the event
+// it waited for.
+func WaitEvents(fd uintptr, events int16, closed *atomic.Bool) (int16, bool) {
 	pfd := []unix.PollFd{{Fd: int32(fd), Events: events}}
 	for !closed.Load() {
 		n, err := unix.Poll(pfd, Round)
 		if n > 0 || (err != nil && err != unix.EINTR) {
-			return true
+			return pfd[0].Revents, true
 		}
 	}
-	return false
+	return 0, false
 }
