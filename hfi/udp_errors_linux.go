@@ -90,7 +90,11 @@ func (u *UDP) setRecvErr(on bool) {
 func reportedErr(e syscall.Errno) bool {
 	switch e {
 	case unix.ECONNREFUSED, unix.EHOSTUNREACH, unix.ENETUNREACH, unix.EHOSTDOWN, unix.EMSGSIZE,
-		unix.ENOPROTOOPT, unix.EOPNOTSUPP, unix.ENONET, unix.EPROTO, unix.EACCES:
+		unix.ENOPROTOOPT, unix.EOPNOTSUPP, unix.ENONET, unix.EPROTO, unix.EACCES,
+		// Kernels before 5.10 without "sock: set sk_err to ee_errno on
+		// dequeue from errq" leave the next entry's ee_origin (2 or 3)
+		// as the pending error when a drain stops with entries queued.
+		unix.ENOENT, unix.ESRCH:
 		return true
 	}
 	return false

@@ -562,6 +562,7 @@ func (u *UDP) WriteBatch(msgs []Message) (int, error) {
 	defer u.wpool.Put(s)
 	var lastErr error
 	done := 0
+	fullQueue := false // a send was refused for a full device queue (ENOBUFS)
 	for len(msgs) > 0 {
 		k, used, err := s.build(msgs, u.gsoLimit())
 		if err != nil {
@@ -598,9 +599,17 @@ func (u *UDP) WriteBatch(msgs []Message) (int, error) {
 					u.lowerGSOMax(msgs[s.first[start]].N - 1)
 				}
 				used, k = s.first[start], start
+			case s.err == unix.ENOBUFS && fullQueue:
+				// The device queue full again (the kernel says so with
+				// IP_RECVERR only, and ends the sendmmsg there): the rest
+				// would most likely be dropped too, each at the cost of a
+				// system call of its own. Give them up.
+				clear(s.iov)
+				return done, s.err
 			case s.err != nil:
 				// The first message was refused: skip it and go on.
 				lastErr = s.err
+				fullQueue = fullQueue || s.err == unix.ENOBUFS
 				start++
 			case s.sent == 0:
 				start++ // cannot happen; never spin
