@@ -1,7 +1,6 @@
 package hfi
 
 import (
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,17 +13,7 @@ import (
 // pending error, which a send returns instead of sending: a single retry
 // may meet a new one. Without IP_RECVERR none is refused.
 func TestUDPConcurrentWriterAfterPeerErrors(t *testing.T) {
-	u, err := ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), 8)
-	if err != nil {
-		t.Skip(err)
-	}
-	defer u.Close()
-	live, err := ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), 8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer live.Close()
-	dead := closedPort(t, "127.0.0.1:0")
+	u, live, dead := liveAndDead(t)
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	wg.Add(1)

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/hfi/hfitest"
 	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
@@ -233,24 +234,8 @@ func (s *rawUDP) send(payload []byte, sport, dport uint16) error {
 // udpChecksum is RFC 768's checksum of u (header with a zero checksum and
 // payload) under the IPv4 pseudo-header.
 func udpChecksum(src, dst [4]byte, u []byte) uint16 {
-	var sum uint32
-	add := func(b []byte) {
-		for len(b) >= 2 {
-			sum += uint32(b[0])<<8 | uint32(b[1])
-			b = b[2:]
-		}
-		if len(b) == 1 {
-			sum += uint32(b[0]) << 8
-		}
-	}
-	add(src[:])
-	add(dst[:])
-	sum += unix.IPPROTO_UDP + uint32(len(u))
-	add(u)
-	for sum>>16 != 0 {
-		sum = sum&0xFFFF + sum>>16
-	}
-	if c := ^uint16(sum); c != 0 {
+	pseudo := []byte{0, unix.IPPROTO_UDP, byte(len(u) >> 8), byte(len(u))}
+	if c := hfitest.InetChecksum(src[:], dst[:], pseudo, u); c != 0 {
 		return c
 	}
 	return 0xFFFF

@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
+	"net/netip"
 	"strings"
 	"syscall"
 	"testing"
@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/hfi/hfitest"
 	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
@@ -108,7 +109,7 @@ func TestE2EForgedICMPFlood(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("raw ICMP socket in %s: %v", b.Name(), err)
 	}
-	icmp := forgedPortUnreachable([4]byte{10, 200, 0, 1}, [4]byte{10, 200, 0, 2}, 4793, 4793)
+	icmp := hfitest.ForgedPortUnreachable(netip.MustParseAddrPort("10.200.0.1:4793"), netip.MustParseAddrPort("10.200.0.2:4793"))
 	stop, done := make(chan struct{}), make(chan int, 1)
 	go func() {
 		n := 0
@@ -165,39 +166,4 @@ func TestE2EForgedICMPFlood(t *testing.T) {
 	if c["peer_error_floods"] == 0 {
 		t.Errorf("no flood counted (%d errors taken)", c["xmit_peer_errors"])
 	}
-}
-
-// forgedPortUnreachable is an ICMP port unreachable quoting a UDP datagram
-// from src:sport to dst:dport (the ICMP checksum filled in; the quoted IP
-// header's too, though no host checks it).
-func forgedPortUnreachable(src, dst [4]byte, sport, dport uint16) []byte {
-	be := binary.BigEndian
-	q := make([]byte, 28)
-	q[0], q[8], q[9] = 0x45, 64, unix.IPPROTO_UDP
-	be.PutUint16(q[2:], 28+64)
-	be.PutUint16(q[6:], 0x4000)
-	copy(q[12:], src[:])
-	copy(q[16:], dst[:])
-	be.PutUint16(q[10:], inetChecksum(q[:20]))
-	be.PutUint16(q[20:], sport)
-	be.PutUint16(q[22:], dport)
-	be.PutUint16(q[24:], 8+64)
-	icmp := append([]byte{3, 3, 0, 0, 0, 0, 0, 0}, q...)
-	be.PutUint16(icmp[2:], inetChecksum(icmp))
-	return icmp
-}
-
-// inetChecksum is RFC 1071's checksum of b.
-func inetChecksum(b []byte) uint16 {
-	var s uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		s += uint32(b[i])<<8 | uint32(b[i+1])
-	}
-	if len(b)%2 == 1 {
-		s += uint32(b[len(b)-1]) << 8
-	}
-	for s > 0xFFFF {
-		s = s>>16 + s&0xFFFF
-	}
-	return ^uint16(s)
 }

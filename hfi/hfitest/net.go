@@ -4,6 +4,7 @@
 package hfitest
 
 import (
+	"encoding/binary"
 	"net"
 	"net/netip"
 	"sync"
@@ -156,4 +157,45 @@ func ClosedPort(t testing.TB, addr string) netip.AddrPort {
 	ep := c.LocalAddr().(*net.UDPAddr).AddrPort()
 	c.Close()
 	return ep
+}
+
+// ForgedPortUnreachable is an ICMP port unreachable that quotes a UDP
+// datagram from src to dst (IPv4), as any host on the path could forge
+// one; sent to src's host from a raw ICMP socket, it reaches src's socket
+// as an error for a datagram it sent (with IP_RECVERR).
+func ForgedPortUnreachable(src, dst netip.AddrPort) []byte {
+	q := make([]byte, 28)
+	q[0], q[8], q[9] = 0x45, 64, 17 // IPv4, TTL, UDP
+	binary.BigEndian.PutUint16(q[2:], 28+64)
+	binary.BigEndian.PutUint16(q[6:], 0x4000) // DF
+	s4, d4 := src.Addr().As4(), dst.Addr().As4()
+	copy(q[12:], s4[:])
+	copy(q[16:], d4[:])
+	binary.BigEndian.PutUint16(q[10:], InetChecksum(q[:20]))
+	binary.BigEndian.PutUint16(q[20:], src.Port())
+	binary.BigEndian.PutUint16(q[22:], dst.Port())
+	binary.BigEndian.PutUint16(q[24:], 8+64)
+	icmp := append([]byte{3, 3, 0, 0, 0, 0, 0, 0}, q...) // destination unreachable, port
+	binary.BigEndian.PutUint16(icmp[2:], InetChecksum(icmp))
+	return icmp
+}
+
+// InetChecksum is RFC 1071's checksum of the concatenation of bs.
+func InetChecksum(bs ...[]byte) uint16 {
+	var s uint32
+	odd := false
+	for _, b := range bs {
+		for _, c := range b {
+			if odd {
+				s += uint32(c)
+			} else {
+				s += uint32(c) << 8
+			}
+			odd = !odd
+		}
+	}
+	for s > 0xFFFF {
+		s = s>>16 + s&0xFFFF
+	}
+	return ^uint16(s)
 }
