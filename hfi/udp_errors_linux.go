@@ -27,7 +27,9 @@ import (
 //
 // With IP_RECVERR the kernel also returns ENOBUFS from a send that a full
 // device queue refused, which it otherwise swallows; WriteBatch counts
-// such a datagram as not sent (XmitDiscards), which it was not.
+// such a datagram as not sent (XmitDiscards), which it was not, and gives
+// up the rest of its batch at the second. A flood of errors trips a
+// breaker (peer_errors.go).
 
 // PeerErrors returns, for each endpoint the kernel reported errors for
 // (at most maxPeerErrors, the latest first), the last error and how many
