@@ -659,14 +659,21 @@ type PortCounterSet struct {
 
 // HFIStatus is the answer to the "hfi" command.
 type HFIStatus struct {
-	Node       string             `json:"node"`
-	LID        string             `json:"lid"`
-	Extended   bool               `json:"extended_lid"`
-	State      string             `json:"state"`
-	Listen     string             `json:"listen"`
-	VerifyICRC bool               `json:"verify_icrc"`
-	BusyPoll   string             `json:"busy_poll"` // the window in effect (Engine.BusyPoll)
-	Counters   []hfi.CounterValue `json:"counters"`
+	Node       string `json:"node"`
+	LID        string `json:"lid"`
+	Extended   bool   `json:"extended_lid"`
+	State      string `json:"state"`
+	Listen     string `json:"listen"`
+	VerifyICRC bool   `json:"verify_icrc"`
+	BusyPoll   string `json:"busy_poll"` // the window in effect (Engine.BusyPoll)
+	// FabricManager is node.fabric_manager (managed mode), and
+	// FabricManagerError the last error the kernel reported for datagrams
+	// to it, if one came after the FM was last heard from and in the last
+	// hfi.PeerErrorQuiet: "connection refused (ICMP port unreachable from
+	// 10.0.0.3), ..." when no FM listens there.
+	FabricManager      string             `json:"fabric_manager,omitempty"`
+	FabricManagerError string             `json:"fabric_manager_error,omitempty"`
+	Counters           []hfi.CounterValue `json:"counters"`
 }
 
 // FabricEntry is one directory entry.
@@ -740,10 +747,18 @@ func (d *Daemon) registerControl() {
 			}
 		}
 		lid := encap.LIDFrom16B(d.hfi.LID())
-		return HFIStatus{
+		st := HFIStatus{
 			Node: d.cfg.Node.Name, LID: lid.String(), Extended: lid.IsExtended(), State: d.hfi.State().String(),
 			Listen: d.hfi.Transport().LocalAddr().String(), VerifyICRC: d.cfg.Node.VerifyICRC, BusyPoll: d.engine.BusyPoll().String(), Counters: cs,
-		}, nil
+		}
+		if fm := d.cfg.Node.FabricManager; fm.IsValid() {
+			st.FabricManager = fm.String()
+			now := time.Now()
+			if e, ok := hfi.RecentPeerErrors(d.hfi.PeerErrors(), now)[fm]; ok && e.Last.After(d.mgmt.LastHeardFromSM()) {
+				st.FabricManagerError = e.Describe(now)
+			}
+		}
+		return st, nil
 	})
 	d.ctl.Handle("fabric", func(json.RawMessage) (any, error) {
 		return FabricEntries(d.hfi.Directory(), d.hfi.PeerErrors(), time.Now()), nil

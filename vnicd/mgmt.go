@@ -599,3 +599,12 @@ func (m *Mgmt) local(req *vema.MAD) error {
 	}
 	return nil
 }
+
+// LastHeardFromSM returns when the last trusted SMP from the SM came; the
+// zero time if none came yet (or since the node last announced itself).
+func (m *Mgmt) LastHeardFromSM() time.Time {
+	if ns := m.lastSM.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
+}

@@ -209,6 +209,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 					ext = " (extended)"
 				}
 				fmt.Fprintf(tw, "node\t%s\nlid\t%s%s\nstate\t%s\nlisten\t%s\nverify_icrc\t%v\nbusy_poll\t%s\n", v.Node, v.LID, ext, v.State, v.Listen, v.VerifyICRC, v.BusyPoll)
+				if v.FabricManager != "" {
+					fmt.Fprintf(tw, "fabric_manager\t%s\n", v.FabricManager)
+				}
+				if v.FabricManagerError != "" {
+					fmt.Fprintf(tw, "fabric_manager_error\t%s\n", v.FabricManagerError)
+				}
 				for _, c := range v.Counters {
 					unit := ""
 					if c.Name == "PortXmitData" || c.Name == "PortRcvData" {

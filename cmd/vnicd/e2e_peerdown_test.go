@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -165,5 +166,36 @@ func TestE2EForgedICMPFlood(t *testing.T) {
 		took.Round(time.Millisecond), sent, c["xmit_peer_errors"], c["peer_error_floods"])
 	if c["peer_error_floods"] == 0 {
 		t.Errorf("no flood counted (%d errors taken)", c["xmit_peer_errors"])
+	}
+}
+
+// TestE2EFabricManagerDown: a managed host whose FM is not running says so
+// in `vnicctl hfi` (fabric_manager_error: its announces come back as ICMP
+// port unreachable), and not once the FM has answered.
+func TestE2EFabricManagerDown(t *testing.T) {
+	nstest.RequireRoot(t)
+	lab := newManagedLab(t, "fmd")
+	da := managedHost(t, lab.a, lab.aBlue, "host-a", 1, filepath.Join(lab.dir, "a.sock"))
+	want := "connection refused (ICMP port unreachable from 10.202.0.3)"
+	var st vnicd.HFIStatus
+	for deadline := time.Now().Add(20 * time.Second); !strings.HasPrefix(st.FabricManagerError, want); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("with no FM: hfi status %+v; want fabric_manager_error %q", st, want)
+		}
+		if err := vnicd.Call(da.socket, "hfi", nil, &st); err != nil {
+			st = vnicd.HFIStatus{}
+		}
+	}
+	if st.FabricManager != "10.202.0.3:4793" {
+		t.Errorf("fabric_manager %q, want 10.202.0.3:4793", st.FabricManager)
+	}
+	t.Logf("with no FM: fabric_manager_error %s", st.FabricManagerError)
+
+	if _, err := lab.fmNS.Start(context.Background(), opafmBinary(t), "--config", lab.fabric); err != nil {
+		t.Fatal(err)
+	}
+	waitVNICs(t, da, 2, "FORWARDING", 20*time.Second)
+	if st := hfiStatus(t, da); st.FabricManagerError != "" {
+		t.Errorf("with the FM up: fabric_manager_error %q", st.FabricManagerError)
 	}
 }
