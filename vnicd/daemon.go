@@ -285,19 +285,12 @@ type underlayWatch struct {
 	// (hfi.HFI.PeerErrors), and how to name them in a warning; unset, the
 	// watch does not look at them. peerErrors is the count at the last
 	// look (lastLook), erring the endpoints that had an error in the
-	// hfi.PeerErrorQuiet before it.
+	// hfi.PeerErrorQuiet before it, each with whether it was warned of.
 	peerErrs   func() []hfi.PeerError
 	namePeers  func([]hfi.PeerError, time.Time) []string
 	peerErrors uint64
 	lastLook   time.Time
-	erring     map[netip.AddrPort]erringPeer
-}
-
-// erringPeer is an endpoint with errors: since when the watch has seen
-// them, and whether it warned of them.
-type erringPeer struct {
-	since  time.Time
-	warned bool
+	erring     map[netip.AddrPort]bool
 }
 
 // maxUnroutedNamed bounds the peers a warning names; maxRouteProbes the
@@ -433,19 +426,17 @@ func (w *underlayWatch) checkPeerErrors(total uint64, now time.Time, log *zap.Lo
 		return
 	}
 	var news []hfi.PeerError
-	erring := map[netip.AddrPort]erringPeer{}
+	erring := map[netip.AddrPort]bool{}
 	for _, e := range w.peerErrs() {
 		if now.Sub(e.Last) >= hfi.PeerErrorQuiet {
 			continue
 		}
-		st, seen := w.erring[e.Endpoint]
-		if !seen {
-			st.since = now
-		} else if !st.warned && e.Last.After(prev) {
+		warned, seen := w.erring[e.Endpoint]
+		if seen && !warned && e.Last.After(prev) {
 			news = append(news, e)
-			st.warned = true
+			warned = true
 		}
-		erring[e.Endpoint] = st
+		erring[e.Endpoint] = warned
 	}
 	w.erring, w.peerErrors = erring, total
 	if log == nil || len(news) == 0 {
