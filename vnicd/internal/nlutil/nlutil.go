@@ -53,6 +53,13 @@ func Addr(p netip.Prefix) *netlink.Addr {
 	return a
 }
 
+// result is what Do's f gave: its error, or its panic.
+type result struct {
+	err      error
+	panicked bool
+	panic    any
+}
+
 // Do runs f on an OS thread inside ns and returns its error; a panic in f is
 // re-raised in the caller. The thread is locked to a goroutine of its own,
 // so the caller's thread never changes namespace. After f the thread goes
@@ -62,46 +69,47 @@ func Addr(p netip.Prefix) *netlink.Addr {
 // Goroutines f starts do not run in ns; sockets f opens belong to ns
 // wherever they are used later, which is what f is for.
 func Do(ns netns.NsHandle, f func() error) error {
-	type result struct {
-		err      error
-		panicked bool
-		panic    any
-	}
 	res := make(chan result, 1)
 	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			runtime.UnlockOSThread()
-			res <- result{err: fmt.Errorf("current netns: %w", err)}
-			return
-		}
-		defer orig.Close()
-		if err := netns.Set(ns); err != nil {
-			runtime.UnlockOSThread() // setns failed: the thread did not move
-			res <- result{err: fmt.Errorf("setns: %w", err)}
-			return
-		}
-		var r result
-		func() {
-			defer func() {
-				if p := recover(); p != nil {
-					r.panicked, r.panic = true, p
-				}
-			}()
-			r.err = f()
-		}()
-		if err := netns.Set(orig); err != nil {
-			r.err = errors.Join(r.err, fmt.Errorf("back to the original netns: %w (thread abandoned)", err))
-			res <- r
-			return // still locked: the thread ends with this goroutine
-		}
-		runtime.UnlockOSThread()
-		res <- r
+		// The result goes back once the thread is home and the handle of
+		// its namespace closed: a caller that counts its fds when Do
+		// returns finds none of Do's open.
+		res <- doIn(ns, f)
 	}()
 	r := <-res
 	if r.panicked {
 		panic(r.panic)
 	}
 	return r.err
+}
+
+// doIn is Do's goroutine: f on this goroutine's thread, locked, inside ns.
+// The thread stays locked (and so ends with the goroutine) if it cannot go
+// back to its namespace.
+func doIn(ns netns.NsHandle, f func() error) (r result) {
+	runtime.LockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		runtime.UnlockOSThread()
+		return result{err: fmt.Errorf("current netns: %w", err)}
+	}
+	defer orig.Close()
+	if err := netns.Set(ns); err != nil {
+		runtime.UnlockOSThread() // setns failed: the thread did not move
+		return result{err: fmt.Errorf("setns: %w", err)}
+	}
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				r.panicked, r.panic = true, p
+			}
+		}()
+		r.err = f()
+	}()
+	if err := netns.Set(orig); err != nil {
+		r.err = errors.Join(r.err, fmt.Errorf("back to the original netns: %w (thread abandoned)", err))
+		return r // still locked: the thread ends with this goroutine
+	}
+	runtime.UnlockOSThread()
+	return r
 }
