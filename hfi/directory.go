@@ -141,32 +141,45 @@ func (d *Directory) Groups() map[uint32][]uint32 {
 type routes struct {
 	dir    *Directory
 	self   uint32
-	fanout map[uint32][]netip.AddrPort // multicast LID -> member endpoints but ours
-	joined map[uint32]bool             // multicast LIDs this port is a member of
+	peers  map[uint32]peerRoute   // unicast LID -> its endpoint and traffic
+	fanout map[uint32][]peerRoute // multicast LID -> member endpoints but ours
+	joined map[uint32]bool        // multicast LIDs this port is a member of
 }
 
-func newRoutes(d *Directory, self uint32) *routes {
+// peerRoute is a unicast LID's endpoint and the port's traffic with it.
+type peerRoute struct {
+	ep netip.AddrPort
+	t  *PeerTraffic
+}
+
+// newRoutes makes d's routes for port self, with traffic (trafficTable)
+// holding an entry for every unicast LID of d.
+func newRoutes(d *Directory, self uint32, traffic map[uint32]*PeerTraffic) *routes {
 	r := &routes{
 		dir:    d,
 		self:   self,
-		fanout: make(map[uint32][]netip.AddrPort, len(d.groups)),
+		peers:  make(map[uint32]peerRoute, len(d.endpoints)),
+		fanout: make(map[uint32][]peerRoute, len(d.groups)),
 		joined: make(map[uint32]bool),
+	}
+	for lid, ep := range d.endpoints {
+		r.peers[lid] = peerRoute{ep: ep, t: traffic[lid]}
 	}
 	selfEP, hasSelfEP := d.endpoints[self]
 	for mlid, members := range d.groups {
-		var eps []netip.AddrPort
+		var prs []peerRoute
 		for _, m := range members {
 			if m == self {
 				r.joined[mlid] = true
 				continue
 			}
-			ep, ok := d.endpoints[m]
-			if !ok || (hasSelfEP && ep == selfEP) || slices.Contains(eps, ep) {
+			pr, ok := r.peers[m]
+			if !ok || (hasSelfEP && pr.ep == selfEP) || slices.ContainsFunc(prs, func(o peerRoute) bool { return o.ep == pr.ep }) {
 				continue
 			}
-			eps = append(eps, ep)
+			prs = append(prs, pr)
 		}
-		r.fanout[mlid] = eps
+		r.fanout[mlid] = prs
 	}
 	return r
 }

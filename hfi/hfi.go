@@ -77,6 +77,7 @@ type HFI struct {
 	routes    atomic.Pointer[routes]
 	pkeys     atomic.Pointer[[]encap.PKey]
 	recv      [256]Receiver
+	traffic   trafficTable
 
 	// Counters are the port's counters; read them with Load.
 	Counters Counters
@@ -117,7 +118,7 @@ func New(tr Transport, cfg Config) *HFI {
 	pk := append([]encap.PKey(nil), cfg.PKeys...)
 	h.pkeys.Store(&pk)
 	empty, _ := NewDirectory(nil, nil)
-	h.routes.Store(newRoutes(empty, h.lid.Load()))
+	h.routes.Store(h.newRoutes(empty, h.lid.Load()))
 	if r, ok := tr.(peerErrorReporter); ok {
 		r.countPeerErrorsIn(&h.Counters.XmitPeerErrors, &h.Counters.PeerErrorFloods)
 	}
@@ -154,7 +155,7 @@ func (h *HFI) LID() uint32 { return h.lid.Load() }
 func (h *HFI) SetLID(lid uint32) {
 	lid &= encap.LID16BMask
 	h.lid.Store(lid)
-	h.routes.Store(newRoutes(h.routes.Load().dir, lid))
+	h.routes.Store(h.newRoutes(h.routes.Load().dir, lid))
 	if lid != 0 {
 		h.state.Store(uint32(StateActive))
 	} else {
@@ -192,7 +193,13 @@ func (h *HFI) Directory() *Directory { return h.routes.Load().dir }
 
 // SetDirectory swaps in a new directory. Packets in flight see either the old
 // or the new one, never a mix.
-func (h *HFI) SetDirectory(d *Directory) { h.routes.Store(newRoutes(d, h.lid.Load())) }
+func (h *HFI) SetDirectory(d *Directory) { h.routes.Store(h.newRoutes(d, h.lid.Load())) }
+
+// newRoutes makes d's routes for port self, with the traffic entries of its
+// LIDs.
+func (h *HFI) newRoutes(d *Directory, self uint32) *routes {
+	return newRoutes(d, self, h.traffic.entries(d))
+}
 
 // Run receives until ctx is done or the transport is closed. It returns nil
 // on a clean stop (ctx cancelled or transport closed) and the transport's
@@ -365,6 +372,7 @@ func (h *HFI) receiveBatch(msgs []Message, recv *[256]Receiver) {
 	self := h.lid.Load()
 	c := &h.Counters
 	var used [2]Receiver
+	from := tally{rx: true}
 	for i := range msgs {
 		pkt := msgs[i].Buf[:msgs[i].N]
 		hdr, err := encap.Parse(pkt, h.verify)
@@ -377,8 +385,9 @@ func (h *HFI) receiveBatch(msgs []Message, recv *[256]Receiver) {
 			}
 			continue
 		}
-		if ep, ok := r.dir.endpoints[hdr.SLID()]; (!ok || ep != msgs[i].Addr) &&
-			!(h.trustMgmt && hdr.L4() == encap.L4FabricMgt) {
+		pr, ok := r.peers[hdr.SLID()]
+		ok = ok && pr.ep == msgs[i].Addr
+		if !ok && !(h.trustMgmt && hdr.L4() == encap.L4FabricMgt) {
 			c.RcvErrors.Add(1)
 			c.RcvBadSource.Add(1)
 			if h.bad.mu.TryLock() {
@@ -402,6 +411,9 @@ func (h *HFI) receiveBatch(msgs []Message, recv *[256]Receiver) {
 		}
 		c.RcvPkts.Add(1)
 		c.RcvData.Add(uint64(len(pkt) / 8))
+		if ok {
+			from.add(pr.t, len(pkt))
+		}
 		rcv.Receive(pkt, hdr, msgs[i].Addr)
 		switch {
 		case used[0] == nil || used[0] == rcv:
@@ -412,6 +424,7 @@ func (h *HFI) receiveBatch(msgs []Message, recv *[256]Receiver) {
 			rcv.Flush() // a third receiver in one batch: flush as we go
 		}
 	}
+	from.flush()
 	for _, rcv := range used {
 		if rcv != nil {
 			rcv.Flush()
@@ -426,6 +439,7 @@ type Sender struct {
 	h    *HFI
 	tr   Transport
 	msgs []Message
+	to   []*PeerTraffic // msgs[i] is for to[i]; nil when sent by endpoint
 }
 
 // NewSender returns a Sender for one goroutine.
@@ -435,7 +449,8 @@ func (h *HFI) NewSender() *Sender { return h.NewQueueSender(h.tr) }
 // another queue of the HFI's port (ListenUDPQueues), with the HFI's
 // directory and counters.
 func (h *HFI) NewQueueSender(tr Transport) *Sender {
-	return &Sender{h: h, tr: tr, msgs: make([]Message, 0, tr.BatchSize())}
+	n := tr.BatchSize()
+	return &Sender{h: h, tr: tr, msgs: make([]Message, 0, n), to: make([]*PeerTraffic, 0, n)}
 }
 
 // Send hands complete 16B packets (header, payload, ICRC, tail) to the wire,
@@ -449,24 +464,24 @@ func (s *Sender) Send(pkts [][]byte) {
 	for _, pkt := range pkts {
 		dlid := encap.Header16B(pkt).DLID()
 		if encap.Is16BMulticast(dlid) {
-			eps, ok := r.fanout[dlid]
+			prs, ok := r.fanout[dlid]
 			if !ok {
 				c.XmitDiscards.Add(1)
 				c.XmitNoRoute.Add(1)
 				continue
 			}
-			for _, ep := range eps {
-				s.add(pkt, ep)
+			for _, pr := range prs {
+				s.add(pkt, pr.ep, pr.t)
 			}
 			continue
 		}
-		ep, ok := r.dir.endpoints[dlid]
+		pr, ok := r.peers[dlid]
 		if !ok || dlid == r.self {
 			c.XmitDiscards.Add(1)
 			c.XmitNoRoute.Add(1)
 			continue
 		}
-		s.add(pkt, ep)
+		s.add(pkt, pr.ep, pr.t)
 	}
 	s.flush()
 }
@@ -475,15 +490,16 @@ func (s *Sender) Send(pkts [][]byte) {
 // directory: the management path uses it to answer a node that has no
 // directory entry yet.
 func (s *Sender) SendTo(pkt []byte, ep netip.AddrPort) {
-	s.add(pkt, ep)
+	s.add(pkt, ep, nil)
 	s.flush()
 }
 
-func (s *Sender) add(pkt []byte, ep netip.AddrPort) {
+func (s *Sender) add(pkt []byte, ep netip.AddrPort, t *PeerTraffic) {
 	if len(s.msgs) == cap(s.msgs) {
 		s.flush()
 	}
 	s.msgs = append(s.msgs, Message{Buf: pkt, N: len(pkt), Addr: ep})
+	s.to = append(s.to, t)
 }
 
 func (s *Sender) flush() {
@@ -493,9 +509,14 @@ func (s *Sender) flush() {
 	c := &s.h.Counters
 	n, _ := s.tr.WriteBatch(s.msgs)
 	var flits uint64
+	var to tally
 	for i := range s.msgs {
 		flits += uint64(s.msgs[i].N / 8)
+		if s.to[i] != nil {
+			to.add(s.to[i], s.msgs[i].N)
+		}
 	}
+	to.flush()
 	c.XmitPkts.Add(uint64(n))
 	if n == len(s.msgs) {
 		c.XmitData.Add(flits)
@@ -507,4 +528,5 @@ func (s *Sender) flush() {
 	}
 	clear(s.msgs) // drop references to the caller's buffers
 	s.msgs = s.msgs[:0]
+	s.to = s.to[:0]
 }

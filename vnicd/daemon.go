@@ -671,7 +671,15 @@ type HFIStatus struct {
 type FabricEntry struct {
 	LID      string `json:"lid"`
 	Endpoint string `json:"endpoint,omitempty"`
-	Members  string `json:"members,omitempty"`
+	// The traffic with a unicast LID other than this port's (hfi.PeerTraffic):
+	// 16B packets and their bytes received from it and sent to it, and how
+	// long ago the last packet from it came ("4s ago"; "never").
+	RxPackets *uint64 `json:"rx_packets,omitempty"`
+	RxBytes   *uint64 `json:"rx_bytes,omitempty"`
+	TxPackets *uint64 `json:"tx_packets,omitempty"`
+	TxBytes   *uint64 `json:"tx_bytes,omitempty"`
+	LastRx    string  `json:"last_rx,omitempty"`
+	Members   string  `json:"members,omitempty"`
 	// Error is the last error the kernel reported for datagrams sent to
 	// the endpoint, if one came in the last hfi.PeerErrorQuiet:
 	// "connection refused (ICMP port unreachable from 10.0.0.2), 12 times
@@ -752,7 +760,7 @@ func (d *Daemon) registerControl() {
 		return st, nil
 	})
 	d.ctl.Handle("fabric", func(json.RawMessage) (any, error) {
-		return FabricEntries(d.hfi.Directory(), d.hfi.PeerErrors(), time.Now()), nil
+		return FabricEntries(d.hfi, time.Now()), nil
 	})
 	d.ctl.Handle("vesws", func(json.RawMessage) (any, error) { return VESWStatuses(d.engine), nil })
 	d.ctl.Handle("path", func(args json.RawMessage) (any, error) {
@@ -801,15 +809,25 @@ func VNICStatuses(e *Engine) []VNICStatus {
 	return out
 }
 
-// FabricEntries lists a directory, unicast LIDs first, each sorted; a
-// unicast entry whose endpoint the kernel reported errors for (errs,
-// hfi.HFI.PeerErrors) in the hfi.PeerErrorQuiet before now shows the last.
-func FabricEntries(d *hfi.Directory, errs []hfi.PeerError, now time.Time) []FabricEntry {
+// FabricEntries lists h's directory, unicast LIDs first, each sorted. A
+// unicast entry other than h's own shows h's traffic with it, and, if the
+// kernel reported errors for its endpoint (hfi.HFI.PeerErrors) in the
+// hfi.PeerErrorQuiet before now, the last.
+func FabricEntries(h *hfi.HFI, now time.Time) []FabricEntry {
 	var out []FabricEntry
+	d := h.Directory()
 	eps := d.Endpoints()
-	byEP := hfi.RecentPeerErrors(errs, now)
+	byEP := hfi.RecentPeerErrors(h.PeerErrors(), now)
 	for _, lid := range sortedKeys(eps) {
 		fe := FabricEntry{LID: encap.LIDFrom16B(lid).String(), Endpoint: eps[lid].String()}
+		if t, ok := h.PeerTraffic(lid); ok && lid != h.LID() {
+			rp, rb, tp, tb := t.RxPkts.Load(), t.RxBytes.Load(), t.TxPkts.Load(), t.TxBytes.Load()
+			fe.RxPackets, fe.RxBytes, fe.TxPackets, fe.TxBytes = &rp, &rb, &tp, &tb
+			fe.LastRx = "never"
+			if at, ok := t.LastRx(); ok {
+				fe.LastRx = max(now.Sub(at), 0).Truncate(time.Second).String() + " ago" // wall clock: it may step back
+			}
+		}
 		if e, ok := byEP[eps[lid]]; ok {
 			fe.Error = e.Describe(now)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
 )
 
@@ -78,6 +79,8 @@ type HFICollector struct {
 	xmitDrops *prometheus.Desc
 	lid       *prometheus.Desc
 	state     *prometheus.Desc
+	peer      [4]*prometheus.Desc // rx packets, rx bytes, tx packets, tx bytes
+	peerRx    *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*HFICollector)(nil)
@@ -97,6 +100,17 @@ func NewHFICollector(h *hfi.HFI, node string) *HFICollector {
 	c.lid = prometheus.NewDesc("opavnic_hfi_lid", "The HFI port's LID (24-bit 16B form; 0 before the SM assigns one).", nil, cl)
 	c.state = prometheus.NewDesc("opavnic_hfi_port_state", "The HFI port's state: 1 for the current state, 0 for the others.",
 		[]string{"state"}, cl)
+	for i, n := range [4][2]string{
+		{"rx_packets", "16B packets received from the LID that passed the receive checks"},
+		{"rx_bytes", "Bytes of the 16B packets received from the LID that passed the receive checks"},
+		{"tx_packets", "16B packets sent to the LID (those the kernel refused among them); a multicast packet counts for each member"},
+		{"tx_bytes", "Bytes of the 16B packets sent to the LID"},
+	} {
+		c.peer[i] = prometheus.NewDesc("opavnic_hfi_peer_"+n[0]+"_total", n[1]+", for each unicast LID of the directory but this port's.",
+			[]string{"lid"}, cl)
+	}
+	c.peerRx = prometheus.NewDesc("opavnic_hfi_peer_last_rx_timestamp_seconds",
+		"When the last packet from the LID passed the receive checks (unix time); absent while none has.", []string{"lid"}, cl)
 	return c
 }
 
@@ -109,6 +123,10 @@ func (c *HFICollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.xmitDrops
 	ch <- c.lid
 	ch <- c.state
+	for _, d := range c.peer {
+		ch <- d
+	}
+	ch <- c.peerRx
 }
 
 // Collect implements prometheus.Collector.
@@ -131,6 +149,20 @@ func (c *HFICollector) Collect(ch chan<- prometheus.Metric) {
 	cur := c.h.State()
 	for _, s := range hfiStates {
 		ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, b2f(s == cur), s.String())
+	}
+	self := c.h.LID()
+	for lid := range c.h.Directory().Endpoints() {
+		t, ok := c.h.PeerTraffic(lid)
+		if !ok || lid == self {
+			continue
+		}
+		l := encap.LIDFrom16B(lid).String()
+		for i, v := range [4]uint64{t.RxPkts.Load(), t.RxBytes.Load(), t.TxPkts.Load(), t.TxBytes.Load()} {
+			ch <- prometheus.MustNewConstMetric(c.peer[i], prometheus.CounterValue, float64(v), l)
+		}
+		if at, ok := t.LastRx(); ok {
+			ch <- prometheus.MustNewConstMetric(c.peerRx, prometheus.GaugeValue, float64(at.UnixNano())/1e9, l)
+		}
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
@@ -107,6 +108,7 @@ func TestE2EMetrics(t *testing.T) {
 
 	vnic := map[string]string{"vport": "0", "ifname": "vnic0", "vesw": "1"}
 	node := map[string]string{"node": "host-a"}
+	peerC := map[string]string{"node": "host-a", "lid": encap.LIDFrom16B(lidC).String()}
 	before := scrapeIn(t, a, addr)
 	if v := metricValue(before, "opavnic_vnic_oper_state", map[string]string{"vport": "0", "state": "FORWARDING"}); v != 1 {
 		t.Errorf("oper_state FORWARDING = %v, want 1", v)
@@ -128,11 +130,18 @@ func TestE2EMetrics(t *testing.T) {
 		{"opavnic_hfi_port_xmit_packets_total", node, 3},
 		{"opavnic_hfi_port_rcv_packets_total", node, 3},
 		{"opavnic_hfi_port_rcv_data_bytes_total", node, 3 * 88},
+		{"opavnic_hfi_peer_rx_packets_total", peerC, 3},
+		{"opavnic_hfi_peer_rx_bytes_total", peerC, 3 * 88},
+		{"opavnic_hfi_peer_tx_packets_total", peerC, 3},
+		{"opavnic_hfi_peer_tx_bytes_total", peerC, 3 * 88},
 	} {
 		b, a := metricValue(before, tc.name, tc.labels), metricValue(after, tc.name, tc.labels)
 		if b < 0 || a-b < tc.min {
 			t.Errorf("%s%v: %v -> %v; want a rise of at least %v", tc.name, tc.labels, b, a, tc.min)
 		}
+	}
+	if v, now := metricValue(after, "opavnic_hfi_peer_last_rx_timestamp_seconds", peerC), float64(time.Now().UnixNano())/1e9; v < now-10 || v > now {
+		t.Errorf("opavnic_hfi_peer_last_rx_timestamp_seconds%v = %v, want within the 10 s before %v", peerC, v, now)
 	}
 	if v := metricValue(after, "opavnic_hfi_rcv_drops_total", map[string]string{"node": "host-a", "reason": "bad_icrc"}); v != 0 {
 		t.Errorf("bad_icrc drops = %v, want 0", v)

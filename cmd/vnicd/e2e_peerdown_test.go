@@ -39,15 +39,28 @@ func TestE2EPeerDown(t *testing.T) {
 	if n := da.hfiCounters(t)["xmit_peer_errors"]; n != before {
 		t.Fatalf("xmit_peer_errors %d -> %d with both hosts up", before, n)
 	}
+	// a's traffic with b: both ways, b heard from just now.
+	up := peerEntry(t, da, lidB)
+	if *up.RxPackets < 6 || *up.TxPackets < 6 || *up.RxBytes < 6*64 || *up.TxBytes < 6*64 || up.LastRx != "0s ago" && up.LastRx != "1s ago" {
+		t.Fatalf("host a's traffic with b after 6 pings each way: %s", describeTraffic(up))
+	}
 
 	if err := db.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	_ = db.cmd.Wait()
+	stopped := peerEntry(t, da, lidB)
 	waitPeerError(t, a, da, "connection refused (ICMP port unreachable from 10.200.0.2)")
 	if n := da.hfiCounters(t)["xmit_peer_errors"]; n <= before {
 		t.Fatalf("xmit_peer_errors %d, as before b stopped", n)
 	}
+	// What a sent since went nowhere: its tx count grows, its rx count does
+	// not, and b's last packet ages.
+	down := peerEntry(t, da, lidB)
+	if *down.TxPackets <= *stopped.TxPackets || *down.RxPackets != *stopped.RxPackets || down.LastRx == "0s ago" {
+		t.Fatalf("host a's traffic with b: %s when b stopped, %s after", describeTraffic(stopped), describeTraffic(down))
+	}
+	t.Logf("host a's traffic with b: %s when b stopped, %s after", describeTraffic(stopped), describeTraffic(down))
 
 	// b back: traffic flows at once, the errors notwithstanding.
 	db = startVnicd(t, b, pairHost("host-b", lidB, lidA, "10.200.0.2", "10.200.0.1:4793", "192.168.101.2/24"))
@@ -63,6 +76,29 @@ func TestE2EPeerDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPeerError(t, a, da, "no route to host (ICMP host unreachable from 10.200.0.1)")
+}
+
+// peerEntry returns d's `fabric` entry of a unicast LID, with its traffic.
+func peerEntry(t *testing.T, d *daemon, lid uint32) vnicd.FabricEntry {
+	t.Helper()
+	var entries []vnicd.FabricEntry
+	if err := vnicd.Call(d.socket, "fabric", nil, &entries); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.LID == encap.LID(lid).String() {
+			if e.RxPackets == nil || e.RxBytes == nil || e.TxPackets == nil || e.TxBytes == nil || e.LastRx == "" {
+				t.Fatalf("fabric entry of %s without its traffic: %+v", e.LID, e)
+			}
+			return e
+		}
+	}
+	t.Fatalf("no fabric entry for %s in %+v", encap.LID(lid), entries)
+	return vnicd.FabricEntry{}
+}
+
+func describeTraffic(e vnicd.FabricEntry) string {
+	return fmt.Sprintf("rx %d packets %d bytes, tx %d packets %d bytes, last rx %s", *e.RxPackets, *e.RxBytes, *e.TxPackets, *e.TxBytes, e.LastRx)
 }
 
 // waitPeerError sends to b's VNIC from a (pings, which go unanswered) until
