@@ -183,7 +183,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Fatalf("timed out waiting for %s", what)
 }
 
-func TestMulticastFanoutSkipsSender(t *testing.T) {
+// threeHFIs runs the HFIs of lidA, lidB and lidC on a fake network, each
+// with directory's directory and a recorder for VNIC packets.
+func threeHFIs(t *testing.T) (map[uint32]*hfi.HFI, map[uint32]*syncRecorder) {
 	n := hfitest.NewNetwork()
 	hs := map[uint32]*hfi.HFI{}
 	recs := map[uint32]*syncRecorder{}
@@ -195,6 +197,11 @@ func TestMulticastFanoutSkipsSender(t *testing.T) {
 		hs[lid] = h
 		run(t, h)
 	}
+	return hs, recs
+}
+
+func TestMulticastFanoutSkipsSender(t *testing.T) {
+	hs, recs := threeHFIs(t)
 	s := hs[lidA].NewSender()
 	s.Send([][]byte{vnicPacket(t, lidA, mcast, 0x8001, 1), vnicPacket(t, lidA, lidC, 0x8001, 1)})
 	waitFor(t, "B and C to receive", func() bool { return recs[lidB].count() == 1 && recs[lidC].count() == 2 })

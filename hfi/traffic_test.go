@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/hfi/hfitest"
 )
@@ -17,17 +16,7 @@ import (
 // across directory and LID changes and go with a LID that leaves the
 // directory.
 func TestPeerTraffic(t *testing.T) {
-	n := hfitest.NewNetwork()
-	hs := map[uint32]*hfi.HFI{}
-	recs := map[uint32]*syncRecorder{}
-	for lid, ep := range map[uint32]netip.AddrPort{lidA: epA, lidB: epB, lidC: epC} {
-		h := hfi.New(n.Listen(ep), hfi.Config{LID: lid, VerifyICRC: true})
-		h.SetDirectory(directory(t))
-		recs[lid] = &syncRecorder{}
-		h.Register(encap.L4Ethernet, recs[lid])
-		hs[lid] = h
-		run(t, h)
-	}
+	hs, recs := threeHFIs(t)
 	traffic := func(at, lid uint32) *hfi.PeerTraffic {
 		t.Helper()
 		pt, ok := hs[at].PeerTraffic(lid)
