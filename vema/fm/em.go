@@ -661,6 +661,16 @@ func (f *FM) vemaTrap(p *inbound) {
 		f.warn("trap", "VEMA trap from an unknown LID; dropped", zap.Stringer("lid", encap.LID(p.slid)), zap.Stringer("peer", p.src))
 		return
 	}
+	if p.src != n.ep {
+		// The node's LID from another endpoint: forged (a node's endpoint
+		// is its port, as the fabric's SLID check would make it), or the
+		// node moved and has not announced itself from there yet, which
+		// it does within a poll round; a real trap is lost then.
+		f.BadMADs.Add(1)
+		f.warn("trap-source", "VEMA trap with a node's LID from another endpoint; dropped", zap.String("node", n.name),
+			zap.Stringer("lid", encap.LID(p.slid)), zap.Stringer("peer", p.src), zap.Stringer("node_endpoint", n.ep))
+		return
+	}
 	k := memberKey{tr.VESWID, n.cfgName, tr.VESWPortIndex}
 	_, _, ok := f.member(k)
 	f.log.Info("VEMA trap", zap.String("node", n.name), zap.Uint16("vesw", uint16(tr.VESWID)),

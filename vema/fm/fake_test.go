@@ -340,21 +340,30 @@ func (f *fakeNode) forget() {
 	f.dir, f.groups, f.dirGen, f.asm = nil, nil, 0, vema.DirAssembler{}
 }
 
-// trap sends a VEMA unicast-MAC-change trap for vport after setting its MAC.
+// trapMACChange sends a VEMA unicast-MAC-change trap for vport after
+// setting its MAC.
 func (f *fakeNode) trapMACChange(vport uint8, mac [6]byte) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	pi := f.vports[vport]
 	f.netdevs[vport] = mac
+	f.mu.Unlock()
+	f.sendTrapOf(f, vport)
+}
+
+// sendTrapOf sends, from f's endpoint, the VEMA unicast-MAC-change trap
+// that node of (f itself, or another) would send for its vport.
+func (f *fakeNode) sendTrapOf(of *fakeNode, vport uint8) {
+	of.mu.Lock()
+	pi, lid, trapLID := of.vports[vport], of.lid, of.trapLID
+	of.mu.Unlock()
 	var t vema.TrapMAD
 	t.VendorHeader = vema.VendorHeader{MADHeader: vema.MADHeader{BaseVersion: 0x80, MgmtClass: vema.ClassVEMA,
 		ClassVersion: 0x80, Method: vema.MethodTrap, TID: 77, AttrID: vema.AttrNotice}, OUI: vema.IntelOUI}
 	t.Notice.GenType = vema.VEMANoticeGenType
 	t.Notice.OUI = vema.IntelOUI
-	t.Notice.IssuerLID = encap.LID(f.lid)
+	t.Notice.IssuerLID = encap.LID(lid)
 	t.Notice.Trap = vema.VESWPortTrap{VESWID: pi.VESW.VESWID, VESWPortIndex: vport, Opcode: vema.TrapIfaceUcastMACChange}
 	mad, _ := t.MarshalBinary()
-	f.out(encap.MgmtParams{SLID: f.lid, DLID: uint32(f.trapLID), PKey: 0xFFFF, DestQPN: 1, SrcQPN: 1}, mad)
+	f.out(encap.MgmtParams{SLID: lid, DLID: uint32(trapLID), PKey: 0xFFFF, DestQPN: 1, SrcQPN: 1}, mad)
 }
 
 func (f *fakeNode) snapshot() (lid uint32, vports map[uint8]vema.VESWPortInfo, tables map[uint8][]vema.MACTableEntry, dir []dirEntry, groups []dirGroup, deleted []uint8) {

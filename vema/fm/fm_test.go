@@ -250,6 +250,37 @@ func TestTrapUpdatesMACTables(t *testing.T) {
 	}
 }
 
+// A VEMA trap carrying a node's LID from another endpoint is dropped and
+// counted: the FM does not read the node's MAC for it. Host-c's MAC changed
+// and its trap was lost; host-a sends host-c's trap, which the FM took
+// before (matching by LID only) and learnt the MAC from. Host-c's own trap
+// is taken.
+func TestTrapFromAnotherEndpointDropped(t *testing.T) {
+	fb := newFabric(t)
+	waitTable(t, fb.c, "host-c configured", 0)
+	mac := [6]byte{0x02, 0x11, 0x22, 0x33, 0x44, 0x55}
+	fb.c.mu.Lock()
+	fb.c.netdevs[0] = mac
+	fb.c.mu.Unlock()
+	before := fb.fm.BadMADs.Load()
+	fb.a.sendTrapOf(fb.c, 0)
+	waitFor(t, "the FM to drop host-c's trap from host-a", 3*time.Second, func() bool { return fb.fm.BadMADs.Load() == before+1 })
+	time.Sleep(300 * time.Millisecond) // a MAC read and push, had the FM made them, take a few ms
+	for _, f := range []*fakeNode{fb.a, fb.b, fb.c} {
+		if _, _, tables, _, _, _ := f.snapshot(); len(tables[0]) != 0 {
+			t.Fatalf("%s's red table %v after a trap from another endpoint; want it empty", f.name, tables[0])
+		}
+	}
+	fb.c.sendTrapOf(fb.c, 0)
+	for _, f := range []*fakeNode{fb.a, fb.b, fb.c} {
+		waitFor(t, f.name+"'s red table", 3*time.Second, func() bool {
+			_, _, tables, _, _, _ := f.snapshot()
+			tb := tables[0]
+			return len(tb) == 1 && tb[0].MAC == mac && tb[0].DLID() == 0xC007
+		})
+	}
+}
+
 func TestReloadRemovesVESW(t *testing.T) {
 	fb := newFabric(t)
 	waitFor(t, "blue configured", 5*time.Second, func() bool {
