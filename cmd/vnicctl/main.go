@@ -47,7 +47,7 @@ commands of vnicd:
   vnics              VNIC ports: interface, vesw, state
   counters [VPORT]   per-port counters under the kernel's ethtool names
   hfi                the fabric port: LID, state, drop counters
-  fabric             the LID directory and multicast groups
+  fabric             the LID directory, multicast groups, traffic per peer
   vesws              the vesw config of each local port
   path LID|NODE      SA path record from this node to a LID (or a peer's name),
                      asked of the fabric manager
@@ -59,7 +59,7 @@ commands of vnicd:
                      remove a VNIC made by vnic add (managed: end the claim)
   claims             managed mode: the ports claimed for containers
 commands of opafm:
-  fabric             nodes, their GUIDs, LIDs and endpoints
+  fabric             nodes: GUIDs, LIDs, endpoints, state, last answer, error
   vesws              the virtual Ethernet switches and their members
   path FROM TO       SA path record between two LIDs or node names
   reload             re-read the fabric config (as SIGHUP)

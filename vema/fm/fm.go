@@ -1220,6 +1220,9 @@ type NodeStatus struct {
 	// 10.0.0.2)": its host runs no vnicd; "no route to host": the host
 	// is gone), with its count and age.
 	Error string `json:"error,omitempty"`
+	// LastAnswer is how long ago the node last answered one of the FM's
+	// polls ("3s ago"); empty while it never has.
+	LastAnswer string `json:"last_answer,omitempty"`
 }
 
 // Nodes returns every node the FM has seen.
@@ -1234,6 +1237,9 @@ func (f *FM) Nodes() []NodeStatus {
 			LID: encap.LID(n.lid), Extended: encap.LID(n.lid).IsExtended(), Endpoint: n.ep, State: n.state})
 		if e, ok := errs[n.ep]; ok {
 			out[len(out)-1].Error = e.Describe(now)
+		}
+		if !n.answeredAt.IsZero() {
+			out[len(out)-1].LastAnswer = now.Sub(n.answeredAt).Truncate(time.Second).String() + " ago"
 		}
 	}
 	slices.SortStableFunc(out, func(a, b NodeStatus) int { // n log n: under f.mu, at MaxNodes

@@ -90,3 +90,19 @@ lid_pool: {start: 0xC000, end: 0xC0FF}
 		t.Fatalf("nodes %+v; want host-b with %q, host-c with no error", got, want)
 	}
 }
+
+// Nodes gives how long ago each node last answered a poll, and nothing for
+// one that never has.
+func TestNodesShowLastAnswer(t *testing.T) {
+	net := hfitest.NewNetwork()
+	cfg := mustConfig(t, testFabric)
+	f := New(hfi.New(net.Listen(fmEP), hfi.Config{LID: cfg.FM.LID, TrustAnyMgmtSource: true}), cfg, nil)
+	f.mu.Lock()
+	f.putNode(&node{portGUID: 0xB1, name: "host-b", lid: 0xC000, ep: epB, state: NodeLost, answeredAt: time.Now().Add(-75 * time.Second)})
+	f.putNode(&node{portGUID: 0xC1, name: "host-c", lid: 0xC001, ep: epC, state: NodeJoining})
+	f.mu.Unlock()
+	got := f.Nodes()
+	if len(got) != 2 || got[0].Name != "host-b" || got[0].LastAnswer != "1m15s ago" || got[1].LastAnswer != "" {
+		t.Fatalf("nodes %+v; want host-b last answering 1m15s ago, host-c never", got)
+	}
+}
