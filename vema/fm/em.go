@@ -648,7 +648,7 @@ func (f *FM) vemaTrap(p *inbound) {
 		return
 	}
 	var n *node
-	for _, o := range f.nodes {
+	for _, o := range f.nodesWithLID(p.slid) {
 		if o.state == NodeActive && o.lid == p.slid {
 			n = o
 		}

@@ -93,7 +93,10 @@ type FM struct {
 	idx *cfgIndex
 	// byCfg is f.nodes by cfgName, nil when it must be built again
 	// (nodesNamed, renamed).
-	byCfg   map[string][]*node
+	byCfg map[string][]*node
+	// byLID is f.nodes by LID, nil when it must be built again
+	// (nodesWithLID, relid).
+	byLID   map[uint32][]*node
 	send    *hfi.Sender
 	nodes   map[uint64]*node // by port GUID
 	pending map[uint64]*request
@@ -836,6 +839,7 @@ func (f *FM) setPortInfo(n *node, lid uint32, fail func()) {
 			n.joining = false
 			n.pendingLID = 0
 			n.lid = lid
+			f.relid()
 			n.state = NodeActive
 			n.misses = 0
 			f.recordLID(n)

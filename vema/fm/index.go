@@ -124,14 +124,35 @@ func (f *FM) nodesNamed(name string) []*node {
 // node's cfgName changed, or a node entered or left f.nodes (f.mu held).
 func (f *FM) renamed() { f.byCfg = nil }
 
+// nodesWithLID returns the nodes whose LID is lid, or was when the index
+// was built (f.mu held): callers check lid, and state, which is read live.
+// The index is dropped (relid) wherever a node's LID changes or a node
+// enters or leaves f.nodes, and built again here, linear in the nodes: a
+// VEMA trap looks its sender up in it, not by a walk of every node.
+func (f *FM) nodesWithLID(lid uint32) []*node {
+	if f.byLID == nil {
+		f.byLID = make(map[uint32][]*node, len(f.nodes))
+		for _, n := range f.nodes {
+			f.byLID[n.lid] = append(f.byLID[n.lid], n)
+		}
+	}
+	return f.byLID[lid]
+}
+
+// relid drops the index of the nodes by LID (nodesWithLID): a node's LID
+// changed, or a node entered or left f.nodes (f.mu held).
+func (f *FM) relid() { f.byLID = nil }
+
 // putNode adds n to the node table, and dropNode takes it out (f.mu held):
-// the only ways in and out, so that nodesNamed's index follows.
+// the only ways in and out, so that the indexes of the nodes follow.
 func (f *FM) putNode(n *node) {
 	f.nodes[n.portGUID] = n
 	f.renamed()
+	f.relid()
 }
 
 func (f *FM) dropNode(n *node) {
 	delete(f.nodes, n.portGUID)
 	f.renamed()
+	f.relid()
 }
