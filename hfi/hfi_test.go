@@ -138,6 +138,59 @@ func TestReceiveChecks(t *testing.T) {
 	if rec.flushes != 1 {
 		t.Errorf("flushes = %d, want 1", rec.flushes)
 	}
+	// Only what was delivered counts for its sender: A's good unicast and
+	// multicast packets, not the one with A's SLID from C's endpoint.
+	ta, _ := h.PeerTraffic(lidA)
+	tc, _ := h.PeerTraffic(lidC)
+	if ta.RxPkts.Load() != 2 || ta.RxBytes.Load() != uint64(len(good)+len(mc)) || tc.RxPkts.Load() != 0 {
+		t.Errorf("traffic: from A %d packets %d bytes, from C %d packets; want 2, %d, 0",
+			ta.RxPkts.Load(), ta.RxBytes.Load(), tc.RxPkts.Load(), len(good)+len(mc))
+	}
+}
+
+// FuzzReceiveBatch: any datagram, from a peer's endpoint or another, is
+// delivered or counted as one receive error, never both, and what is
+// delivered counts for the peer whose LID and endpoint it carries.
+func FuzzReceiveBatch(f *testing.F) {
+	f.Add(vnicPacketF(lidA, lidB), uint8(0))
+	f.Add(vnicPacketF(lidA, mcast), uint8(0))
+	f.Add(vnicPacketF(lidC, lidB), uint8(2))
+	f.Add(vnicPacketF(lidA, lidB), uint8(2))
+	f.Add([]byte{1, 2, 3}, uint8(1))
+	f.Fuzz(func(t *testing.T, pkt []byte, from uint8) {
+		h := hfi.New(hfitest.NewNetwork().Listen(epB), hfi.Config{LID: lidB, VerifyICRC: from&4 == 0})
+		h.SetDirectory(directory(t))
+		h.Register(encap.L4Ethernet, &recorder{})
+		src := []netip.AddrPort{epA, netip.MustParseAddrPort("10.9.9.9:4793"), epC}[int(from&3)%3]
+		msgs := []hfi.Message{{Buf: pkt, N: len(pkt), Addr: src}, {Buf: pkt, N: len(pkt), Addr: src}}
+		h.ReceiveBatch(msgs)
+		c := &h.Counters
+		if c.RcvPkts.Load()+c.RcvErrors.Load() != 2 {
+			t.Fatalf("RcvPkts %d + RcvErrors %d != 2 datagrams", c.RcvPkts.Load(), c.RcvErrors.Load())
+		}
+		var rx, bytes uint64
+		for _, lid := range []uint32{lidA, lidB, lidC} {
+			pt, _ := h.PeerTraffic(lid)
+			rx += pt.RxPkts.Load()
+			bytes += pt.RxBytes.Load()
+			if pt.TxPkts.Load() != 0 {
+				t.Fatalf("receiving counted a packet sent to %#x", lid)
+			}
+		}
+		if rx != c.RcvPkts.Load() || bytes != rx*uint64(len(pkt)) {
+			t.Fatalf("peers' RxPkts %d (%d bytes) for %d delivered %d-byte packets", rx, bytes, c.RcvPkts.Load(), len(pkt))
+		}
+	})
+}
+
+// vnicPacketF is vnicPacket for fuzz seeds (no *testing.T there).
+func vnicPacketF(slid, dlid uint32) []byte {
+	buf := make([]byte, 200)
+	pkt, err := encap.EncapVNIC(buf, encap.Headroom, 64, &encap.VNICParams{SLID: slid, DLID: dlid, PKey: 0x8001, VESWID: 1})
+	if err != nil {
+		panic(err)
+	}
+	return pkt
 }
 
 func TestICRCVerificationOff(t *testing.T) {
