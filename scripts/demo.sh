@@ -207,5 +207,7 @@ step "counters of host a (kernel ethtool names)"
 "$bin/vnicctl" "${ctl_a[@]}" counters | grep -Ev '\s0\s+0$' || true
 step "HFI counters of host b"
 "$bin/vnicctl" "${ctl_b[@]}" hfi | tail -n +6
+step "host a's fabric: each LID's endpoint, the traffic with each peer, its last packet"
+"$bin/vnicctl" "${ctl_a[@]}" fabric
 
 step "done: the demo cleans up everything it made"
