@@ -241,6 +241,13 @@ func TestTrapUpdatesMACTables(t *testing.T) {
 	waitTable(t, fb.c, "host-c configured", 0)
 	mac := [6]byte{0x02, 0x11, 0x22, 0x33, 0x44, 0x55}
 	fb.c.trapMACChange(0, mac)
+	waitRedTables(t, fb, mac)
+}
+
+// waitRedTables waits until every node's red table holds one entry: mac,
+// host-c's.
+func waitRedTables(t *testing.T, fb *fabric, mac [6]byte) {
+	t.Helper()
 	for _, f := range []*fakeNode{fb.a, fb.b, fb.c} {
 		waitFor(t, f.name+"'s red table", 3*time.Second, func() bool {
 			_, _, tables, _, _, _ := f.snapshot()
@@ -272,13 +279,7 @@ func TestTrapFromAnotherEndpointDropped(t *testing.T) {
 		}
 	}
 	fb.c.sendTrapOf(fb.c, 0)
-	for _, f := range []*fakeNode{fb.a, fb.b, fb.c} {
-		waitFor(t, f.name+"'s red table", 3*time.Second, func() bool {
-			_, _, tables, _, _, _ := f.snapshot()
-			tb := tables[0]
-			return len(tb) == 1 && tb[0].MAC == mac && tb[0].DLID() == 0xC007
-		})
-	}
+	waitRedTables(t, fb, mac)
 }
 
 func TestReloadRemovesVESW(t *testing.T) {

@@ -112,10 +112,7 @@ func (f *FM) index() *cfgIndex {
 // live, so joins and losses need not drop it.
 func (f *FM) nodesNamed(name string) []*node {
 	if f.byCfg == nil {
-		f.byCfg = make(map[string][]*node, len(f.nodes))
-		for _, n := range f.nodes {
-			f.byCfg[n.cfgName] = append(f.byCfg[n.cfgName], n)
-		}
+		f.byCfg = indexNodes(f.nodes, func(n *node) string { return n.cfgName })
 	}
 	return f.byCfg[name]
 }
@@ -131,12 +128,18 @@ func (f *FM) renamed() { f.byCfg = nil }
 // VEMA trap looks its sender up in it, not by a walk of every node.
 func (f *FM) nodesWithLID(lid uint32) []*node {
 	if f.byLID == nil {
-		f.byLID = make(map[uint32][]*node, len(f.nodes))
-		for _, n := range f.nodes {
-			f.byLID[n.lid] = append(f.byLID[n.lid], n)
-		}
+		f.byLID = indexNodes(f.nodes, func(n *node) uint32 { return n.lid })
 	}
 	return f.byLID[lid]
+}
+
+// indexNodes is nodes by key.
+func indexNodes[K comparable](nodes map[uint64]*node, key func(*node) K) map[K][]*node {
+	x := make(map[K][]*node, len(nodes))
+	for _, n := range nodes {
+		x[key(n)] = append(x[key(n)], n)
+	}
+	return x
 }
 
 // relid drops the index of the nodes by LID (nodesWithLID): a node's LID
