@@ -168,6 +168,14 @@ type gsoSegmenter struct {
 	flags   byte
 	off     int // payload offset of the next segment
 	segment int // index of the next segment
+
+	// Sums of the header words no segment changes, each folded to 16 bits
+	// and so free of carries when a few are added with +: the IPv4 header
+	// but for length, ID and checksum (ipSum); the pseudo-header's
+	// addresses and protocol (pseudo); the TCP header but for the sequence
+	// number, the data offset and flags word and the checksum, or the UDP
+	// ports (l4Sum).
+	ipSum, pseudo, l4Sum uint64
 }
 
 // start checks a TCP or UDP super-frame and prepares to cut it; maxFrame
@@ -219,7 +227,35 @@ func (s *gsoSegmenter) start(frame []byte, h vnetHdr, maxFrame int) error {
 	if !udp {
 		s.seq, s.flags = binary.BigEndian.Uint32(frame[l4+4:]), frame[l4+13]
 	}
+	s.headerSums()
 	return nil
+}
+
+// headerSums sums, once per super-frame, the header words that are the
+// same in every segment (the gsoSegmenter fields' comment). Every part is
+// a sum of words as they are, with no word taken away, so the segment's
+// checksum next adds up is the very number a sum over the whole segment
+// gives: both are one's-complement sums of the same words, and neither can
+// be the zero 0x0000 (the IPv4 version and the protocol are never zero),
+// which leaves one representation (TestSegmenterMatchesFullSums).
+func (s *gsoSegmenter) headerSums() {
+	f, l3, l4 := s.frame, s.l3, s.l4
+	proto := uint64(ipProtoTCP)
+	if s.udp {
+		proto = ipProtoUDP
+	}
+	if s.v6 {
+		s.pseudo = uint64(fold(csumAdd(0, f[l3+8:l3+40]))) + proto
+	} else {
+		s.pseudo = uint64(fold(csumAdd(0, f[l3+12:l3+20]))) + proto
+		s.ipSum = uint64(fold(csumAdd(csumAdd(csumAdd(0, f[l3:l3+2]), f[l3+6:l3+10]), f[l3+12:l4])))
+	}
+	if s.udp {
+		s.l4Sum = uint64(fold(csumAdd(0, f[l4:l4+4])))
+		return
+	}
+	s.l4Sum = uint64(fold(csumAdd(csumAdd(csumAdd(0, f[l4:l4+4]), f[l4+8:l4+12]), f[l4+14:l4+16])))
+	s.l4Sum = uint64(fold(csumAdd(s.l4Sum, f[l4+18:s.hdrLen])))
 }
 
 // count is the number of segments the super-frame makes.
@@ -231,7 +267,9 @@ func (s *gsoSegmenter) count() int {
 func (s *gsoSegmenter) done() bool { return s.frame == nil }
 
 // next writes the next segment, headers and checksums complete, into dst and
-// returns its length; dst must hold hdrLen+mss bytes.
+// returns its length; dst must hold hdrLen+mss bytes. Only the payload is
+// summed per segment: the checksums add the words that change (lengths, ID,
+// sequence number, flags) to the sums start took of the rest.
 func (s *gsoSegmenter) next(dst []byte) int {
 	f := s.frame
 	end := min(s.off+s.mss, len(f))
@@ -240,18 +278,25 @@ func (s *gsoSegmenter) next(dst []byte) int {
 	n += copy(dst[n:], f[s.off:end])
 	seg := dst[:n]
 	l3, l4 := s.l3, s.l4
-	if !s.v6 {
-		binary.BigEndian.PutUint16(seg[l3+4:], s.id+uint16(s.segment))
+	// The transport header is a multiple of 4 bytes long, so the payload's
+	// words are the segment's from l4.
+	sum := s.pseudo + uint64(n-l4) + s.l4Sum + uint64(fold(csumAdd(0, seg[s.hdrLen:])))
+	if s.v6 {
+		binary.BigEndian.PutUint16(seg[l3+4:], uint16(n-l3-40))
+	} else {
+		id, ipLen := s.id+uint16(s.segment), uint16(n-l3)
+		binary.BigEndian.PutUint16(seg[l3+2:], ipLen)
+		binary.BigEndian.PutUint16(seg[l3+4:], id)
+		binary.BigEndian.PutUint16(seg[l3+10:], ^fold(s.ipSum+uint64(id)+uint64(ipLen)))
 	}
-	setIPLen(seg, l3, l4, s.v6, n-l3)
 	if s.udp {
 		binary.BigEndian.PutUint16(seg[l4+4:], uint16(n-l4))
-		seg[l4+6], seg[l4+7] = 0, 0
-		binary.BigEndian.PutUint16(seg[l4+6:], csumOnes(csumAdd(pseudoSum(seg, l3, l4, s.v6, ipProtoUDP), seg[l4:])))
+		binary.BigEndian.PutUint16(seg[l4+6:], csumOnes(sum+uint64(n-l4)))
 		s.advance(end, last)
 		return n
 	}
-	binary.BigEndian.PutUint32(seg[l4+4:], s.seq+uint32(s.off-s.hdrLen))
+	seq := s.seq + uint32(s.off-s.hdrLen)
+	binary.BigEndian.PutUint32(seg[l4+4:], seq)
 	fl := s.flags
 	if !last {
 		fl &^= tcpFlagFIN | tcpFlagPSH
@@ -260,8 +305,8 @@ func (s *gsoSegmenter) next(dst []byte) int {
 		fl &^= tcpFlagCWR
 	}
 	seg[l4+13] = fl
-	seg[l4+16], seg[l4+17] = 0, 0
-	binary.BigEndian.PutUint16(seg[l4+16:], ^fold(csumAdd(tcpPseudoSum(seg, l3, l4, s.v6), seg[l4:])))
+	sum += uint64(seq>>16) + uint64(seq&0xffff) + uint64(seg[l4+12])<<8 + uint64(fl)
+	binary.BigEndian.PutUint16(seg[l4+16:], ^fold(sum))
 	s.advance(end, last)
 	return n
 }
