@@ -10,6 +10,12 @@ import "golang.org/x/sys/cpu"
 //go:noescape
 func sumWords(p []byte) uint64
 
+// copySumWords (csum_amd64.s) is sumWords(p) that also copies p into dst,
+// which holds len(p) bytes and does not overlap p.
+//
+//go:noescape
+func copySumWords(dst, p []byte) uint64
+
 var hasSumWords = cpu.X86.HasAVX2
 
 // csumChunk bounds one sumWords call, so that no 32-bit lane can overflow:

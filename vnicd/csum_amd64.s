@@ -39,3 +39,67 @@ loop:
 	VZEROUPPER
 	MOVQ         AX, ret+24(FP)
 	RET
+
+// func copySumWords(dst, p []byte) uint64
+// sumWords(p) that also copies p into dst, which must hold len(p) bytes and
+// not overlap p: each 32-byte load is stored to dst before it is summed, so
+// the bytes are read once for both.
+TEXT ·copySumWords(SB), NOSPLIT, $0-56
+	MOVQ dst_base+0(FP), DI
+	MOVQ p_base+24(FP), SI
+	MOVQ p_len+32(FP), CX
+	VPXOR    Y0, Y0, Y0
+	VPXOR    Y1, Y1, Y1
+	VPCMPEQD Y7, Y7, Y7
+	VPSRLD   $16, Y7, Y7 // 0x0000FFFF in each dword
+
+	CMPQ CX, $64
+	JB   copyloop
+
+copyloop64:
+	VMOVDQU (SI), Y2
+	VMOVDQU 32(SI), Y4
+	VMOVDQU Y2, (DI)
+	VMOVDQU Y4, 32(DI)
+	VPAND   Y7, Y2, Y3
+	VPAND   Y7, Y4, Y5
+	VPSRLD  $16, Y2, Y2
+	VPSRLD  $16, Y4, Y4
+	VPADDD  Y3, Y0, Y0
+	VPADDD  Y2, Y1, Y1
+	VPADDD  Y5, Y0, Y0
+	VPADDD  Y4, Y1, Y1
+	ADDQ    $64, SI
+	ADDQ    $64, DI
+	SUBQ    $64, CX
+	CMPQ    CX, $64
+	JAE     copyloop64
+	TESTQ   CX, CX
+	JZ      copydone
+
+copyloop:
+	VMOVDQU (SI), Y2
+	VMOVDQU Y2, (DI)
+	VPAND   Y7, Y2, Y3
+	VPSRLD  $16, Y2, Y2
+	VPADDD  Y3, Y0, Y0
+	VPADDD  Y2, Y1, Y1
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	SUBQ    $32, CX
+	JNZ     copyloop
+
+copydone:
+	VPADDD       Y1, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPMOVZXDQ    X0, Y0
+	VPMOVZXDQ    X1, Y1
+	VPADDQ       Y1, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDQ       X1, X0, X0
+	VPSHUFD      $0x4E, X0, X1
+	VPADDQ       X1, X0, X0
+	VMOVQ        X0, AX
+	VZEROUPPER
+	MOVQ         AX, ret+48(FP)
+	RET

@@ -274,13 +274,15 @@ func (s *gsoSegmenter) next(dst []byte) int {
 	f := s.frame
 	end := min(s.off+s.mss, len(f))
 	last := end == len(f)
-	n := copy(dst, f[:s.hdrLen])
-	n += copy(dst[n:], f[s.off:end])
+	copy(dst, f[:s.hdrLen])
+	// The payload is summed as it is copied. The transport header is a
+	// multiple of 4 bytes long, so the payload's words are the segment's
+	// from l4.
+	sum := s.pseudo + s.l4Sum + csumCopy(dst[s.hdrLen:], f[s.off:end])
+	n := s.hdrLen + end - s.off
 	seg := dst[:n]
 	l3, l4 := s.l3, s.l4
-	// The transport header is a multiple of 4 bytes long, so the payload's
-	// words are the segment's from l4.
-	sum := s.pseudo + uint64(n-l4) + s.l4Sum + uint64(fold(csumAdd(0, seg[s.hdrLen:])))
+	sum += uint64(n - l4)
 	if s.v6 {
 		binary.BigEndian.PutUint16(seg[l3+4:], uint16(n-l3-40))
 	} else {
@@ -385,6 +387,30 @@ func csumAdd(s uint64, b []byte) uint64 {
 	v := uint64(bits.ReverseBytes16(fold(w + c)))
 	s, c = bits.Add64(s, v, 0)
 	return s + c
+}
+
+// csumCopy copies src into dst, which must hold len(src) bytes and not
+// overlap it, and returns csumAdd(0, src) folded to 16 bits. Where the CPU
+// has AVX2 a long src is read once for both (copySumWords); elsewhere it is
+// copy then csumAdd.
+func csumCopy(dst, src []byte) uint64 {
+	if !hasSumWords || len(src) < csumMinAVX2 {
+		copy(dst, src)
+		return uint64(fold(csumAdd(0, src)))
+	}
+	dst = dst[:len(src)]
+	var w, c uint64
+	for len(src) >= 32 {
+		n := min(len(src), csumChunk) &^ 31
+		w, c = bits.Add64(w, copySumWords(dst[:n], src[:n]), c)
+		dst, src = dst[n:], src[n:]
+	}
+	w, c = bits.Add64(w, 0, c)
+	w += c
+	// The rest starts at an even offset (a multiple of 32), so its words are
+	// src's words; its sum is added as csumAdd adds a start.
+	copy(dst, src)
+	return uint64(fold(csumAdd(uint64(bits.ReverseBytes16(fold(w))), src)))
 }
 
 // fold folds a 64-bit one's-complement sum to 16 bits.
