@@ -130,9 +130,9 @@ func (s *tcpSeg) csumValid(frame []byte) bool {
 }
 
 // groCsumValid checks a frame's IPv4 header checksum and its TCP or UDP
-// (proto) checksum.
+// (proto) checksum. groIP has made sure an IPv4 header has no options.
 func groCsumValid(frame []byte, l3, l4 int, v6 bool, proto byte) bool {
-	if !v6 && fold(csumAdd(0, frame[l3:l4])) != 0xffff {
+	if !v6 && !ipv4HdrValid(frame[l3:l4]) {
 		return false
 	}
 	return fold(csumAdd(pseudoSum(frame, l3, l4, v6, proto), frame[l4:])) == 0xffff

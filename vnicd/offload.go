@@ -336,11 +336,35 @@ func pseudoSum(seg []byte, l3, l4 int, v6 bool, proto byte) uint64 {
 // pseudoSumLen is the pseudo-header sum for the addresses of the IP header
 // at b[l3:], proto and a transport length of l4Len bytes, folded to 16 bits.
 func pseudoSumLen(b []byte, l3 int, v6 bool, proto byte, l4Len int) uint64 {
-	addrs := b[l3+12 : l3+20]
-	if v6 {
-		addrs = b[l3+8 : l3+40]
+	return addrSum(b, l3, v6) + uint64(proto) + uint64(l4Len)
+}
+
+// addrSum is fold(csumAdd(0, addresses)) for the addresses of the IP header
+// at b[l3:], with the fixed number of loads their length needs instead of
+// csumAdd's loops.
+func addrSum(b []byte, l3 int, v6 bool) uint64 {
+	le := binary.LittleEndian
+	if !v6 {
+		return uint64(bits.ReverseBytes16(fold(le.Uint64(b[l3+12:]))))
 	}
-	return uint64(fold(csumAdd(0, addrs))) + uint64(proto) + uint64(l4Len)
+	a := b[l3+8 : l3+40]
+	w, c := bits.Add64(le.Uint64(a), le.Uint64(a[8:]), 0)
+	w, c = bits.Add64(w, le.Uint64(a[16:]), c)
+	w, c = bits.Add64(w, le.Uint64(a[24:]), c)
+	w, c = bits.Add64(w, 0, c)
+	return uint64(bits.ReverseBytes16(fold(w + c)))
+}
+
+// ipv4HdrValid reports whether the 20-byte IPv4 header h (no options)
+// has a checksum that verifies: fold(csumAdd(0, h)) == 0xffff, in three
+// loads. The sum of the words as they lie in memory is the byte-swapped
+// sum (csumAdd), and 0xffff swapped is itself.
+func ipv4HdrValid(h []byte) bool {
+	le := binary.LittleEndian
+	h = h[:20]
+	w, c := bits.Add64(le.Uint64(h), le.Uint64(h[8:]), 0)
+	w, c = bits.Add64(w, uint64(le.Uint32(h[16:])), c)
+	return fold(w+c) == 0xffff
 }
 
 // csumMinAVX2 is the shortest input csumAdd hands to sumWords (AVX2):

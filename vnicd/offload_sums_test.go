@@ -218,3 +218,97 @@ func BenchmarkCsumCopy(b *testing.B) {
 		})
 	}
 }
+
+// TestFixedSums checks the fixed-length sums against csumAdd: addrSum
+// (IPv4 and IPv6 addresses at odd and even offsets) exactly, and
+// ipv4HdrValid against fold(csumAdd(0, h)) == 0xffff, on random headers,
+// headers whose checksum was made to verify and then had a bit flipped or
+// not, and all-zero and all-ones bytes.
+func TestFixedSums(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	b := make([]byte, 128)
+	valid := 0
+	for i := range 200000 {
+		for j := range b {
+			switch i % 5 {
+			case 0:
+				b[j] = 0
+			case 1:
+				b[j] = 0xff
+			default:
+				b[j] = byte(r.Uint32())
+				if r.IntN(3) == 0 {
+					b[j] = 0xff
+				}
+			}
+		}
+		l3 := r.IntN(64)
+		for _, v6 := range []bool{false, true} {
+			addrs := b[l3+12 : l3+20]
+			if v6 {
+				addrs = b[l3+8 : l3+40]
+			}
+			if got, want := addrSum(b, l3, v6), uint64(fold(csumAdd(0, addrs))); got != want {
+				t.Fatalf("addrSum v6 %v % x: %#x, want %#x", v6, addrs, got, want)
+			}
+		}
+		h := b[l3 : l3+20]
+		if i%5 > 2 {
+			h[10], h[11] = 0, 0
+			binary.BigEndian.PutUint16(h[10:], ^fold(csumAdd(0, h)))
+			if r.IntN(2) == 0 {
+				h[r.IntN(20)] ^= 1 << r.IntN(8)
+			}
+		}
+		want := fold(csumAdd(0, h)) == 0xffff
+		if want {
+			valid++
+		}
+		if got := ipv4HdrValid(h); got != want {
+			t.Fatalf("ipv4HdrValid(% x) = %v, want %v", h, got, want)
+		}
+	}
+	if valid < 10000 {
+		t.Fatalf("only %d headers verified: the test does not reach the true case", valid)
+	}
+}
+
+var sinkBool bool
+
+// BenchmarkFixedSums is the per-segment header work of a GRO checksum check
+// with the fixed-length sums against csumAdd: an IPv4 header check and the
+// pseudo-header addresses.
+func BenchmarkFixedSums(b *testing.B) {
+	f := make([]byte, 64)
+	for i := range f {
+		f[i] = byte(i*29 + 3)
+	}
+	binary.BigEndian.PutUint16(f[14+10:], 0)
+	binary.BigEndian.PutUint16(f[14+10:], ^fold(csumAdd(0, f[14:34])))
+	b.Run("ipv4/fixed", func(b *testing.B) {
+		for b.Loop() {
+			sinkBool = ipv4HdrValid(f[14:34])
+		}
+	})
+	b.Run("ipv4/csumAdd", func(b *testing.B) {
+		for b.Loop() {
+			sinkBool = fold(csumAdd(0, f[14:34])) == 0xffff
+		}
+	})
+	for _, v6 := range []bool{false, true} {
+		n := 8
+		if v6 {
+			n = 32
+		}
+		b.Run(fmt.Sprintf("addrs%d/fixed", n), func(b *testing.B) {
+			for b.Loop() {
+				sink16 = uint16(addrSum(f, 14, v6))
+			}
+		})
+		b.Run(fmt.Sprintf("addrs%d/csumAdd", n), func(b *testing.B) {
+			for b.Loop() {
+				sink16 = fold(csumAdd(0, f[22:22+n]))
+			}
+		})
+	}
+}
