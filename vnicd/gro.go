@@ -1,9 +1,6 @@
 package vnicd
 
-import (
-	"bytes"
-	"encoding/binary"
-)
+import "encoding/binary"
 
 // Receive coalescing (userspace GRO) into the TAP: the frames of one receive
 // batch for one port are written in order, but a run of consecutive TCP
@@ -140,18 +137,27 @@ func groCsumValid(frame []byte, l3, l4 int, v6 bool, proto byte) bool {
 
 // sameIP reports whether frame f and a run's first frame head have the same
 // Ethernet header and tags (l3 bytes) and the same IP header (l3 to l4) but
-// for the lengths, the IPv4 ID and header checksum.
+// for the lengths, the IPv4 ID and header checksum. The ranges have fixed
+// lengths (groIP: l3 is 14, 18 or 22; no IPv4 options, no IPv6 extension
+// headers), compared a word at a time rather than through bytes.Equal.
 func sameIP(f, head []byte, l3, l4 int, v6 bool) bool {
-	if !bytes.Equal(f[:l3], head[:l3]) {
+	le := binary.LittleEndian
+	f, head = f[:l4], head[:l4]
+	// Ethernet and tags: two or three 8-byte words, the last overlapping.
+	if le.Uint64(f) != le.Uint64(head) || le.Uint64(f[l3-8:]) != le.Uint64(head[l3-8:]) ||
+		l3 > 16 && le.Uint64(f[8:]) != le.Uint64(head[8:]) {
 		return false
 	}
+	h, g := f[l3:], head[l3:]
 	if v6 {
 		// Version, traffic class, flow label; next header, hop limit, addresses.
-		return bytes.Equal(f[l3:l3+4], head[l3:l3+4]) && bytes.Equal(f[l3+6:l4], head[l3+6:l4])
+		return le.Uint32(h) == le.Uint32(g) && le.Uint16(h[6:]) == le.Uint16(g[6:]) &&
+			le.Uint64(h[8:]) == le.Uint64(g[8:]) && le.Uint64(h[16:]) == le.Uint64(g[16:]) &&
+			le.Uint64(h[24:]) == le.Uint64(g[24:]) && le.Uint64(h[32:]) == le.Uint64(g[32:])
 	}
 	// Version/IHL, TOS; flags/fragment, TTL, protocol; addresses.
-	return bytes.Equal(f[l3:l3+2], head[l3:l3+2]) && bytes.Equal(f[l3+6:l3+10], head[l3+6:l3+10]) &&
-		bytes.Equal(f[l3+12:l4], head[l3+12:l4])
+	return le.Uint16(h) == le.Uint16(g) && le.Uint32(h[6:]) == le.Uint32(g[6:]) &&
+		le.Uint64(h[12:]) == le.Uint64(g[12:])
 }
 
 // nextID reports whether IPv4 frame f's ID is head's plus k.
@@ -167,9 +173,20 @@ func (s *tcpSeg) follows(f []byte, h *tcpSeg, head []byte, k int) bool {
 		!s.v6 && f[l3+6]&ipv4DF == 0 && !nextID(f, head, l3, k) {
 		return false
 	}
-	// Ports; ACK number, data offset; window; urgent pointer and options.
-	return bytes.Equal(f[l4:l4+4], head[l4:l4+4]) && bytes.Equal(f[l4+8:l4+13], head[l4+8:l4+13]) &&
-		bytes.Equal(f[l4+14:l4+16], head[l4+14:l4+16]) && bytes.Equal(f[l4+18:s.hdrLen], head[l4+18:h.hdrLen])
+	// Ports; ACK number, data offset; window; urgent pointer and options
+	// (a multiple of 4 bytes, hdrLen equal).
+	le := binary.LittleEndian
+	t, g := f[l4:s.hdrLen], head[l4:s.hdrLen]
+	if le.Uint32(t) != le.Uint32(g) || le.Uint32(t[8:]) != le.Uint32(g[8:]) || t[12] != g[12] ||
+		le.Uint16(t[14:]) != le.Uint16(g[14:]) || le.Uint16(t[18:]) != le.Uint16(g[18:]) {
+		return false
+	}
+	for i := 20; i < len(t); i += 4 {
+		if le.Uint32(t[i:]) != le.Uint32(g[i:]) {
+			return false
+		}
+	}
+	return true
 }
 
 // groRun finds the run that starts at frames[0][offset:]: it returns how
@@ -289,7 +306,7 @@ func (d *udpDgram) follows(f []byte, h *udpDgram, head []byte, k int) bool {
 	l3, l4 := d.l3, d.l4
 	return d.v6 == h.v6 && d.l3 == h.l3 && d.l4 == h.l4 && sameIP(f, head, l3, l4, d.v6) &&
 		(d.v6 || nextID(f, head, l3, k)) &&
-		bytes.Equal(f[l4:l4+4], head[l4:l4+4]) // ports
+		binary.LittleEndian.Uint32(f[l4:]) == binary.LittleEndian.Uint32(head[l4:]) // ports
 }
 
 // udpRun is groRun for a run of UDP datagrams.
