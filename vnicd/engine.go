@@ -378,6 +378,14 @@ type queueRx struct {
 	q       int
 	dirty   []*Port
 	pending [256][][]byte // by vport: frames of the current batch, aliasing HFI buffers
+
+	// The last steering lookup: the table it was made in (tables are never
+	// changed once stored, rebuildRx makes a new one), the vesw_id and its
+	// port. Packets come in runs of one vesw, and a VESWID key costs the map
+	// a hash per packet.
+	lastT    *rxTable
+	lastVESW encap.VESWID
+	lastP    *Port
 }
 
 // Receive implements hfi.Receiver.
@@ -389,7 +397,10 @@ func (r *queueRx) Receive(pkt []byte, h encap.Header16B, _ netip.AddrPort) {
 		return
 	}
 	t := e.rx.Load()
-	p := t.byVESW[vesw]
+	if t != r.lastT || vesw != r.lastVESW {
+		r.lastT, r.lastVESW, r.lastP = t, vesw, t.byVESW[vesw]
+	}
+	p := r.lastP
 	if p == nil {
 		e.RxNoPort.Add(1)
 		if t.first != nil {
