@@ -20,7 +20,8 @@ func TxBufLenFor(maxFrame int) int { return txBufLen(maxFrame) }
 // EncapOne runs the port's transmit decisions and encapsulation on the frame
 // at buf[Headroom:Headroom+n], as the transmit goroutine does.
 func (p *Port) EncapOne(buf []byte, n int) []byte {
-	return p.encap(p.st.Load(), p.fwd.Load(), buf, n)
+	var m macMemo
+	return p.encap(p.st.Load(), p.fwd.Load(), buf, n, &m)
 }
 
 // RaceEnabled tells the external tests whether the race detector is on.

@@ -38,7 +38,7 @@ const maxFrameOverMTU = 18
 type portState struct {
 	cfg      PortConfig
 	flows    encap.FlowTable
-	macs     map[[6]byte]uint32 // destination MAC -> DLID (source-MAC entries left out)
+	macs     map[uint64]uint32 // destination MAC (macKey) -> DLID (source-MAC entries left out)
 	maxFrame int
 	params   encap.VNICParams // SLID, PKey, VESWID filled in
 }
@@ -55,23 +55,43 @@ func newPortState(cfg PortConfig, macs []MACEntry) *portState {
 		},
 	}
 	if len(macs) > 0 {
-		s.macs = make(map[[6]byte]uint32, len(macs))
+		s.macs = make(map[uint64]uint32, len(macs))
 		for _, m := range macs {
-			if _, dup := s.macs[m.MAC]; !dup && m.DLID != 0 {
-				s.macs[m.MAC] = m.DLID & encap.LID16BMask
+			if _, dup := s.macs[macKey(m.MAC[:])]; !dup && m.DLID != 0 {
+				s.macs[macKey(m.MAC[:])] = m.DLID & encap.LID16BMask
 			}
 		}
 	}
 	return s
 }
 
+// macKey is the MAC at b[0:6] as a map key: a uint64 key has the map's
+// fast path, a [6]byte one is hashed as memory.
+func macKey(b []byte) uint64 {
+	return uint64(binary.BigEndian.Uint16(b))<<32 | uint64(binary.BigEndian.Uint32(b[2:]))
+}
+
+// macMemo is the last MAC table lookup of one transmit batch, which holds
+// one portState: frames in a batch mostly go to one destination. The zero
+// value holds none.
+type macMemo struct {
+	key     uint64
+	dlid    uint32
+	ok, set bool
+}
+
 // dlid chooses the destination as opa_vnic_get_dlid: the MAC table, then the
 // vesw's multicast DLID, then the LID in a locally administered MAC, then the
-// default port's unknown-unicast DLID; 0 when none applies.
-func (s *portState) dlid(frame []byte, fi *encap.FrameInfo, entropy uint8) uint32 {
+// default port's unknown-unicast DLID; 0 when none applies. m is the
+// batch's last MAC table lookup, in s's table.
+func (s *portState) dlid(frame []byte, fi *encap.FrameInfo, entropy uint8, m *macMemo) uint32 {
 	if s.macs != nil {
-		if d, ok := s.macs[[6]byte(frame[0:6])]; ok {
-			return d
+		if k := macKey(frame); !m.set || k != m.key {
+			m.dlid, m.ok = s.macs[k]
+			m.key, m.set = k, true
+		}
+		if m.ok {
+			return m.dlid
 		}
 	}
 	if fi.Multicast {
@@ -167,7 +187,10 @@ func (p *Port) Config() PortConfig { return p.st.Load().cfg }
 func (p *Port) MACTable() []MACEntry {
 	st := p.st.Load()
 	out := make([]MACEntry, 0, len(st.macs))
-	for mac, d := range st.macs {
+	for k, d := range st.macs {
+		var mac [6]byte
+		binary.BigEndian.PutUint16(mac[:], uint16(k>>32))
+		binary.BigEndian.PutUint32(mac[2:], uint32(k))
 		out = append(out, MACEntry{MAC: mac, DLID: d})
 	}
 	return out
@@ -230,8 +253,9 @@ func (p *Port) transmit(tx *txState, n int, s *hfi.Sender) {
 	st := p.st.Load()
 	fwd := p.fwd.Load()
 	pkts := tx.pkts[:0]
+	var m macMemo
 	for i := range n {
-		if pkt := p.encap(st, fwd, tx.bufs[i], tx.sizes[i]); pkt != nil {
+		if pkt := p.encap(st, fwd, tx.bufs[i], tx.sizes[i], &m); pkt != nil {
 			pkts = append(pkts, pkt)
 		}
 	}
@@ -268,8 +292,9 @@ func (p *Port) txLoop(s *hfi.Sender) {
 }
 
 // encap makes the transmit decisions for one frame (at buf[Headroom:]) and
-// wraps it; nil means dropped (and counted).
-func (p *Port) encap(st *portState, fwd bool, buf []byte, n int) []byte {
+// wraps it; nil means dropped (and counted). m is the batch's last MAC table
+// lookup, in st's table.
+func (p *Port) encap(st *portState, fwd bool, buf []byte, n int, m *macMemo) []byte {
 	if n >= 14 && n < encap.MinFrameLen {
 		// The kernel's netdev pads a short frame with zeros before anything
 		// looks at it (opa_netdev_start_xmit): the counters and the choices
@@ -295,7 +320,7 @@ func (p *Port) encap(st *portState, fwd bool, buf []byte, n int) []byte {
 	frame := buf[encap.Headroom : encap.Headroom+n]
 	fi := encap.ParseFrame(frame)
 	entropy := encap.FoldEntropy(encap.FlowHash(frame, &fi))
-	dlid := st.dlid(frame, &fi, entropy)
+	dlid := st.dlid(frame, &fi, entropy, m)
 	if dlid == 0 {
 		c.TxDLIDZero.Add(1)
 		return nil
