@@ -341,8 +341,9 @@ func BenchmarkTSO(b *testing.B) {
 // with any virtio_net_hdr. The kernel fills the header, and a packet socket's
 // malformed GSO frames were dropped before the TAP when tried, but the reader
 // trusts neither: it must refuse or cut, never panic; every frame it cuts must fit maxFrame and its
-// buffer of hdrLen+mss bytes, and the cut frames must carry the super-frame's
-// payload exactly once, in order.
+// buffer of hdrLen+mss bytes, the cut frames must carry the super-frame's
+// payload exactly once, in order, and each must be, checksums included, the
+// frame refNext makes by summing it from scratch.
 func FuzzGSOSegment(f *testing.F) {
 	for _, v6 := range []bool{false, true} {
 		l4 := uint16(34)
@@ -376,15 +377,19 @@ func FuzzGSOSegment(f *testing.F) {
 		}
 		want := s.count()
 		hdrLen, mss := s.hdrLen, s.mss
+		ref := s // refNext: every segment summed from scratch
 		var payload []byte
 		for i := 0; !s.done(); i++ {
 			if i >= want {
 				t.Fatalf("more than the %d segments count promised", want)
 			}
-			dst := make([]byte, hdrLen+mss)
+			dst, refDst := make([]byte, hdrLen+mss), make([]byte, hdrLen+mss)
 			n := s.next(dst)
 			if n > int(maxFrame) || n > len(dst) || n <= hdrLen {
 				t.Fatalf("segment %d is %d bytes: headers %d, mss %d, max frame %d", i, n, hdrLen, mss, maxFrame)
+			}
+			if m := refNext(&ref, refDst); string(dst[:n]) != string(refDst[:m]) {
+				t.Fatalf("segment %d differs from the one summed from scratch", i)
 			}
 			payload = append(payload, dst[hdrLen:n]...)
 		}
