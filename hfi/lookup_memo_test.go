@@ -50,17 +50,7 @@ func TestReceiveSourceRuns(t *testing.T) {
 // peer, and a directory swapped between two calls, which the second must
 // use.
 func TestSendRouteRuns(t *testing.T) {
-	n := hfitest.NewNetwork()
-	hs := map[uint32]*hfi.HFI{}
-	recs := map[uint32]*syncRecorder{}
-	for lid, ep := range map[uint32]netip.AddrPort{lidA: epA, lidB: epB, lidC: epC} {
-		h := hfi.New(n.Listen(ep), hfi.Config{LID: lid, VerifyICRC: true})
-		h.SetDirectory(directory(t))
-		recs[lid] = &syncRecorder{}
-		h.Register(encap.L4Ethernet, recs[lid])
-		hs[lid] = h
-		run(t, h)
-	}
+	hs, recs := threeHFIs(t)
 	s := hs[lidA].NewSender()
 	toB, toC := vnicPacket(t, lidA, lidB, 0x8001, 1), vnicPacket(t, lidA, lidC, 0x8001, 1)
 	toNone, toSelf := vnicPacket(t, lidA, 0x99, 0x8001, 1), vnicPacket(t, lidA, lidA, 0x8001, 1)
