@@ -363,6 +363,8 @@ func (f *fakeNode) sendTrapOf(of *fakeNode, vport uint8) {
 	t.Notice.IssuerLID = encap.LID(lid)
 	t.Notice.Trap = vema.VESWPortTrap{VESWID: pi.VESW.VESWID, VESWPortIndex: vport, Opcode: vema.TrapIfaceUcastMACChange}
 	mad, _ := t.MarshalBinary()
+	f.mu.Lock() // out's Sender is the node's, shared with its receive path
+	defer f.mu.Unlock()
 	f.out(encap.MgmtParams{SLID: lid, DLID: uint32(trapLID), PKey: 0xFFFF, DestQPN: 1, SrcQPN: 1}, mad)
 }
 
