@@ -509,9 +509,16 @@ func (s *Sender) Send(pkts [][]byte) {
 
 // SendTo sends one complete packet to an explicit endpoint, bypassing the
 // directory: the management path uses it to answer a node that has no
-// directory entry yet.
+// directory entry yet. A packet whose DLID's endpoint in the directory is
+// ep counts in that LID's PeerTraffic.
 func (s *Sender) SendTo(pkt []byte, ep netip.AddrPort) {
-	s.add(pkt, ep, nil)
+	var t *PeerTraffic
+	if len(pkt) >= encap.HeaderLen {
+		if pr, ok := s.h.routes.Load().peers[encap.Header16B(pkt).DLID()]; ok && pr.ep == ep {
+			t = pr.t
+		}
+	}
+	s.add(pkt, ep, t)
 	s.flush()
 }
 

@@ -64,11 +64,22 @@ func TestPeerTraffic(t *testing.T) {
 	check("C's RxPkts from A after a forged one", traffic(lidC, lidA).RxPkts.Load(), 3)
 	check("C's RxPkts from B after a forged one", traffic(lidC, lidB).RxPkts.Load(), 0)
 
+	// SendTo counts for the LID whose endpoint it sends to, not for one
+	// whose packet goes elsewhere.
+	s := hs[lidA].NewSender()
+	s.SendTo(toC, epC)
+	s.SendTo(toB, epC)
+	waitFor(t, "C to receive both", func() bool {
+		return recs[lidC].count() == 4 && hs[lidC].Counters.RcvBadDLID.Load() == 1 // B's packet: not C's DLID
+	})
+	check("A's TxPkts to C after SendTo", traffic(lidA, lidC).TxPkts.Load(), 4)
+	check("A's TxPkts to B after SendTo", traffic(lidA, lidB).TxPkts.Load(), 2)
+
 	// A new directory with the same LIDs, and a LID change of the port
 	// itself, keep the counts.
 	hs[lidC].SetDirectory(directory(t))
 	hs[lidC].SetLID(lidC)
-	check("C's RxPkts from A after SetDirectory", traffic(lidC, lidA).RxPkts.Load(), 3)
+	check("C's RxPkts from A after SetDirectory", traffic(lidC, lidA).RxPkts.Load(), 4)
 	// A LID that leaves the directory loses its counts; back, it starts
 	// from zero.
 	d, err := hfi.NewDirectory(map[uint32]netip.AddrPort{lidB: epB, lidC: epC}, nil)

@@ -812,7 +812,8 @@ func VNICStatuses(e *Engine) []VNICStatus {
 // FabricEntries lists h's directory, unicast LIDs first, each sorted. A
 // unicast entry other than h's own shows h's traffic with it, and, if the
 // kernel reported errors for its endpoint (hfi.HFI.PeerErrors) in the
-// hfi.PeerErrorQuiet before now, the last.
+// hfi.PeerErrorQuiet before now and since the last packet from it, the
+// last.
 func FabricEntries(h *hfi.HFI, now time.Time) []FabricEntry {
 	var out []FabricEntry
 	d := h.Directory()
@@ -820,15 +821,19 @@ func FabricEntries(h *hfi.HFI, now time.Time) []FabricEntry {
 	byEP := hfi.RecentPeerErrors(h.PeerErrors(), now)
 	for _, lid := range sortedKeys(eps) {
 		fe := FabricEntry{LID: encap.LIDFrom16B(lid).String(), Endpoint: eps[lid].String()}
+		var heard time.Time
 		if t, ok := h.PeerTraffic(lid); ok && lid != h.LID() {
 			rp, rb, tp, tb := t.RxPkts.Load(), t.RxBytes.Load(), t.TxPkts.Load(), t.TxBytes.Load()
 			fe.RxPackets, fe.RxBytes, fe.TxPackets, fe.TxBytes = &rp, &rb, &tp, &tb
 			fe.LastRx = "never"
 			if at, ok := t.LastRx(); ok {
+				heard = at
 				fe.LastRx = max(now.Sub(at), 0).Truncate(time.Second).String() + " ago" // wall clock: it may step back
 			}
 		}
-		if e, ok := byEP[eps[lid]]; ok {
+		if e, ok := byEP[eps[lid]]; ok && e.Last.After(heard) {
+			// An error from before the peer's last packet is over: it was
+			// up since (a peer that started later than this host).
 			fe.Error = e.Describe(now)
 		}
 		out = append(out, fe)

@@ -62,9 +62,13 @@ func TestE2EPeerDown(t *testing.T) {
 	}
 	t.Logf("host a's traffic with b: %s when b stopped, %s after", describeTraffic(stopped), describeTraffic(down))
 
-	// b back: traffic flows at once, the errors notwithstanding.
+	// b back: traffic flows at once, the errors notwithstanding, and a's
+	// fabric no longer shows them (they came before b's packets).
 	db = startVnicd(t, b, pairHost("host-b", lidB, lidA, "10.200.0.2", "10.200.0.1:4793", "192.168.101.2/24"))
 	a.PingWithin(t, "192.168.101.2", 10*time.Second)
+	if back := peerEntry(t, da, lidB); back.Error != "" {
+		t.Fatalf("host a's fabric shows b's error %q after b answered: %s", back.Error, describeTraffic(back))
+	}
 
 	if _, err := b.Exec(context.Background(), "ip", "addr", "del", "10.200.0.2/24", "dev", vethB); err != nil {
 		t.Fatal(err)
