@@ -1222,7 +1222,8 @@ type NodeStatus struct {
 	// to the node's endpoint, if one came in the last hfi.PeerErrorQuiet:
 	// why a node is lost ("connection refused (ICMP port unreachable from
 	// 10.0.0.2)": its host runs no vnicd; "no route to host": the host
-	// is gone), with its count and age.
+	// is gone), with its count and age; none from before the node's last
+	// answer.
 	Error string `json:"error,omitempty"`
 	// LastAnswer is how long ago the node last answered one of the FM's
 	// polls ("3s ago"); empty while it never has.
@@ -1239,7 +1240,7 @@ func (f *FM) Nodes() []NodeStatus {
 	for _, n := range f.nodes {
 		out = append(out, NodeStatus{Name: n.name, Config: n.cfgName, NodeGUID: encap.GUID(n.nodeGUID), PortGUID: encap.GUID(n.portGUID),
 			LID: encap.LID(n.lid), Extended: encap.LID(n.lid).IsExtended(), Endpoint: n.ep, State: n.state})
-		if e, ok := errs[n.ep]; ok {
+		if e, ok := errs[n.ep]; ok && e.Last.After(n.answeredAt) { // one before its last answer is over
 			out[len(out)-1].Error = e.Describe(now)
 		}
 		if !n.answeredAt.IsZero() {

@@ -89,6 +89,13 @@ lid_pool: {start: 0xC000, end: 0xC0FF}
 	if len(got) != 2 || got[0].Name != "host-b" || !strings.HasPrefix(got[0].Error, want) || got[1].Error != "" {
 		t.Fatalf("nodes %+v; want host-b with %q, host-c with no error", got, want)
 	}
+	// host-b answers (back up): its error is over.
+	f.mu.Lock()
+	f.nodes[0xB1].answeredAt = time.Now()
+	f.mu.Unlock()
+	if got = f.Nodes(); got[0].Error != "" {
+		t.Fatalf("host-b shows %q after it answered", got[0].Error)
+	}
 }
 
 // Nodes gives how long ago each node last answered a poll, and nothing for
