@@ -2,6 +2,35 @@
 
 #include "textflag.h"
 
+// The word sums' parts, shared by sumWords and copySumWords. SUM_INIT clears
+// the two accumulators (Y0: low words, Y1: high words) and puts 0x0000FFFF in
+// each dword of Y7. SUM_ADD(r, t) adds the words of r (clobbered) into them,
+// with t as scratch. SUM_REDUCE adds the lanes up into AX.
+#define SUM_INIT \
+	VPXOR    Y0, Y0, Y0; \
+	VPXOR    Y1, Y1, Y1; \
+	VPCMPEQD Y7, Y7, Y7; \
+	VPSRLD   $16, Y7, Y7
+
+#define SUM_ADD(r, t) \
+	VPAND  Y7, r, t; \
+	VPSRLD $16, r, r; \
+	VPADDD t, Y0, Y0; \
+	VPADDD r, Y1, Y1
+
+#define SUM_REDUCE \
+	VPADDD       Y1, Y0, Y0; \
+	VEXTRACTI128 $1, Y0, X1; \
+	VPMOVZXDQ    X0, Y0; \
+	VPMOVZXDQ    X1, Y1; \
+	VPADDQ       Y1, Y0, Y0; \
+	VEXTRACTI128 $1, Y0, X1; \
+	VPADDQ       X1, X0, X0; \
+	VPSHUFD      $0x4E, X0, X1; \
+	VPADDQ       X1, X0, X0; \
+	VMOVQ        X0, AX; \
+	VZEROUPPER
+
 // func sumWords(p []byte) uint64
 // The plain sum of p's little-endian 16-bit words; len(p) is a multiple of
 // 32, at least 32 and at most csumChunk. Each 32-byte load is split into its
@@ -11,32 +40,16 @@
 TEXT ·sumWords(SB), NOSPLIT, $0-32
 	MOVQ p_base+0(FP), SI
 	MOVQ p_len+8(FP), CX
-	VPXOR    Y0, Y0, Y0
-	VPXOR    Y1, Y1, Y1
-	VPCMPEQD Y7, Y7, Y7
-	VPSRLD   $16, Y7, Y7 // 0x0000FFFF in each dword
+	SUM_INIT
 
 loop:
 	VMOVDQU (SI), Y2
-	VPAND   Y7, Y2, Y3
-	VPSRLD  $16, Y2, Y2
-	VPADDD  Y3, Y0, Y0
-	VPADDD  Y2, Y1, Y1
+	SUM_ADD(Y2, Y3)
 	ADDQ    $32, SI
 	SUBQ    $32, CX
 	JNZ     loop
 
-	VPADDD       Y1, Y0, Y0
-	VEXTRACTI128 $1, Y0, X1
-	VPMOVZXDQ    X0, Y0
-	VPMOVZXDQ    X1, Y1
-	VPADDQ       Y1, Y0, Y0
-	VEXTRACTI128 $1, Y0, X1
-	VPADDQ       X1, X0, X0
-	VPSHUFD      $0x4E, X0, X1
-	VPADDQ       X1, X0, X0
-	VMOVQ        X0, AX
-	VZEROUPPER
+	SUM_REDUCE
 	MOVQ         AX, ret+24(FP)
 	RET
 
@@ -48,10 +61,7 @@ TEXT ·copySumWords(SB), NOSPLIT, $0-56
 	MOVQ dst_base+0(FP), DI
 	MOVQ p_base+24(FP), SI
 	MOVQ p_len+32(FP), CX
-	VPXOR    Y0, Y0, Y0
-	VPXOR    Y1, Y1, Y1
-	VPCMPEQD Y7, Y7, Y7
-	VPSRLD   $16, Y7, Y7 // 0x0000FFFF in each dword
+	SUM_INIT
 
 	CMPQ CX, $64
 	JB   copyloop
@@ -61,14 +71,8 @@ copyloop64:
 	VMOVDQU 32(SI), Y4
 	VMOVDQU Y2, (DI)
 	VMOVDQU Y4, 32(DI)
-	VPAND   Y7, Y2, Y3
-	VPAND   Y7, Y4, Y5
-	VPSRLD  $16, Y2, Y2
-	VPSRLD  $16, Y4, Y4
-	VPADDD  Y3, Y0, Y0
-	VPADDD  Y2, Y1, Y1
-	VPADDD  Y5, Y0, Y0
-	VPADDD  Y4, Y1, Y1
+	SUM_ADD(Y2, Y3)
+	SUM_ADD(Y4, Y5)
 	ADDQ    $64, SI
 	ADDQ    $64, DI
 	SUBQ    $64, CX
@@ -80,26 +84,13 @@ copyloop64:
 copyloop:
 	VMOVDQU (SI), Y2
 	VMOVDQU Y2, (DI)
-	VPAND   Y7, Y2, Y3
-	VPSRLD  $16, Y2, Y2
-	VPADDD  Y3, Y0, Y0
-	VPADDD  Y2, Y1, Y1
+	SUM_ADD(Y2, Y3)
 	ADDQ    $32, SI
 	ADDQ    $32, DI
 	SUBQ    $32, CX
 	JNZ     copyloop
 
 copydone:
-	VPADDD       Y1, Y0, Y0
-	VEXTRACTI128 $1, Y0, X1
-	VPMOVZXDQ    X0, Y0
-	VPMOVZXDQ    X1, Y1
-	VPADDQ       Y1, Y0, Y0
-	VEXTRACTI128 $1, Y0, X1
-	VPADDQ       X1, X0, X0
-	VPSHUFD      $0x4E, X0, X1
-	VPADDQ       X1, X0, X0
-	VMOVQ        X0, AX
-	VZEROUPPER
+	SUM_REDUCE
 	MOVQ         AX, ret+48(FP)
 	RET
