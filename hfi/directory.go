@@ -152,6 +152,26 @@ type peerRoute struct {
 	t  *PeerTraffic
 }
 
+// routeMemo is the last unicast lookup in one routes, for a loop that looks
+// up runs of one LID: within one call the routes (so the directory) do not
+// change, and the map access is made once per run. The zero value holds
+// none.
+type routeMemo struct {
+	lid        uint32
+	pr         peerRoute
+	known, set bool
+}
+
+// get is r.peers[lid], from the memo while lid repeats; m must be used with
+// one r only.
+func (m *routeMemo) get(r *routes, lid uint32) (peerRoute, bool) {
+	if !m.set || lid != m.lid {
+		m.pr, m.known = r.peers[lid]
+		m.lid, m.set = lid, true
+	}
+	return m.pr, m.known
+}
+
 // newRoutes makes d's routes for port self, with traffic (trafficTable)
 // holding an entry for every unicast LID of d.
 func newRoutes(d *Directory, self uint32, traffic map[uint32]*PeerTraffic) *routes {

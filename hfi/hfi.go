@@ -373,13 +373,7 @@ func (h *HFI) receiveBatch(msgs []Message, recv *[256]Receiver) {
 	c := &h.Counters
 	var used [2]Receiver
 	from := tally{rx: true}
-	// The source check's last lookup: a batch's datagrams mostly come from
-	// one peer, and r (so its directory) is the same for the whole batch.
-	var (
-		srcLID           uint32
-		srcRoute         peerRoute
-		srcKnown, srcSet bool
-	)
+	var src routeMemo // a batch's datagrams mostly come from one peer
 	for i := range msgs {
 		pkt := msgs[i].Buf[:msgs[i].N]
 		hdr, err := encap.Parse(pkt, h.verify)
@@ -392,11 +386,8 @@ func (h *HFI) receiveBatch(msgs []Message, recv *[256]Receiver) {
 			}
 			continue
 		}
-		if slid := hdr.SLID(); !srcSet || slid != srcLID {
-			srcRoute, srcKnown = r.peers[slid]
-			srcLID, srcSet = slid, true
-		}
-		pr, ok := srcRoute, srcKnown && srcRoute.ep == msgs[i].Addr
+		pr, ok := src.get(r, hdr.SLID())
+		ok = ok && pr.ep == msgs[i].Addr
 		if !ok && !(h.trustMgmt && hdr.L4() == encap.L4FabricMgt) {
 			c.RcvErrors.Add(1)
 			c.RcvBadSource.Add(1)
@@ -471,13 +462,7 @@ func (s *Sender) Send(pkts [][]byte) {
 	h := s.h
 	r := h.routes.Load()
 	c := &h.Counters
-	// The last unicast lookup: runs of packets go to one DLID, and r is the
-	// same for the whole call.
-	var (
-		lastLID            uint32
-		lastRoute          peerRoute
-		lastKnown, lastSet bool
-	)
+	var dst routeMemo // runs of packets go to one DLID
 	for _, pkt := range pkts {
 		dlid := encap.Header16B(pkt).DLID()
 		if encap.Is16BMulticast(dlid) {
@@ -492,11 +477,7 @@ func (s *Sender) Send(pkts [][]byte) {
 			}
 			continue
 		}
-		if !lastSet || dlid != lastLID {
-			lastRoute, lastKnown = r.peers[dlid]
-			lastLID, lastSet = dlid, true
-		}
-		pr, ok := lastRoute, lastKnown
+		pr, ok := dst.get(r, dlid)
 		if !ok || dlid == r.self {
 			c.XmitDiscards.Add(1)
 			c.XmitNoRoute.Add(1)
