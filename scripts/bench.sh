@@ -37,7 +37,8 @@
 # (8924 used). VXLAN adds 50 bytes: MTU 1450 and 8950.
 #
 # Prints the table (each figure with its ratio to VXLAN) and writes it, with
-# the machine's load, to a markdown file. Everything it makes carries a name
+# the machine's load and what its kernel charges for a system call and a
+# thread switch (scripts/vmcost, run first), to a markdown file. Everything it makes carries a name
 # unique to the run and is removed on exit, Ctrl-C or failure. Run as root:
 #
 #   scripts/bench.sh [--runs N] [--seconds N] [--quick] [--mtu 1500|9000|both]
@@ -138,6 +139,13 @@ fi
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 say "bench: building vnicd"
 go build -buildvcs=false -o "$work/vnicd" ./cmd/vnicd
+# What this machine's kernel charges for a system call and a thread switch
+# (scripts/vmcost), measured before anything of the run starts: vnicd pays
+# both many times per packet, kernel VXLAN hardly at all, so they explain
+# much of how vnicd's figures differ from machine to machine.
+go build -buildvcs=false -o "$work/vmcost" ./scripts/vmcost
+say "bench: measuring system call and thread switch costs"
+costs=$("$work/vmcost" 2>&1) || costs="not measured (vmcost failed: ${costs//$'\n'/ })"
 
 # setup MTU: the two hosts, the underlay, VXLAN and the two vnicds.
 setup() {
@@ -388,7 +396,8 @@ result=$(
 	echo "kernel $(uname -r); vnicd's SIMD paths here: $simd. Load average before $load0, after $load1;"
 	echo "CPU time stolen by the hypervisor during the run: $stolen. TCP congestion control: $cc. vnicd's node.queues: $queues. Both hosts, both iperf3 ends,"
 	echo "all four daemons and any other work on the machine share its CPUs, so every figure depends on how they are shared; ratios hold better than absolute"
-	echo "figures. Ratios in parentheses are to kernel VXLAN (for ping and CPU, lower is better)."
+	echo "figures. Ratios in parentheses are to kernel VXLAN (for ping and CPU, lower is better). This machine's kernel costs"
+	echo "(\`scripts/vmcost\`, before the run): $costs."
 	if [[ -n $profdir ]]; then
 		echo
 		echo "The vnicds ran with --cpuprofile (profiles in $profdir): profiling costs them CPU time, so their figures are a little low."
