@@ -38,8 +38,9 @@
 #
 # Prints the table (each figure with its ratio to VXLAN) and writes it, with
 # the machine's load and what its kernel charges for a system call and a
-# thread switch (scripts/vmcost, run first), to a markdown file. Everything it makes carries a name
-# unique to the run and is removed on exit, Ctrl-C or failure. Run as root:
+# thread switch (scripts/vmcost, run first), to a markdown file. Everything
+# it makes carries a name unique to the run and is removed on exit, Ctrl-C or
+# failure. Run as root:
 #
 #   scripts/bench.sh [--runs N] [--seconds N] [--quick] [--mtu 1500|9000|both]
 #                    [--queues N] [--out FILE] [--cpuprofile DIR]
