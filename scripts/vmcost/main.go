@@ -47,13 +47,7 @@ const runBound = 30 * time.Second
 const childEnv = "VMCOST_CHILD_CPU"
 
 func main() {
-	if cpu, ok := os.LookupEnv(childEnv); ok {
-		if err := child(cpu); err != nil {
-			fmt.Fprintln(os.Stderr, "vmcost child:", err)
-			os.Exit(1)
-		}
-		return
-	}
+	runChildIfAsked()
 	n := flag.Int("n", 20000, "system calls per batch and round trips per run (1000 to 1000000)")
 	flag.Parse()
 	if *n < 1000 || *n > 1000000 {
@@ -212,6 +206,21 @@ func roundTripRun(n, childCPU int) (time.Duration, error) {
 		}
 	}
 	return time.Since(t0) / time.Duration(n), nil
+}
+
+// runChildIfAsked runs the echoing child and exits when this process was
+// started as one (childEnv set), and returns otherwise. main and the test
+// binary's TestMain call it first.
+func runChildIfAsked() {
+	cpu, ok := os.LookupEnv(childEnv)
+	if !ok {
+		return
+	}
+	if err := child(cpu); err != nil {
+		fmt.Fprintln(os.Stderr, "vmcost child:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
 }
 
 // child pins itself to cpu and echoes bytes from fd 3 to fd 4 until EOF.

@@ -12,13 +12,7 @@ import (
 // The child is this test binary re-executed: TestMain runs it as the child
 // when the environment says so, as main does.
 func TestMain(m *testing.M) {
-	if cpu, ok := os.LookupEnv(childEnv); ok {
-		if err := child(cpu); err != nil {
-			os.Stderr.WriteString("vmcost child: " + err.Error() + "\n")
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
+	runChildIfAsked()
 	os.Exit(m.Run())
 }
 
