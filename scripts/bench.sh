@@ -15,7 +15,10 @@
 # per second delivered (iperf3 -u -l 64 -b 0, no rate limit; the receiver's
 # count), ping RTT average and p99 two ways, and, for vnicd, the CPU time
 # both daemons used per gigabit carried (utime+stime from /proc/PID/stat
-# over the TCP tests). Underlay MTU 1500 and 9000.
+# over the TCP tests), and for every path the CPU time the whole machine used
+# per gigabit over the same tests (everything on the path: both iperf3 ends,
+# the kernel's work, the daemons) and the share of the CPUs left idle then
+# (/proc/stat; steal counts as neither). Underlay MTU 1500 and 9000.
 #
 # The two pings: back-to-back (ping -A, 1000 pings: each sent as soon as the
 # last reply is in, while ping's smoothed RTT is under 0.5 ms; above that
@@ -218,6 +221,10 @@ setup() {
 	sleep 0.5
 }
 
+# machine_ticks: the machine's busy (user, nice, system, irq, softirq) and
+# idle (idle, iowait) ticks so far, from /proc/stat's cpu line.
+machine_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8, $5 + $6; exit }' /proc/stat; }
+
 # cpu_ticks PID...: utime+stime of the daemons.
 cpu_ticks() {
 	local t=0 pid f
@@ -253,9 +260,10 @@ failed() {
 # measure PATHNO NAME: one round of every figure on one path; appends
 # "name figure value" lines to $work/samples.
 measure() {
-	local p=$1 name=$2 j c0 c1 v dp=()
+	local p=$1 name=$2 j c0 c1 m0 m1 v dp=()
 	case $name in vnicd) dp=("${vnicd_pids[@]}") ;; vnicd-bp) dp=("${bp_pids[@]}") ;; esac
 	c0=$(cpu_ticks "${dp[@]}")
+	m0=$(machine_ticks)
 	j=$(iperf "$p")
 	failed "$j" "TCP, 1 stream"
 	v=$(jq -r '.end.sum_received.bits_per_second // 0' <<<"$j")
@@ -267,6 +275,13 @@ measure() {
 	echo "$name tcp4 $v" >>"$work/samples"
 	bits=$(jq -rn "($bits + $(jq -r '.end.sum_received.bytes // 0' <<<"$j")) * 8")
 	c1=$(cpu_ticks "${dp[@]}")
+	m1=$(machine_ticks)
+	# The whole machine's CPU seconds per gigabit over both TCP tests, and
+	# the share of CPU time left idle then.
+	awk -v n="$name" -v a="$m0" -v b="$m1" -v bits="$bits" -v tck="$tck" 'BEGIN {
+		split(a, x, " "); split(b, y, " "); busy = y[1] - x[1]; idle = y[2] - x[2]
+		if (bits > 0) printf "%s mcpu %.9f\n", n, busy / tck / (bits / 1e9)
+		if (busy + idle > 0) printf "%s idle %.6f\n", n, idle / (busy + idle) }' >>"$work/samples"
 	if ((${#dp[@]})); then
 		# CPU seconds of both daemons per gigabit carried, over both TCP tests.
 		jq -rn "if $bits > 0 then \"$name cpu \" + ((($c1 - $c0) / $tck) / ($bits / 1e9) | tostring) else empty end" >>"$work/samples"
@@ -316,7 +331,7 @@ report() {
 	echo
 	echo "| figure | bare veth | kernel VXLAN (reference) | vnicd | vnicd, busy_poll 1ms |"
 	echo "|---|---|---|---|---|"
-	for f in tcp1 tcp4 udp64 ping_b2b_avg ping_b2b_p99 ping_i10_avg ping_i10_p99 cpu; do
+	for f in tcp1 tcp4 udp64 ping_b2b_avg ping_b2b_p99 ping_i10_avg ping_i10_p99 cpu mcpu idle; do
 		case $f in
 		tcp1) label="TCP, 1 stream" unit="Gbit/s" scale=1e-9 ;;
 		tcp4) label="TCP, 4 streams" unit="Gbit/s" scale=1e-9 ;;
@@ -326,6 +341,8 @@ report() {
 		ping_i10_avg) label="ping RTT avg, 10 ms apart" unit="us" scale=1 ;;
 		ping_i10_p99) label="ping RTT p99, 10 ms apart" unit="us" scale=1 ;;
 		cpu) label="vnicd CPU per Gbit (both daemons)" unit="ms" scale=1e3 ;;
+		mcpu) label="machine CPU per Gbit (all of it, TCP tests)" unit="ms" scale=1e3 ;;
+		idle) label="CPUs idle during the TCP tests" unit="%" scale=100 ;;
 		esac
 		ref=$(med vxlan "$f")
 		printf '| %s |' "$label"
@@ -333,7 +350,7 @@ report() {
 			v=$(med "$name" "$f")
 			if [[ $v == nan ]]; then printf ' - |'; continue; fi
 			x=$(awk -v v="$v" -v s="$scale" 'BEGIN { x = v * s; printf (x >= 100 ? "%.0f" : x >= 10 ? "%.1f" : "%.2f"), x }')
-			if [[ $name == vxlan || $ref == nan ]] || awk -v r="$ref" 'BEGIN { exit !(r == 0) }'; then
+			if [[ $name == vxlan || $ref == nan || $f == idle ]] || awk -v r="$ref" 'BEGIN { exit !(r == 0) }'; then
 				printf ' %s %s |' "$x" "$unit"
 			else
 				printf ' %s %s (%sx) |' "$x" "$unit" "$(awk -v v="$v" -v r="$ref" 'BEGIN { printf "%.2f", v / r }')"
