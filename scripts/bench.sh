@@ -221,9 +221,9 @@ setup() {
 	sleep 0.5
 }
 
-# machine_ticks: the machine's busy (user, nice, system, irq, softirq) and
-# idle (idle, iowait) ticks so far, from /proc/stat's cpu line.
-machine_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8, $5 + $6; exit }' /proc/stat; }
+# machine_ticks: the machine's busy (user, nice, system, irq, softirq), idle
+# (idle, iowait) and stolen ticks so far, from /proc/stat's cpu line.
+machine_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8, $5 + $6, $9; exit }' /proc/stat; }
 
 # cpu_ticks PID...: utime+stime of the daemons.
 cpu_ticks() {
@@ -276,16 +276,14 @@ measure() {
 	bits=$(jq -rn "($bits + $(jq -r '.end.sum_received.bytes // 0' <<<"$j")) * 8")
 	c1=$(cpu_ticks "${dp[@]}")
 	m1=$(machine_ticks)
-	# The whole machine's CPU seconds per gigabit over both TCP tests, and
-	# the share of CPU time left idle then.
-	awk -v n="$name" -v a="$m0" -v b="$m1" -v bits="$bits" -v tck="$tck" 'BEGIN {
+	# Over both TCP tests: CPU seconds per gigabit carried, of both daemons
+	# (vnicd paths only) and of the whole machine, and the share of CPU time
+	# left idle.
+	awk -v n="$name" -v daemons=${#dp[@]} -v d=$((c1 - c0)) -v a="$m0" -v b="$m1" -v bits="$bits" -v tck="$tck" 'BEGIN {
 		split(a, x, " "); split(b, y, " "); busy = y[1] - x[1]; idle = y[2] - x[2]
+		if (bits > 0 && daemons > 0) printf "%s cpu %.9f\n", n, d / tck / (bits / 1e9)
 		if (bits > 0) printf "%s mcpu %.9f\n", n, busy / tck / (bits / 1e9)
 		if (busy + idle > 0) printf "%s idle %.6f\n", n, idle / (busy + idle) }' >>"$work/samples"
-	if ((${#dp[@]})); then
-		# CPU seconds of both daemons per gigabit carried, over both TCP tests.
-		jq -rn "if $bits > 0 then \"$name cpu \" + ((($c1 - $c0) / $tck) / ($bits / 1e9) | tostring) else empty end" >>"$work/samples"
-	fi
 	j=$(iperf "$p" -u -l 64 -b 0)
 	failed "$j" "64 B UDP"
 	# sum_received is the server's count of packets and losses.
@@ -367,13 +365,12 @@ report() {
 }
 
 # stolen_share: the share of the machine's CPU time, between two readings of
-# /proc/stat's cpu line, that the hypervisor gave to other guests (steal). On
-# a shared VM it is a large part of the run-to-run spread, so the results say it.
-stat_cpu() { awk '$1 == "cpu" { t = 0; for (i = 2; i <= 9; i++) t += $i; print t, $9; exit }' /proc/stat; }
-stolen_share() { awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); t = y[1] - x[1]; printf "%.1f%%", (t > 0 ? (y[2] - x[2]) * 100 / t : 0) }'; }
+# machine_ticks, that the hypervisor gave to other guests (steal). On a
+# shared VM it is a large part of the run-to-run spread, so the results say it.
+stolen_share() { awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); t = y[1] + y[2] + y[3] - x[1] - x[2] - x[3]; printf "%.1f%%", (t > 0 ? (y[3] - x[3]) * 100 / t : 0) }'; }
 
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-stat0=$(stat_cpu)
+stat0=$(machine_ticks)
 tables=""
 for mtu in $mtus; do
 	case $mtu in 1500) desc="vnicd eth_mtu 1428, VXLAN MTU 1450" ;; 9000) desc="vnicd eth_mtu 8924, VXLAN MTU 8950" ;; esac
@@ -395,7 +392,7 @@ for mtu in $mtus; do
 	teardown
 done
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
-stolen=$(stolen_share "$stat0" "$(stat_cpu)")
+stolen=$(stolen_share "$stat0" "$(machine_ticks)")
 # Which of vnicd's SIMD paths this CPU runs (README, Performance): the ICRC
 # fold needs VPCLMULQDQ and AVX2, the checksum word sums AVX2.
 flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
