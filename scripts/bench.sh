@@ -46,21 +46,23 @@
 # failure. Run as root:
 #
 #   scripts/bench.sh [--runs N] [--seconds N] [--quick] [--mtu 1500|9000|both]
-#                    [--queues N] [--out FILE] [--cpuprofile DIR]
+#                    [--queues auto|N] [--out FILE] [--cpuprofile DIR]
 #
 #   --runs N        rounds; medians are taken over them (default 3)
 #   --seconds N     duration of each iperf3 test (default 5)
 #   --quick         1 round of 2-second tests, 200 + 50 pings: a smoke test for CI
 #   --mtu M         underlay MTU variants to run (default both)
-#   --queues N      node.queues of both vnicd pairs (default 1, the default
-#                   config): N poll loops, UDP sockets and TAP queues a host
+#   --queues N      node.queues of both vnicd pairs, auto or 1..16 (default
+#                   auto, the default config: one per CPU up to 4, the
+#                   underlay veth having GRO off): poll loops, UDP sockets
+#                   and TAP queues a host
 #   --out FILE      the markdown results (default bench/RESULTS.md)
 #   --cpuprofile D  run the vnicds with --cpuprofile, profiles kept in D
 #                   (vnicd-mtuM-hostH-K.pprof: host 1 or 2, K 0 default, 1 busy_poll)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-runs=3 seconds=5 pings=200 bpings=1000 mtus="1500 9000" out=bench/RESULTS.md profdir="" queues=1
+runs=3 seconds=5 pings=200 bpings=1000 mtus="1500 9000" out=bench/RESULTS.md profdir="" queues=auto queues_used=""
 while (($#)); do
 	case $1 in
 	--runs) runs=$2; shift 2 ;;
@@ -75,7 +77,7 @@ while (($#)); do
 	esac
 done
 [[ $runs =~ ^[1-9][0-9]*$ && $seconds =~ ^[1-9][0-9]*$ ]] || { echo "bench: --runs and --seconds take positive integers" >&2; exit 2; }
-[[ $queues =~ ^([1-9]|1[0-6])$ ]] || { echo "bench: --queues takes 1 to 16" >&2; exit 2; }
+[[ $queues =~ ^(auto|[1-9]|1[0-6])$ ]] || { echo "bench: --queues takes auto or 1 to 16" >&2; exit 2; }
 for m in $mtus; do [[ $m == 1500 || $m == 9000 ]] || { echo "bench: --mtu takes 1500, 9000 or both" >&2; exit 2; }; done
 if [[ $(id -u) -ne 0 ]]; then
 	echo "bench: must run as root (it makes network namespaces, TAP and VXLAN devices)" >&2
@@ -212,6 +214,12 @@ setup() {
 		grep -hs 'busy_poll is not in effect' "$work"/host[12]-1.log >&2
 		exit 1
 	fi
+	# The queues in effect ("auto" picks them): the TAP's kernel queues, one
+	# per fd attached, so one per poll loop.
+	local q
+	q=$(inns "$A" ls /sys/class/net/vnic0/queues | grep -c '^tx-') || q="?"
+	[[ -z $queues_used || $queues_used == "$q" ]] || q="$queues_used, then $q"
+	queues_used=$q
 	# iperf3 servers on host b, one per path so no test waits for another's
 	# server to come back.
 	for p in 1 2 3 4; do
@@ -409,7 +417,7 @@ result=$(
 	echo "Written by \`scripts/bench.sh\` (started $started; $runs round(s) of ${seconds}-second iperf3 tests"
 	echo "and $bpings back-to-back + $pings spaced pings, paths interleaved, medians). $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//');"
 	echo "kernel $(uname -r); vnicd's SIMD paths here: $simd. Load average before $load0, after $load1;"
-	echo "CPU time stolen by the hypervisor during the run: $stolen. TCP congestion control: $cc. vnicd's node.queues: $queues. Both hosts, both iperf3 ends,"
+	echo "CPU time stolen by the hypervisor during the run: $stolen. TCP congestion control: $cc. vnicd's node.queues: $queues ($queues_used in effect). Both hosts, both iperf3 ends,"
 	echo "all four daemons and any other work on the machine share its CPUs, so every figure depends on how they are shared; ratios hold better than absolute"
 	echo "figures. Ratios in parentheses are to kernel VXLAN (for ping and CPU, lower is better). This machine's kernel costs"
 	echo "(\`scripts/vmcost\`, before the run): $costs."

@@ -104,9 +104,10 @@ type NodeConfig struct {
 	// BusyPoll is the data plane's busy-poll window (Engine.SetBusyPoll);
 	// 0, the default, is off.
 	BusyPoll time.Duration
-	// Queues is how many queues the data plane has (1..hfi.MaxQueues; 1 by
-	// default): a poll loop each, with its own UDP socket of the HFI's
-	// address and its own fd of every multiqueue TAP (Engine.EnableQueues).
+	// Queues is how many queues the data plane has (1..hfi.MaxQueues), or
+	// QueuesAuto, the default: a poll loop each, with its own UDP socket of
+	// the HFI's address and its own fd of every multiqueue TAP
+	// (Engine.EnableQueues).
 	Queues int
 	// UnderlayInterface names the interface whose MTU the daemon checks; ""
 	// means the one that routes to the first peer.
@@ -474,7 +475,13 @@ func (c *checker) buildNode(r *rawNode) NodeConfig {
 			n.BusyPoll = d
 		}
 	}
-	n.Queues = int(c.Ranged(r.Queues, "node.queues", 1, hfi.MaxQueues, 1, false))
+	if s, ok := c.Text(r.Queues, "node.queues"); ok && s == "auto" {
+		n.Queues = QueuesAuto
+	} else if ok && strings.Trim(s, "0123456789abcdefABCDEFxXoObB") != "" {
+		c.Failf("node.queues", r.Queues, "%q: must be auto or a number of queues, 1..%d", s, hfi.MaxQueues)
+	} else if ok {
+		n.Queues = int(c.Ranged(r.Queues, "node.queues", 1, hfi.MaxQueues, 1, false))
+	}
 	if s, _ := c.Text(r.UnderlayInterface, "node.underlay_interface"); s != "" {
 		if err := checkIfName(s); err != nil {
 			c.Failf("node.underlay_interface", r.UnderlayInterface, "%q: %v", s, err)
@@ -929,6 +936,19 @@ func (c *checker) buildMACTable(raw []rawMACEntry, path string, self encap.LID, 
 
 // --- writing ---
 
+// QueuesAuto is NodeConfig.Queues for node.queues "auto" (the default):
+// the daemon picks one queue per CPU, at most MaxAutoQueues, or one when
+// the underlay device merges datagrams (autoQueues).
+const QueuesAuto = 0
+
+// marshalQueues writes node.queues: "auto" or the number.
+func (c *Config) marshalQueues() *yaml.Node {
+	if c.Node.Queues == QueuesAuto {
+		return str("auto")
+	}
+	return num(uint64(c.Node.Queues))
+}
+
 // Marshal returns c as a config file with every default written out, which
 // ParseConfig reads back to an equal Config. Text that looks like an
 // environment reference (${) is escaped as $${.
@@ -942,7 +962,7 @@ func (c *Config) Marshal() ([]byte, error) {
 			"subnet_prefix", str(encap.FormatSubnetPrefix(c.Node.SubnetPrefix)),
 			"verify_icrc", scalar("!!bool", strconv.FormatBool(c.Node.VerifyICRC)),
 			"busy_poll", str(c.Node.BusyPoll.String()),
-			"queues", num(uint64(max(c.Node.Queues, 1))),
+			"queues", c.marshalQueues(),
 			"underlay_interface", str(c.Node.UnderlayInterface),
 		),
 		"peers", c.marshalPeers(),

@@ -110,7 +110,9 @@ func TestParseConfigErrors(t *testing.T) {
 		{"busy_poll a list", "node: {name: a, lid: 1, busy_poll: [1ms]}", "node.busy_poll", "single value"},
 		{"queues zero", "node: {name: a, lid: 1, queues: 0}", "node.queues", "out of range 1..16"},
 		{"queues too many", "node: {name: a, lid: 1, queues: 17}", "node.queues", "out of range 1..16"},
-		{"queues text", "node: {name: a, lid: 1, queues: two}", "node.queues", "not an integer"},
+		{"queues text", "node: {name: a, lid: 1, queues: two}", "node.queues", `"two": must be auto or a number of queues, 1..16`},
+		{"queues Auto", "node: {name: a, lid: 1, queues: Auto}", "node.queues", "must be auto or a number"},
+		{"queues list", "node: {name: a, lid: 1, queues: [auto]}", "node.queues", "must be a single value"},
 		{"underlay bad", `node: {name: a, lid: 1, underlay_interface: "a/b"}`, "node.underlay_interface", "'/'"},
 
 		// peers
@@ -794,7 +796,7 @@ netdevs:
 		}
 	})
 	t.Run("queues", func(t *testing.T) {
-		for in, want := range map[string]int{"": 1, "queues: 1,": 1, "queues: 2,": 2, "queues: 16,": 16} {
+		for in, want := range map[string]int{"": QueuesAuto, "queues: auto,": QueuesAuto, "queues: 1,": 1, "queues: 2,": 2, "queues: 16,": 16} {
 			c := mustParse(t, "node: {name: a, "+in+" lid: 1}")
 			if c.Node.Queues != want {
 				t.Errorf("%q: queues = %d, want %d", in, c.Node.Queues, want)

@@ -57,7 +57,9 @@ func NewDaemon(cfg *Config, newDevice DeviceFactory, log *zap.Logger) (_ *Daemon
 		// does): a field fixed here would say 0x0 on every line after.
 		log = log.With(zap.Stringer("lid", cfg.Node.LID))
 	}
-	qs, err := hfi.ListenUDPQueues(cfg.Node.Listen, 0, cfg.Node.Queues)
+	nq, why := resolveQueues(cfg)
+	log.Info("data-plane queues", zap.Int("queues", nq), zap.String("why", why))
+	qs, err := hfi.ListenUDPQueues(cfg.Node.Listen, 0, nq)
 	if err != nil {
 		return nil, err
 	}
@@ -607,19 +609,7 @@ func (c *Config) underlayIPHeaderLen() int {
 	return 20
 }
 
-func (d *Daemon) underlayLink() (netlink.Link, error) {
-	if d.cfg.Node.UnderlayInterface != "" {
-		return netlink.LinkByName(d.cfg.Node.UnderlayInterface)
-	}
-	if len(d.cfg.Peers) == 0 {
-		return nil, nil
-	}
-	routes, err := netlink.RouteGet(d.cfg.Peers[0].Addr.Addr().AsSlice())
-	if err != nil || len(routes) == 0 {
-		return nil, err
-	}
-	return netlink.LinkByIndex(routes[0].LinkIndex)
-}
+func (d *Daemon) underlayLink() (netlink.Link, error) { return underlayLinkOf(d.cfg, false) }
 
 // VNICStatus is one line of `vnicctl vnics`.
 type VNICStatus struct {

@@ -84,3 +84,13 @@ const ControlTimeout = controlTimeout
 func (d *Daemon) NetdevPlaced(vport uint8, ifname, netns string) {
 	d.portPlaced(PortEvent{VPort: vport, Kind: EventPlace, IfName: ifname, NetNS: netns})
 }
+
+// AutoQueues is what node.queues "auto" picks for cpus CPUs and underlay
+// device dev, with gro in place of the ethtool query; DeviceGRO is that
+// query; ResolveQueues is the daemon's choice for cfg on this machine.
+var (
+	AutoQueues    = autoQueues
+	DeviceGRO     = deviceGRO
+	ResolveQueues = resolveQueues
+	StartProcs    = startProcs
+)

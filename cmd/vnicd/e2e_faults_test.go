@@ -382,8 +382,8 @@ var pingStatsRE = regexp.MustCompile(`(\d+) packets transmitted, (\d+) received`
 func TestE2EGarbageFlood(t *testing.T) {
 	nstest.RequireRoot(t)
 	nstest.RequireTools(t, "ip", "ping", "iperf3")
-	for _, queues := range []int{0, 2} {
-		t.Run(fmt.Sprintf("queues=%d", max(queues, 1)), func(t *testing.T) { testGarbageFlood(t, queues) })
+	for _, queues := range []int{1, 2} {
+		t.Run(fmt.Sprintf("queues=%d", queues), func(t *testing.T) { testGarbageFlood(t, queues) })
 	}
 }
 
@@ -400,7 +400,7 @@ func testGarbageFlood(t *testing.T, queues int) {
 	}
 	t.Logf("flood: %d datagrams at about %d/s, seed %d (OPAVNIC_FLOOD_PACKETS, OPAVNIC_FLOOD_PPS, OPAVNIC_FLOOD_SEED)", count, pps, seed)
 
-	a, b, vethA, vethB, _, db := attackHostsQ(t, fmt.Sprintf("gf%d", max(queues, 1)), queues, nil)
+	a, b, vethA, vethB, _, db := attackHostsQ(t, fmt.Sprintf("gf%d", queues), queues, nil)
 	// A permanent neighbour entry: no datagram waits for (or is dropped by)
 	// address resolution on its way to b.
 	lb, err := b.Netlink().LinkByName(vethB)
@@ -526,7 +526,7 @@ func testGarbageFlood(t *testing.T, queues int) {
 	// is part of b's Udp InErrors.
 	var sockDrops uint64
 	after := db.hfiCounters(t)
-	for q := range max(queues, 1) {
+	for q := range queues {
 		name := fmt.Sprintf("queue%d_rx_kernel_drops", q)
 		if _, ok := after[name]; !ok {
 			t.Fatalf("host b's hfi counters have no %s", name)
