@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -62,5 +63,55 @@ func TestE2EQueues(t *testing.T) {
 		if _, ok := c["queue2_rx_packets"]; ok {
 			t.Errorf("%s: a third queue's counters", x.name)
 		}
+	}
+}
+
+// TestE2EQueuesAuto: without node.queues a daemon picks "auto". Over a veth
+// with receive GRO off (a veth's default) host a gets one queue per CPU it
+// may use, at most 4; host b, whose end of the veth has GRO turned on, gets
+// one, since GRO would merge different flows' datagrams. Its VNIC's TAP
+// has as many queues in the kernel, and 4 TCP streams cross.
+func TestE2EQueuesAuto(t *testing.T) {
+	nstest.RequireRoot(t)
+	nstest.RequireTools(t, "ip", "ping", "iperf3", "ethtool")
+	a, b := nstest.NewNS(t, "aqa"), nstest.NewNS(t, "aqb")
+	_, vethB := nstest.Veth(t, a, b, pfx("10.200.0.1/24"), pfx("10.200.0.2/24"), 1500)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if out, err := b.Exec(ctx, "ethtool", "-K", vethB, "gro", "on"); err != nil {
+		t.Fatalf("ethtool -K %s gro on: %v: %s", vethB, err, out)
+	}
+	ha := pairHost("host-a", lidA, lidB, "10.200.0.1", "10.200.0.2:4793", "192.168.102.1/24")
+	hb := pairHost("host-b", lidB, lidA, "10.200.0.2", "10.200.0.1:4793", "192.168.102.2/24")
+	da, db := startVnicd(t, a, ha), startVnicd(t, b, hb)
+	a.PingWithin(t, "192.168.102.2", 10*time.Second)
+	// The daemons inherit the test's environment and cgroup, so their
+	// GOMAXPROCS at start is the test's.
+	wantA := min(runtime.GOMAXPROCS(0), 4)
+	for _, x := range []struct {
+		ns   *nstest.NS
+		d    *daemon
+		want int
+	}{{a, da, wantA}, {b, db, 1}} {
+		c := x.d.hfiCounters(t)
+		n := 0
+		for ; n <= 16; n++ {
+			if _, ok := c[fmt.Sprintf("queue%d_rx_packets", n)]; !ok {
+				break
+			}
+		}
+		if n != x.want {
+			t.Errorf("%s: the daemon shows %d queues, want %d", x.ns.Name(), n, x.want)
+		}
+		out, err := x.ns.Exec(ctx, "ls", "/sys/class/net/vnic0/queues")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k := strings.Count(string(out), "tx-"); k != x.want {
+			t.Errorf("%s: vnic0 has %d queues in the kernel, want %d (%q)", x.ns.Name(), k, x.want, out)
+		}
+	}
+	if rate := iperfStreams(t, a, b, "192.168.102.2", 2, 4); rate == 0 {
+		t.Fatal("iperf3 moved nothing")
 	}
 }
