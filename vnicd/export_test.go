@@ -86,10 +86,12 @@ func (d *Daemon) NetdevPlaced(vport uint8, ifname, netns string) {
 }
 
 // AutoQueues is what node.queues "auto" picks for cpus CPUs and underlay
-// device dev, with gro in place of the ethtool query; DeviceGRO is that
-// query; ResolveQueues is the daemon's choice for cfg on this machine.
+// device dev, with merging in place of the search for a device with GRO
+// on; MergingBelow is that search, DeviceGRO its ethtool query of one
+// device; ResolveQueues is the daemon's choice for cfg on this machine.
 var (
 	AutoQueues    = autoQueues
+	MergingBelow  = mergingBelow
 	DeviceGRO     = deviceGRO
 	ResolveQueues = resolveQueues
 	StartProcs    = startProcs

@@ -16,12 +16,13 @@ const MaxAutoQueues = 4
 // autoQueues is the queue count node.queues "auto" (the default) picks for
 // a node with cpus CPUs whose underlay device is dev ("" when it cannot be
 // told), and why, for the log. One queue per CPU, at most MaxAutoQueues;
-// but one when dev is unknown, or when it merges received datagrams (GRO on,
-// as it is by default on a NIC): all of a host pair's datagrams share one
-// UDP 4-tuple, so the merged run of several flows would be steered whole to
-// one queue and a flow could be reordered (configs/README.md, node.queues).
-// gro reports whether a device has receive GRO on.
-func autoQueues(cpus int, dev string, gro func(string) (bool, error)) (int, string) {
+// but one when dev is unknown, or when it or a device below it merges
+// received datagrams (GRO on, as it is by default on a NIC): all of a host
+// pair's datagrams share one UDP 4-tuple, so the merged run of several
+// flows would be steered whole to one queue and a flow could be reordered
+// (configs/README.md, node.queues). merging names the device at or below
+// dev that has receive GRO on ("" when none has).
+func autoQueues(cpus int, dev string, merging func(string) (string, error)) (int, string) {
 	n := min(max(cpus, 1), MaxAutoQueues)
 	switch {
 	case n == 1:
@@ -29,15 +30,19 @@ func autoQueues(cpus int, dev string, gro func(string) (bool, error)) (int, stri
 	case dev == "":
 		return 1, "the underlay device is not known (set node.underlay_interface, or a peer)"
 	}
-	on, err := gro(dev)
+	on, err := merging(dev)
 	switch {
 	case err != nil:
 		return 1, fmt.Sprintf("receive GRO on underlay device %s not known: %v", dev, err)
-	case on:
-		return 1, fmt.Sprintf("underlay device %s has receive GRO on, which merges datagrams of different flows; "+
-			"for more queues turn it off (ethtool -K %s gro off) or set node.queues", dev, dev)
+	case on != "":
+		how := "has receive GRO on"
+		if on != dev {
+			how = fmt.Sprintf("sits on %s, which has receive GRO on", on)
+		}
+		return 1, fmt.Sprintf("underlay device %s %s: it merges datagrams of different flows; "+
+			"for more queues turn it off (ethtool -K %s gro off) or set node.queues", dev, how, on)
 	}
-	return n, fmt.Sprintf("one per CPU (at most %d); underlay device %s has receive GRO off", MaxAutoQueues, dev)
+	return n, fmt.Sprintf("one per CPU (at most %d); underlay device %s and those below it have receive GRO off", MaxAutoQueues, dev)
 }
 
 // startProcs is GOMAXPROCS as the process started, before a daemon raised
@@ -57,7 +62,7 @@ func resolveQueues(cfg *Config) (int, string) {
 	if l, err := underlayLinkOf(cfg, true); err == nil && l != nil {
 		dev = l.Attrs().Name
 	}
-	return autoQueues(startProcs, dev, deviceGRO)
+	return autoQueues(startProcs, dev, mergingBelow)
 }
 
 // underlayLinkOf is the underlay device: node.underlay_interface, or the
@@ -82,6 +87,70 @@ func underlayLinkOf(cfg *Config, orFM bool) (netlink.Link, error) {
 		return nil, err
 	}
 	return netlink.LinkByIndex(routes[0].LinkIndex)
+}
+
+// maxBelow bounds the devices mergingBelow looks at.
+const maxBelow = 64
+
+// mergingBelow returns the first device, of dev and those below it in the
+// caller's network namespace, that has receive GRO on (deviceGRO), or ""
+// when none has: a bridge's, bond's or team's ports (the links whose master
+// it is) and a VLAN's, macvlan's or ipvlan's parent, at any depth, since GRO
+// merges where a device's NAPI receives, below the device that carries the
+// address. A parent in another namespace cannot be asked: an error.
+func mergingBelow(dev string) (string, error) {
+	link, err := netlink.LinkByName(dev)
+	if err != nil {
+		return "", err
+	}
+	all, err := netlink.LinkList()
+	if err != nil {
+		return "", err
+	}
+	seen := map[int]bool{link.Attrs().Index: true}
+	queue := []netlink.Link{link}
+	for len(queue) > 0 {
+		l := queue[0]
+		queue = queue[1:]
+		a := l.Attrs()
+		on, err := deviceGRO(a.Name)
+		if err != nil {
+			return "", err
+		}
+		if on {
+			return a.Name, nil
+		}
+		var below []netlink.Link
+		for _, o := range all {
+			if o.Attrs().MasterIndex == a.Index {
+				below = append(below, o)
+			}
+		}
+		switch l.Type() {
+		case "vlan", "macvlan", "macvtap", "ipvlan", "ipvtap":
+			if a.ParentIndex == 0 {
+				break
+			}
+			if a.NetNsID >= 0 {
+				return "", fmt.Errorf("%s's parent device is in another network namespace", a.Name)
+			}
+			p, err := netlink.LinkByIndex(a.ParentIndex)
+			if err != nil {
+				return "", fmt.Errorf("%s's parent device: %w", a.Name, err)
+			}
+			below = append(below, p)
+		}
+		for _, b := range below {
+			if i := b.Attrs().Index; !seen[i] {
+				if len(seen) >= maxBelow {
+					return "", fmt.Errorf("more than %d devices below %s", maxBelow, dev)
+				}
+				seen[i] = true
+				queue = append(queue, b)
+			}
+		}
+	}
+	return "", nil
 }
 
 // ethtool's legacy get of one feature flag (linux/ethtool.h, linux/sockios.h).

@@ -18,27 +18,29 @@ import (
 // MaxAutoQueues when the underlay device merges nothing, and one queue,
 // saying why, when it has GRO on, cannot be asked, or is not known.
 func TestAutoQueues(t *testing.T) {
-	off := func(string) (bool, error) { return false, nil }
-	on := func(string) (bool, error) { return true, nil }
-	broken := func(string) (bool, error) { return false, errors.New("no such device") }
+	none := func(string) (string, error) { return "", nil }
+	self := func(d string) (string, error) { return d, nil }
+	port := func(string) (string, error) { return "eth1", nil }
+	broken := func(string) (string, error) { return "", errors.New("no such device") }
 	for _, c := range []struct {
-		name string
-		cpus int
-		dev  string
-		gro  func(string) (bool, error)
-		want int
-		why  string
+		name    string
+		cpus    int
+		dev     string
+		merging func(string) (string, error)
+		want    int
+		why     string
 	}{
-		{"one CPU", 1, "eth0", off, 1, "one CPU"},
-		{"no CPU count", 0, "eth0", off, 1, "one CPU"},
-		{"two CPUs", 2, "eth0", off, 2, "GRO off"},
-		{"three CPUs", 3, "eth0", off, 3, "GRO off"},
-		{"many CPUs", 64, "eth0", off, vnicd.MaxAutoQueues, "at most 4"},
-		{"GRO on", 8, "eth0", on, 1, "ethtool -K eth0 gro off"},
+		{"one CPU", 1, "eth0", none, 1, "one CPU"},
+		{"no CPU count", 0, "eth0", none, 1, "one CPU"},
+		{"two CPUs", 2, "eth0", none, 2, "GRO off"},
+		{"three CPUs", 3, "eth0", none, 3, "GRO off"},
+		{"many CPUs", 64, "eth0", none, vnicd.MaxAutoQueues, "at most 4"},
+		{"GRO on", 8, "eth0", self, 1, "eth0 has receive GRO on"},
+		{"GRO on below", 8, "br0", port, 1, "br0 sits on eth1, which has receive GRO on: it merges datagrams of different flows; for more queues turn it off (ethtool -K eth1 gro off)"},
 		{"GRO not known", 8, "eth0", broken, 1, "no such device"},
-		{"device not known", 8, "", off, 1, "node.underlay_interface"},
+		{"device not known", 8, "", none, 1, "node.underlay_interface"},
 	} {
-		n, why := vnicd.AutoQueues(c.cpus, c.dev, c.gro)
+		n, why := vnicd.AutoQueues(c.cpus, c.dev, c.merging)
 		if n != c.want || !strings.Contains(why, c.why) {
 			t.Errorf("%s: %d (%q), want %d (with %q)", c.name, n, why, c.want, c.why)
 		}
@@ -88,4 +90,36 @@ func TestDeviceGRO(t *testing.T) {
 	}); err == nil {
 		t.Error("a missing device has a GRO state")
 	}
+
+	// A bridge over the veth end: GRO off on the bridge is not enough
+	// while its port merges.
+	br := nstest.LinkName("br")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, args := range [][]string{
+		{"ip", "link", "add", br, "type", "bridge"},
+		{"ip", "link", "set", dev, "master", br},
+		{"ip", "link", "set", br, "up"},
+		{"ethtool", "-K", br, "gro", "off"},
+		{"ethtool", "-K", dev, "gro", "on"},
+	} {
+		if out, err := a.Exec(ctx, args[0], args[1:]...); err != nil {
+			t.Fatalf("%v: %v: %s", args, err, out)
+		}
+	}
+	check := func(want string) {
+		t.Helper()
+		var got string
+		if err := a.Do(func() (err error) {
+			got, err = vnicd.MergingBelow(br)
+			return err
+		}); err != nil || got != want {
+			t.Errorf("device merging below %s: %q (%v), want %q", br, got, err, want)
+		}
+	}
+	check(dev)
+	if out, err := a.Exec(ctx, "ethtool", "-K", dev, "gro", "off"); err != nil {
+		t.Fatalf("ethtool: %v: %s", err, out)
+	}
+	check("")
 }
