@@ -119,6 +119,11 @@ type NodeConfig struct {
 	FMLID encap.LID
 }
 
+// QueuesAuto is NodeConfig.Queues for node.queues "auto" (the default):
+// the daemon picks one queue per CPU, at most MaxAutoQueues, or one when
+// the underlay device merges datagrams (autoQueues).
+const QueuesAuto = 0
+
 // Managed reports whether the node is in managed mode.
 func (n *NodeConfig) Managed() bool { return n.FabricManager.IsValid() }
 
@@ -935,11 +940,6 @@ func (c *checker) buildMACTable(raw []rawMACEntry, path string, self encap.LID, 
 }
 
 // --- writing ---
-
-// QueuesAuto is NodeConfig.Queues for node.queues "auto" (the default):
-// the daemon picks one queue per CPU, at most MaxAutoQueues, or one when
-// the underlay device merges datagrams (autoQueues).
-const QueuesAuto = 0
 
 // marshalQueues writes node.queues: "auto" or the number.
 func (c *Config) marshalQueues() *yaml.Node {
