@@ -480,11 +480,13 @@ func (c *checker) buildNode(r *rawNode) NodeConfig {
 			n.BusyPoll = d
 		}
 	}
-	if s, ok := c.Text(r.Queues, "node.queues"); ok && s == "auto" {
+	switch s, ok := c.Text(r.Queues, "node.queues"); {
+	case !ok:
+	case s == "auto":
 		n.Queues = QueuesAuto
-	} else if ok && strings.Trim(s, "0123456789abcdefABCDEFxXoObB") != "" {
+	case s == "" || s[0] < '0' || s[0] > '9':
 		c.Failf("node.queues", r.Queues, "%q: must be auto or a number of queues, 1..%d", s, hfi.MaxQueues)
-	} else if ok {
+	default:
 		n.Queues = int(c.Ranged(r.Queues, "node.queues", 1, hfi.MaxQueues, 1, false))
 	}
 	if s, _ := c.Text(r.UnderlayInterface, "node.underlay_interface"); s != "" {

@@ -112,6 +112,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"queues too many", "node: {name: a, lid: 1, queues: 17}", "node.queues", "out of range 1..16"},
 		{"queues text", "node: {name: a, lid: 1, queues: two}", "node.queues", `"two": must be auto or a number of queues, 1..16`},
 		{"queues Auto", "node: {name: a, lid: 1, queues: Auto}", "node.queues", "must be auto or a number"},
+		{"queues hex word", "node: {name: a, lid: 1, queues: bad}", "node.queues", `"bad": must be auto or a number`},
+		{"queues empty", "node: {name: a, lid: 1, queues: \"\"}", "node.queues", `"": must be auto or a number`},
 		{"queues list", "node: {name: a, lid: 1, queues: [auto]}", "node.queues", "must be a single value"},
 		{"underlay bad", `node: {name: a, lid: 1, underlay_interface: "a/b"}`, "node.underlay_interface", "'/'"},
 

@@ -107,6 +107,10 @@ func mergingBelow(dev string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	byIndex := make(map[int]netlink.Link, len(all))
+	for _, o := range all {
+		byIndex[o.Attrs().Index] = o
+	}
 	seen := map[int]bool{link.Attrs().Index: true}
 	queue := []netlink.Link{link}
 	for len(queue) > 0 {
@@ -134,9 +138,9 @@ func mergingBelow(dev string) (string, error) {
 			if a.NetNsID >= 0 {
 				return "", fmt.Errorf("%s's parent device is in another network namespace", a.Name)
 			}
-			p, err := netlink.LinkByIndex(a.ParentIndex)
-			if err != nil {
-				return "", fmt.Errorf("%s's parent device: %w", a.Name, err)
+			p, ok := byIndex[a.ParentIndex]
+			if !ok {
+				return "", fmt.Errorf("%s's parent device (index %d) is not listed", a.Name, a.ParentIndex)
 			}
 			below = append(below, p)
 		}
