@@ -517,9 +517,14 @@ func (s *Sender) flush() {
 	}
 	c := &s.h.Counters
 	n, _ := s.tr.WriteBatch(s.msgs)
+	// Only what the kernel took counts as sent, in the port's counters and
+	// each peer's: the transport marks the others Refused.
 	var flits uint64
 	var to tally
 	for i := range s.msgs {
+		if s.msgs[i].Refused {
+			continue
+		}
 		flits += uint64(s.msgs[i].N / 8)
 		if s.to[i] != nil {
 			to.add(s.to[i], s.msgs[i].N)
@@ -527,12 +532,8 @@ func (s *Sender) flush() {
 	}
 	to.flush()
 	c.XmitPkts.Add(uint64(n))
-	if n == len(s.msgs) {
-		c.XmitData.Add(flits)
-	} else {
-		// Which datagrams the kernel refused is not known; count the data
-		// in proportion.
-		c.XmitData.Add(flits * uint64(n) / uint64(len(s.msgs)))
+	c.XmitData.Add(flits)
+	if n < len(s.msgs) {
 		c.XmitDiscards.Add(uint64(len(s.msgs) - n))
 	}
 	clear(s.msgs) // drop references to the caller's buffers

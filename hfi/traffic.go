@@ -10,9 +10,9 @@ import (
 // directory: the packets and bytes (whole 16B packets) it received from the
 // LID, those it handed to the transport for it, and when it last received
 // from it. Received packets are counted once they passed every receive check
-// (WIRE.md §7) and went to their receiver. Sent ones are counted when the
-// transport took the batch: a datagram the kernel then refused is among
-// them, and counted in PortXmitDiscards too. A multicast packet counts once
+// (WIRE.md §7) and went to their receiver. Sent ones are counted once the
+// kernel took them: a datagram it refused (no route, a full device queue)
+// counts in PortXmitDiscards instead. A multicast packet counts once
 // for each member endpoint it went to (under the member's LID, or the first
 // of the LIDs that share the endpoint).
 type PeerTraffic struct {

@@ -9,11 +9,13 @@ import "net/netip"
 // than the longest it accepts (the HFI does). A transport may instead point
 // Buf at memory of its own, valid until its next ReadBatch (the UDP
 // transport does with UDP GRO, and then hands every datagram over whole).
-// On write, Buf[:N] is sent to Addr.
+// On write, Buf[:N] is sent to Addr, and WriteBatch sets Refused on each
+// datagram it could not hand to the kernel (and clears it on the others).
 type Message struct {
-	Buf  []byte
-	N    int
-	Addr netip.AddrPort
+	Buf     []byte
+	N       int
+	Addr    netip.AddrPort
+	Refused bool
 }
 
 // Transport carries datagrams in batches: the HFI's wire.
@@ -22,7 +24,8 @@ type Message struct {
 // len(msgs) of them and returns how many. After Close it returns an error
 // (net.ErrClosed for the UDP transport) and any blocked ReadBatch returns.
 // WriteBatch sends msgs in order and returns how many were handed to the
-// kernel; datagrams may be lost, as on any UDP path. ReadBatch is called by one
+// kernel, marking each of the others Refused; datagrams may be lost later,
+// as on any UDP path. ReadBatch is called by one
 // goroutine at a time; WriteBatch may be called concurrently.
 type Transport interface {
 	ReadBatch(msgs []Message) (int, error)

@@ -546,8 +546,9 @@ func (s *udpWriteScratch) do(fd uintptr) bool {
 var ErrAddrFamily = errors.New("hfi: destination address family does not match the socket")
 
 // WriteBatch implements Transport. A datagram the kernel refuses (for
-// example an unreachable destination) is skipped; the count returned is the
-// number of datagrams the kernel accepted, and the error is the last refusal.
+// example an unreachable destination) is skipped and marked Refused; the
+// count returned is the number of datagrams the kernel accepted, and the
+// error is the last refusal.
 // Consecutive datagrams of one size to one endpoint (the last may be
 // shorter) and of one steering key (steerKey: one flow's, as a receiving
 // queue group sees it) go as one message with UDP GSO: the kernel cuts it
@@ -560,6 +561,9 @@ var ErrAddrFamily = errors.New("hfi: destination address family does not match t
 func (u *UDP) WriteBatch(msgs []Message) (int, error) {
 	s := u.wpool.Get().(*udpWriteScratch)
 	defer u.wpool.Put(s)
+	for i := range msgs {
+		msgs[i].Refused = false
+	}
 	var lastErr error
 	done := 0
 	fullQueue := false // a send was refused for a full device queue (ENOBUFS)
@@ -573,6 +577,7 @@ func (u *UDP) WriteBatch(msgs []Message) (int, error) {
 			s.base, s.count = start, k-start
 			if err := u.rc.Write(s.fn); err != nil {
 				clear(s.iov)
+				refuse(msgs[s.first[start]:])
 				return done, u.ioErr(err)
 			}
 			switch {
@@ -605,14 +610,18 @@ func (u *UDP) WriteBatch(msgs []Message) (int, error) {
 				// would most likely be dropped too, each at the cost of a
 				// system call of its own. Give them up.
 				clear(s.iov)
+				refuse(msgs[s.first[start]:])
 				return done, s.err
 			case s.err != nil:
 				// The first message was refused: skip it and go on.
 				lastErr = s.err
 				fullQueue = fullQueue || s.err == unix.ENOBUFS
+				refuse(msgs[s.first[start] : s.first[start]+s.segs[start]])
 				start++
 			case s.sent == 0:
-				start++ // cannot happen; never spin
+				// Cannot happen; never spin.
+				refuse(msgs[s.first[start] : s.first[start]+s.segs[start]])
+				start++
 			default:
 				for _, n := range s.segs[start : start+s.sent] {
 					done += n
@@ -624,6 +633,13 @@ func (u *UDP) WriteBatch(msgs []Message) (int, error) {
 	}
 	clear(s.iov) // no reference to the caller's buffers
 	return done, lastErr
+}
+
+// refuse marks msgs Refused: WriteBatch did not hand them to the kernel.
+func refuse(msgs []Message) {
+	for i := range msgs {
+		msgs[i].Refused = true
+	}
 }
 
 // gsoLimit is the largest datagram WriteBatch may send with GSO now (0:
@@ -664,6 +680,7 @@ func (s *udpWriteScratch) build(msgs []Message, gsoMax int) (k, used int, err er
 		namelen, ok := u.putSockaddr(&s.names[k], msgs[i].Addr)
 		if !ok {
 			err = ErrAddrFamily
+			msgs[i].Refused = true
 			i++
 			continue
 		}

@@ -103,7 +103,7 @@ func NewHFICollector(h *hfi.HFI, node string) *HFICollector {
 	for i, n := range [4][2]string{
 		{"rx_packets", "16B packets received from the LID that passed the receive checks"},
 		{"rx_bytes", "Bytes of the 16B packets received from the LID that passed the receive checks"},
-		{"tx_packets", "16B packets sent to the LID (those the kernel refused among them); a multicast packet counts for each member"},
+		{"tx_packets", "16B packets sent to the LID (taken by the kernel; those it refused count in opavnic_hfi_port_xmit_discards_total); a multicast packet counts for each member"},
 		{"tx_bytes", "Bytes of the 16B packets sent to the LID"},
 	} {
 		c.peer[i] = prometheus.NewDesc("opavnic_hfi_peer_"+n[0]+"_total", n[1]+", for each unicast LID of the directory but this port's.",

@@ -115,6 +115,9 @@ func (t *Transport) ReadBatch(msgs []hfi.Message) (int, error) {
 func (t *Transport) WriteBatch(msgs []hfi.Message) (int, error) {
 	select {
 	case <-t.done:
+		for i := range msgs {
+			msgs[i].Refused = true
+		}
 		return 0, net.ErrClosed
 	default:
 	}
@@ -123,7 +126,8 @@ func (t *Transport) WriteBatch(msgs []hfi.Message) (int, error) {
 	sent := 0
 	for i := range msgs {
 		dst := t.net.nodes[msgs[i].Addr]
-		if dst == nil || !dst.Inject(t.addr, msgs[i].Buf[:msgs[i].N]) {
+		msgs[i].Refused = dst == nil || !dst.Inject(t.addr, msgs[i].Buf[:msgs[i].N])
+		if msgs[i].Refused {
 			t.Dropped.Add(1)
 			continue
 		}
