@@ -8,7 +8,7 @@ import (
 
 // PeerTraffic is what one port exchanged with one unicast LID of its
 // directory: the packets and bytes (whole 16B packets) it received from the
-// LID, those it handed to the transport for it, and when it last received
+// LID, those it sent to it, and when it last received
 // from it. Received packets are counted once they passed every receive check
 // (WIRE.md §7) and went to their receiver. Sent ones are counted once the
 // kernel took them: a datagram it refused (no route, a full device queue)
