@@ -64,7 +64,7 @@ func TestE2EPeerDown(t *testing.T) {
 
 	// b back: traffic flows at once, the errors notwithstanding, and a's
 	// fabric no longer shows them (they came before b's packets).
-	db = startVnicd(t, b, pairHost("host-b", lidB, lidA, "10.200.0.2", "10.200.0.1:4793", "192.168.101.2/24"))
+	startVnicd(t, b, pairHost("host-b", lidB, lidA, "10.200.0.2", "10.200.0.1:4793", "192.168.101.2/24")) // killed by nstest.NS.Start's cleanup
 	a.PingWithin(t, "192.168.101.2", 10*time.Second)
 	if back := peerEntry(t, da, lidB); back.Error != "" {
 		t.Fatalf("host a's fabric shows b's error %q after b answered: %s", back.Error, describeTraffic(back))
