@@ -5,6 +5,8 @@
 //
 //	opafm --config /etc/opavnic/fabric.yaml [--log-level info] [--log-format console]
 //	      [--metrics-listen 127.0.0.1:9480]
+//	opafm --config /etc/opavnic/fabric.yaml --check
+//	opafm --version
 //
 // With --metrics-listen it serves Prometheus metrics at /metrics: fabric
 // membership (opafm_nodes{state}, opafm_node_lid{node}, vesws) and its HFI.
@@ -27,6 +29,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/opavnic/opavnic/cmd/internal/buildinfo"
 	"github.com/opavnic/opavnic/cmd/internal/cli"
 	"github.com/opavnic/opavnic/cmd/internal/fmd"
 	"github.com/opavnic/opavnic/cmd/internal/metrics"
@@ -66,6 +69,7 @@ func run(args []string) int {
 		}
 		opts = append(opts, fmd.WithRegistry(reg))
 	}
+	log.Info("opafm starting", zap.String("build", buildinfo.Read().String()), zap.String("config", *flags.Config))
 	if err := fmd.Serve(ctx, *flags.Config, log, hup, opts...); err != nil {
 		if errors.Is(err, fmd.ErrConfig) {
 			flags.ConfigError(log, "opafm", err)

@@ -34,7 +34,8 @@ func TestCheckAndUsage(t *testing.T) {
 		{"no config", []string{"--check"}, 2, []string{"--config is required"}},
 		{"bad log level", []string{"--config", good, "--log-level", "loud"}, 2, []string{"--log-level"}},
 		{"bad config, no check", []string{"--config", bad}, 2, []string{"vesws: must be a list"}},
-		{"help", []string{"--help"}, 0, []string{"-config string", "-check"}},
+		{"help", []string{"--help"}, 0, []string{"-config string", "-check", "-version"}},
+		{"version", []string{"--version"}, 0, []string{"opafm (devel), not stamped with its commit, go1."}},
 		{"unknown flag", []string{"--colour"}, 2, []string{"flag provided but not defined: -colour"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

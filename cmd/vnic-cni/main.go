@@ -56,6 +56,7 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
 
+	"github.com/opavnic/opavnic/cmd/internal/buildinfo"
 	"github.com/opavnic/opavnic/vnicd"
 )
 
@@ -90,7 +91,7 @@ type NetConf struct {
 
 func main() {
 	skel.PluginMainFuncs(skel.CNIFuncs{Add: cmdAdd, Del: cmdDel, Check: cmdCheck, GC: cmdGC, Status: cmdStatus},
-		version.PluginSupports("1.0.0", "1.1.0"), "vnic-cni: VNICs of opavnic's vnicd for containers")
+		version.PluginSupports("1.0.0", "1.1.0"), "vnic-cni: VNICs of opavnic's vnicd for containers, "+buildinfo.Read().String())
 }
 
 // loadConf reads the network config and finds vnicd's socket.

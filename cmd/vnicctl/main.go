@@ -28,6 +28,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/opavnic/opavnic/cmd/internal/buildinfo"
 	"github.com/opavnic/opavnic/vnicd"
 )
 
@@ -43,6 +44,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage: vnicctl [--socket PATH] [--json] COMMAND
+       vnicctl --version
 commands of vnicd:
   vnics              VNIC ports: interface, vesw, state
   counters [VPORT]   per-port counters under the kernel's ethtool names
@@ -74,11 +76,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() { usage(stderr); fs.PrintDefaults() }
 	socket := fs.String("socket", "", "control socket of the daemon (default: the only one in "+socketDir+")")
 	asJSON := fs.Bool("json", false, "print JSON instead of tables")
+	version := fs.Bool("version", false, "print vnicctl's build (version, commit, Go toolchain) and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
+	}
+	if *version {
+		if fs.NArg() > 0 {
+			fmt.Fprintf(stderr, "vnicctl: --version takes no command: %v\n", fs.Args())
+			return 2
+		}
+		fmt.Fprintf(stdout, "vnicctl %s\n", buildinfo.Read())
+		return 0
 	}
 	if fs.NArg() == 0 {
 		usage(stderr)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/opavnic/opavnic/cmd/internal/buildinfo"
 )
 
 // Without --socket: no socket in socketDir is a daemon that cannot answer
@@ -40,6 +42,26 @@ func TestDefaultSocketExitCodes(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"--socket", filepath.Join(t.TempDir(), "x.sock"), "vnics"}, &stdout, &stderr); code != 1 {
 		t.Errorf("vnicctl --socket (nobody) vnics: exit %d, %q; want 1", code, stderr.String())
+	}
+}
+
+// --version prints vnicctl's build to stdout and exits 0 without looking
+// for a daemon; with a command after it, it is a usage error.
+func TestVersion(t *testing.T) {
+	old := socketDir
+	socketDir = t.TempDir() // no daemon: --version must not need one
+	t.Cleanup(func() { socketDir = old })
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--version"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("vnicctl --version: exit %d, stderr %q", code, stderr.String())
+	}
+	want := "vnicctl " + buildinfo.Read().String() + "\n"
+	if stdout.String() != want || stderr.Len() != 0 {
+		t.Errorf("vnicctl --version: stdout %q, stderr %q; want stdout %q", stdout.String(), stderr.String(), want)
+	}
+	stdout.Reset()
+	if code := run([]string{"--version", "hfi"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "--version takes no command") || stdout.Len() != 0 {
+		t.Errorf("vnicctl --version hfi: exit %d, stdout %q, stderr %q; want 2 and a usage error", code, stdout.String(), stderr.String())
 	}
 }
 

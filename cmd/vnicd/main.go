@@ -6,6 +6,8 @@
 //
 //	vnicd --config /etc/opavnic/vnicd.yaml [--log-level info] [--log-format console]
 //	      [--fabric-manager /etc/opavnic/fabric.yaml] [--metrics-listen 127.0.0.1:9479]
+//	vnicd --config /etc/opavnic/vnicd.yaml --check
+//	vnicd --version
 //
 // With --metrics-listen the daemon serves Prometheus metrics at /metrics
 // (per-VNIC kernel counters, the HFI's counters and drops by reason, and with
@@ -35,6 +37,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/opavnic/opavnic/cmd/internal/buildinfo"
 	"github.com/opavnic/opavnic/cmd/internal/cli"
 	"github.com/opavnic/opavnic/cmd/internal/fmd"
 	"github.com/opavnic/opavnic/cmd/internal/metrics"
@@ -119,6 +122,7 @@ func run(args []string) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	log.Info("vnicd starting", zap.String("build", buildinfo.Read().String()), zap.String("config", *flags.Config))
 	d, err := vnicd.NewDaemon(cfg, vnicd.TAPFactory(log), log)
 	if err != nil {
 		if errors.Is(err, os.ErrPermission) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -89,6 +91,30 @@ func TestBadConfigExitsTwo(t *testing.T) {
 			clitest.Expect(t, bin, args, 2, tc.want)
 		})
 	}
+}
+
+// --version prints the build and exits 0, with no config and starting
+// nothing. The tests' binary is built with -buildvcs=false, so it says it
+// carries no commit; one built in this git checkout with VCS stamping (as
+// README's go build does by default) names the checkout's commit.
+func TestVersion(t *testing.T) {
+	bin := vnicdBinary(t)
+	clitest.Expect(t, bin, []string{"--version"}, 0, "vnicd (devel), not stamped with its commit, "+runtime.Version()+" "+runtime.GOOS+"/"+runtime.GOARCH)
+	clitest.Expect(t, bin, []string{"--version", "extra"}, 2, "unexpected arguments")
+
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("no commit to stamp: git rev-parse HEAD: %v (not a git checkout, no git, or a checkout git will not read as this user)", err)
+	}
+	stamped := filepath.Join(t.TempDir(), "vnicd")
+	if out, err := exec.Command("go", "build", "-buildvcs=true", "-o", stamped, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build -buildvcs=true: %v\n%s", err, out)
+	}
+	want := []string{"vnicd ", "(commit " + strings.TrimSpace(string(head))[:12] + ", ", runtime.Version()}
+	if st, err := exec.Command("git", "status", "--porcelain").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+		want = append(want, ", modified)")
+	}
+	clitest.Expect(t, stamped, []string{"--version"}, 0, want...)
 }
 
 // -h and --help print the flags and exit 0, as a usage error does not.

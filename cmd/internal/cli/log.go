@@ -10,6 +10,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/opavnic/opavnic/cmd/internal/buildinfo"
 )
 
 // NewLogger builds the daemons' zap logger from --log-level and --log-format.
@@ -40,12 +42,15 @@ func NewLogger(level, format string) (*zap.Logger, error) {
 }
 
 // Common holds the flags every daemon has: --config, --log-level,
-// --log-format, --metrics-listen and --check.
+// --log-format, --metrics-listen, --check and --version.
 type Common struct {
 	Config, Level, Format, MetricsListen *string
 	// Check asks the daemon only to read and check its config, say what it
 	// would set up, and exit: 0 when the config can be used, 2 when not.
 	Check *bool
+	// Version asks the daemon only to print which build it is and exit 0
+	// (Start does it).
+	Version *bool
 }
 
 // CommonFlags registers the common flags on fs; configHelp describes --config.
@@ -56,12 +61,15 @@ func CommonFlags(fs *flag.FlagSet, configHelp string) *Common {
 		Format:        fs.String("log-format", "console", "log format: console or json"),
 		MetricsListen: fs.String("metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics (host:port; off when empty)"),
 		Check:         fs.Bool("check", false, "only check the config: print what it sets up and exit, 0 if it can be used, 2 if not (starts nothing, needs no root)"),
+		Version:       fs.Bool("version", false, "print the build (version, commit, Go toolchain) and exit"),
 	}
 }
 
 // Start parses args and builds the logger. On a usage error it prints why to
 // stderr under the program's name and returns a nil logger and exit code 2;
-// for -h or --help, which print the flags, a nil logger and exit code 0.
+// for -h or --help, which print the flags, and for --version, which prints
+// the program's name and build (buildinfo) to stdout, a nil logger and exit
+// code 0.
 func (c *Common) Start(fs *flag.FlagSet, args []string) (*zap.Logger, int) {
 	name := fs.Name()
 	if err := fs.Parse(args); err != nil {
@@ -73,6 +81,10 @@ func (c *Common) Start(fs *flag.FlagSet, args []string) (*zap.Logger, int) {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "%s: unexpected arguments: %v\n", name, fs.Args())
 		return nil, 2
+	}
+	if *c.Version {
+		fmt.Printf("%s %s\n", name, buildinfo.Read())
+		return nil, 0
 	}
 	if *c.Config == "" {
 		fmt.Fprintf(os.Stderr, "%s: --config is required\n", name)

@@ -8,10 +8,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/opavnic/opavnic/cmd/internal/metrics"
 	"github.com/opavnic/opavnic/vnicd"
 )
 
-// Every label of the FM's metrics (and of vnicd's HFI and VNICs) is named, in backquotes, in the row of
+// Every label of the FM's metrics (and of vnicd's HFI and VNICs, and of the
+// build info both export), constant or variable, is named, in backquotes, in the row of
 // the README's metrics table that names the metric. opafm_info's row gave
 // the vesw metrics' labels (vesw, name) for its name, lid and guid.
 func TestREADMEMetricLabels(t *testing.T) {
@@ -26,11 +28,12 @@ func TestREADMEMetricLabels(t *testing.T) {
 		}
 	}
 	reName := regexp.MustCompile(`fqName: "([^"]+)"`)
-	reLabels := regexp.MustCompile(`variableLabels: \{([^}]*)\}`)
+	reLabels := regexp.MustCompile(`(?:variableLabels|constLabels): \{([^}]*)\}`)
 	ch := make(chan *prometheus.Desc, 1024)
 	NewCollector(nil).Describe(ch)
 	vnicd.NewHFICollector(nil, "n").Describe(ch)
 	vnicd.NewVNICCollector(nil).Describe(ch)
+	metrics.BuildInfoCollector().Describe(ch)
 	close(ch)
 	for d := range ch {
 		s := d.String()
@@ -49,8 +52,12 @@ func TestREADMEMetricLabels(t *testing.T) {
 			continue
 		}
 		labelCell := strings.Split(row, "|")[3]
-		if m := reLabels.FindStringSubmatch(s); m != nil && m[1] != "" {
+		for _, m := range reLabels.FindAllStringSubmatch(s, -1) {
+			if m[1] == "" {
+				continue
+			}
 			for _, l := range strings.Split(m[1], ",") {
+				l, _, _ = strings.Cut(l, "=") // a constant label: name="value"
 				if !strings.Contains(labelCell, "`"+strings.TrimSpace(l)+"`") {
 					t.Errorf("%s: label %s is not in its README row's labels: %s", name, l, labelCell)
 				}

@@ -10,19 +10,41 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
+
+	"github.com/opavnic/opavnic/cmd/internal/buildinfo"
 )
 
-// NewRegistry returns a registry with the Go runtime and process collectors.
+// NewRegistry returns a registry with the Go runtime and process collectors
+// and the build (BuildInfoCollector).
 func NewRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		BuildInfoCollector())
 	return reg
+}
+
+// BuildInfoCollector exports opavnic_build_info, always 1, labelled with the
+// running binary's build as --version prints it (buildinfo): version,
+// revision (the commit, "" when the binary was not stamped with one),
+// modified ("true" when built from a checkout with changes not committed)
+// and goversion.
+func BuildInfoCollector() prometheus.Collector {
+	in := buildinfo.Read()
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "opavnic_build_info",
+		Help: "Always 1; the labels say which build of opavnic runs (as --version prints it).",
+		ConstLabels: prometheus.Labels{"version": in.Version, "revision": in.Revision,
+			"modified": strconv.FormatBool(in.Modified), "goversion": in.GoVersion},
+	})
+	g.Set(1)
+	return g
 }
 
 // Handler serves reg's exposition at /metrics and a short index at /.

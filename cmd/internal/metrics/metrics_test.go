@@ -11,6 +11,8 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os/exec"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"github.com/prometheus/common/model"
 	"go.uber.org/zap"
 
+	"github.com/opavnic/opavnic/cmd/internal/buildinfo"
 	"github.com/opavnic/opavnic/cmd/internal/fmd"
 	"github.com/opavnic/opavnic/cmd/internal/metrics"
 	"github.com/opavnic/opavnic/encap"
@@ -119,6 +122,7 @@ next:
 
 func TestExposition(t *testing.T) {
 	mfs, _ := scrape(t)
+	build := buildinfo.Read()
 	vnic := map[string]string{"vport": "0", "ifname": "vnic0", "vesw": "1"}
 	fmNode := map[string]string{"node": "fm0"}
 	for _, tc := range []struct {
@@ -151,6 +155,8 @@ func TestExposition(t *testing.T) {
 		{"opafm_info", dto.MetricType_GAUGE, map[string]string{"name": "fm0", "lid": "0x1"}, 1},
 		{"opafm_vesw_members", dto.MetricType_GAUGE, map[string]string{"vesw": "1", "name": "red"}, 1},
 		{"opafm_vesw_members_configured", dto.MetricType_GAUGE, map[string]string{"vesw": "1", "name": "red"}, 0},
+		{"opavnic_build_info", dto.MetricType_GAUGE, map[string]string{"version": build.Version, "revision": build.Revision,
+			"modified": strconv.FormatBool(build.Modified), "goversion": runtime.Version()}, 1},
 	} {
 		mf := mfs[tc.name]
 		if mf == nil {
