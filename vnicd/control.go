@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/opavnic/opavnic/internal/buildinfo"
 )
 
 // The control protocol: a client connects to the daemon's Unix socket, writes
@@ -114,7 +116,9 @@ var ErrSocketInUse = errors.New("control socket is in use by a running daemon")
 // "@" names a Linux abstract socket: it has no file, so there is no
 // directory to make, no stale file to replace and no mode to set; the
 // kernel frees the name when the listener is closed, and a name still bound
-// by a live daemon gives ErrSocketInUse.
+// by a live daemon gives ErrSocketInUse. The server answers two commands of
+// its own: "commands" (the commands it answers) and "version" (the
+// program's BuildStatus).
 func ListenControl(path string, log *zap.Logger) (*ControlServer, error) {
 	if log == nil {
 		log = zap.NewNop()
@@ -151,7 +155,27 @@ func ListenControl(path string, log *zap.Logger) (*ControlServer, error) {
 	s := &ControlServer{log: log.Named("control"), path: path, ln: ln, handlers: map[string]DeadlineHandler{},
 		slots: make(chan struct{}, MaxControlConns)}
 	s.Handle("commands", func(json.RawMessage) (any, error) { return s.commands(), nil })
+	s.Handle("version", func(json.RawMessage) (any, error) { return ReadBuildStatus(), nil })
 	return s, nil
+}
+
+// BuildStatus is the answer to the control command "version": which
+// program serves the socket and which build it is (internal/buildinfo).
+type BuildStatus struct {
+	Program   string `json:"program"` // the executable's name: vnicd, opafm
+	Build     string `json:"build"`   // the line --version prints after the name
+	Version   string `json:"version"`
+	Revision  string `json:"revision,omitempty"` // the commit; absent when not stamped
+	Modified  bool   `json:"modified,omitempty"`
+	GoVersion string `json:"go_version"`
+	Platform  string `json:"platform"`
+}
+
+// ReadBuildStatus returns the running program's BuildStatus.
+func ReadBuildStatus() BuildStatus {
+	in := buildinfo.Read()
+	return BuildStatus{Program: filepath.Base(os.Args[0]), Build: in.String(), Version: in.Version, Revision: in.Revision,
+		Modified: in.Modified, GoVersion: in.GoVersion, Platform: in.Platform}
 }
 
 // Path returns the socket path.

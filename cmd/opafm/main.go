@@ -29,10 +29,10 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/opavnic/opavnic/cmd/internal/buildinfo"
 	"github.com/opavnic/opavnic/cmd/internal/cli"
 	"github.com/opavnic/opavnic/cmd/internal/fmd"
 	"github.com/opavnic/opavnic/cmd/internal/metrics"
+	"github.com/opavnic/opavnic/internal/buildinfo"
 	"github.com/opavnic/opavnic/vema/fm"
 )
 

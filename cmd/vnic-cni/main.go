@@ -56,7 +56,7 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
 
-	"github.com/opavnic/opavnic/cmd/internal/buildinfo"
+	"github.com/opavnic/opavnic/internal/buildinfo"
 	"github.com/opavnic/opavnic/vnicd"
 )
 

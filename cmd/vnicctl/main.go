@@ -28,7 +28,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/opavnic/opavnic/cmd/internal/buildinfo"
+	"github.com/opavnic/opavnic/internal/buildinfo"
 	"github.com/opavnic/opavnic/vnicd"
 )
 
@@ -67,6 +67,7 @@ commands of opafm:
   reload             re-read the fabric config (as SIGHUP)
 both:
   commands           what the daemon answers
+  version            vnicctl's build and the daemon's (vnicctl --version: vnicctl's only)
 `)
 }
 
@@ -261,6 +262,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 					fmt.Fprintln(tw, c)
 				}
 			})
+		}
+	case "version":
+		// vnicctl's build, and the daemon's: the daemon's may be older
+		// than this vnicctl, and not answer (exit 1 after vnicctl's line).
+		var daemon vnicd.BuildStatus
+		err = vnicd.Call(path, "version", nil, &daemon)
+		v := map[string]any{"vnicctl": vnicd.ReadBuildStatus()}
+		if err == nil {
+			v["daemon"] = daemon
+		}
+		if e := show(stdout, *asJSON, v, func(tw *tabwriter.Writer) {
+			fmt.Fprintf(tw, "vnicctl\t%s\n", buildinfo.Read())
+			if err == nil {
+				fmt.Fprintf(tw, "%s\t%s\n", dash(daemon.Program), daemon.Build)
+			}
+		}); err == nil {
+			err = e
 		}
 	case "vnic":
 		err = generic(path, vnicName, vnicArgs, stdout, *asJSON)

@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
-	"github.com/opavnic/opavnic/cmd/internal/buildinfo"
+	"github.com/opavnic/opavnic/internal/buildinfo"
+	"github.com/opavnic/opavnic/vnicd"
 )
 
 // Without --socket: no socket in socketDir is a daemon that cannot answer
@@ -82,5 +86,48 @@ func TestHelpExitCode(t *testing.T) {
 		if code := run(tc.args, &stdout, &stderr); code != tc.code || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("vnicctl %q: exit %d, %q; want %d, %q", tc.args, code, stderr.String(), tc.code, tc.want)
 		}
+	}
+}
+
+// vnicctl version gives vnicctl's build and the daemon's (the control
+// command "version", which every daemon's control socket answers); a
+// daemon that does not answer it still gets vnicctl's line, then the error
+// and exit 1.
+func TestVersionOfDaemon(t *testing.T) {
+	sock := serveControl(t, nil)
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--socket", sock, "version"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("vnicctl version: exit %d, stderr %q", code, stderr.String())
+	}
+	build := buildinfo.Read().String()
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "vnicctl ") || !strings.HasSuffix(lines[0], build) ||
+		!strings.HasPrefix(lines[1], filepath.Base(os.Args[0])+" ") || !strings.HasSuffix(lines[1], build) {
+		t.Errorf("vnicctl version printed %q; want a vnicctl line and a %s line, each ending %q", stdout.String(), filepath.Base(os.Args[0]), build)
+	}
+
+	stdout.Reset()
+	if code := run([]string{"--socket", sock, "--json", "version"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("vnicctl --json version: exit %d, stderr %q", code, stderr.String())
+	}
+	var v map[string]vnicd.BuildStatus
+	if err := json.Unmarshal(stdout.Bytes(), &v); err != nil {
+		t.Fatalf("vnicctl --json version: %v\n%s", err, stdout.String())
+	}
+	if d := v["daemon"]; d.Program != filepath.Base(os.Args[0]) || d.Build != build || d.GoVersion != runtime.Version() || d.Version == "" || d.Platform == "" {
+		t.Errorf("vnicctl --json version: daemon %+v", d)
+	}
+	if c := v["vnicctl"]; c.Build != build {
+		t.Errorf("vnicctl --json version: vnicctl %+v", c)
+	}
+
+	old := serveControl(t, map[string]vnicd.Handler{"version": func(json.RawMessage) (any, error) {
+		return nil, errors.New(`unknown command "version"`)
+	}})
+	stdout.Reset()
+	stderr.Reset()
+	if code := run([]string{"--socket", old, "version"}, &stdout, &stderr); code != 1 ||
+		strings.TrimSpace(stdout.String()) != "vnicctl  "+build || !strings.Contains(stderr.String(), `unknown command "version"`) {
+		t.Errorf("vnicctl version, a daemon without the command: exit %d, stdout %q, stderr %q; want 1, vnicctl's line, the error", code, stdout.String(), stderr.String())
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/opavnic/opavnic/cmd/internal/buildinfo"
+	"github.com/opavnic/opavnic/internal/buildinfo"
 )
 
 // NewLogger builds the daemons' zap logger from --log-level and --log-format.

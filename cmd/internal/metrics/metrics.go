@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
-	"github.com/opavnic/opavnic/cmd/internal/buildinfo"
+	"github.com/opavnic/opavnic/internal/buildinfo"
 )
 
 // NewRegistry returns a registry with the Go runtime and process collectors
