@@ -268,12 +268,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// than this vnicctl, and not answer (exit 1 after vnicctl's line).
 		var daemon vnicd.BuildStatus
 		err = vnicd.Call(path, "version", nil, &daemon)
-		v := map[string]any{"vnicctl": vnicd.ReadBuildStatus()}
+		self := vnicd.ReadBuildStatus()
+		v := map[string]any{"vnicctl": self}
 		if err == nil {
 			v["daemon"] = daemon
 		}
 		if e := show(stdout, *asJSON, v, func(tw *tabwriter.Writer) {
-			fmt.Fprintf(tw, "vnicctl\t%s\n", buildinfo.Read())
+			fmt.Fprintf(tw, "vnicctl\t%s\n", self.Build)
 			if err == nil {
 				fmt.Fprintf(tw, "%s\t%s\n", dash(daemon.Program), daemon.Build)
 			}

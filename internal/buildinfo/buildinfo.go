@@ -15,9 +15,10 @@ import (
 // Info is what a binary knows of its build.
 type Info struct {
 	// Version is the module's version: a tag or pseudo-version for a
-	// binary built by `go install ...@version`, "(devel)" for one built
-	// in a checkout, "unknown" when the binary carries no build
-	// information.
+	// binary built by `go install ...@version`, or in a git checkout with
+	// VCS stamping (with "+dirty" when it had changes not committed);
+	// "(devel)" for one built without stamping; "unknown" when the binary
+	// carries no build information.
 	Version string
 	// Revision is the commit the binary was built from, "" when not
 	// stamped (-buildvcs=false, no git, or not built in a checkout).
@@ -34,10 +35,7 @@ type Info struct {
 
 // Read returns the running binary's build information.
 func Read() Info {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		bi = nil
-	}
+	bi, _ := debug.ReadBuildInfo() // nil when the binary has none
 	return parse(bi)
 }
 
