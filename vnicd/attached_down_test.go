@@ -9,6 +9,7 @@ import (
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/hfi/hfitest"
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
 )
 
@@ -17,7 +18,7 @@ import (
 // anything yet.
 type downDevice struct {
 	*taptest.Device
-	events    chan vnicd.LinkEvent
+	events    chan tap.LinkEvent
 	closeOnce sync.Once
 }
 
@@ -26,8 +27,8 @@ func (d *downDevice) Close() error {
 	return d.Device.Close()
 }
 
-func (d *downDevice) IsUp() (bool, error)                                   { return false, nil }
-func (d *downDevice) Watch(context.Context) (<-chan vnicd.LinkEvent, error) { return d.events, nil }
+func (d *downDevice) IsUp() (bool, error)                                 { return false, nil }
+func (d *downDevice) Watch(context.Context) (<-chan tap.LinkEvent, error) { return d.events, nil }
 
 // A port made on a netdev that is down starts DROP_ALL (oper_state is
 // FORWARDING only with the netdev up, opa_vnic_update_state), not
@@ -35,9 +36,9 @@ func (d *downDevice) Watch(context.Context) (<-chan vnicd.LinkEvent, error) { re
 func TestPortOnADownNetdevStartsDropAll(t *testing.T) {
 	n := hfitest.NewNetwork()
 	h := hfi.New(n.Listen(netip.MustParseAddrPort("10.0.0.5:4793")), hfi.Config{LID: tLIDA})
-	e := vnicd.NewEngine(h, func(vnicd.DeviceSpec) (vnicd.Device, error) {
+	e := vnicd.NewEngine(h, func(vnicd.DeviceSpec) (tap.Netdev, error) {
 		port, _ := taptest.Pair(taptest.Options{})
-		return &downDevice{Device: port, events: make(chan vnicd.LinkEvent)}, nil
+		return &downDevice{Device: port, events: make(chan tap.LinkEvent)}, nil
 	}, nil)
 	t.Cleanup(func() { e.Close() })
 	if err := e.SetPort(0, portConfig(tLIDA, 1, 0x8001), vnicd.NetdevConfig{}, nil); err != nil {

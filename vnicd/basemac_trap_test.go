@@ -12,6 +12,7 @@ import (
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/vema"
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
 )
 
@@ -21,7 +22,7 @@ import (
 // ample time to handle it).
 type macEventDevice struct {
 	*taptest.Device
-	events    chan vnicd.LinkEvent
+	events    chan tap.LinkEvent
 	closeOnce sync.Once
 	mu        sync.Mutex
 	mac       [6]byte
@@ -32,7 +33,7 @@ type macEventDevice struct {
 	zeroSets atomic.Int32 // SetMACs of the all-zero MAC (refused)
 }
 
-func (d *macEventDevice) Watch(context.Context) (<-chan vnicd.LinkEvent, error) { return d.events, nil }
+func (d *macEventDevice) Watch(context.Context) (<-chan tap.LinkEvent, error) { return d.events, nil }
 
 func (d *macEventDevice) SetMAC(mac [6]byte) error {
 	if mac == ([6]byte{}) { // as a TAP (eth_mac_addr) refuses it
@@ -45,11 +46,11 @@ func (d *macEventDevice) SetMAC(mac [6]byte) error {
 	if d.late.Load() {
 		d.sent.Go(func() {
 			time.Sleep(50 * time.Millisecond)
-			d.events <- vnicd.LinkEvent{Up: true, MAC: mac, MTU: 1500}
+			d.events <- tap.LinkEvent{Up: true, MAC: mac, MTU: 1500}
 		})
 		return nil
 	}
-	d.events <- vnicd.LinkEvent{Up: true, MAC: mac, MTU: 1500}
+	d.events <- tap.LinkEvent{Up: true, MAC: mac, MTU: 1500}
 	time.Sleep(100 * time.Millisecond)
 	return nil
 }
@@ -60,7 +61,7 @@ func (d *macEventDevice) userSetMAC(mac [6]byte) {
 	d.mu.Lock()
 	d.mac = mac
 	d.mu.Unlock()
-	d.events <- vnicd.LinkEvent{Up: true, MAC: mac, MTU: 1500}
+	d.events <- tap.LinkEvent{Up: true, MAC: mac, MTU: 1500}
 }
 
 func (d *macEventDevice) Close() error {
@@ -78,10 +79,10 @@ func (d *macEventDevice) Close() error {
 func TestEMBaseMACChangeSendsNoTrap(t *testing.T) {
 	const nodeLID, vesw = trapNodeLID, 3
 	devs := make(chan *macEventDevice, 1)
-	m, fm := newTrapNode(t, func(s vnicd.DeviceSpec) vnicd.Device {
+	m, fm := newTrapNode(t, func(s vnicd.DeviceSpec) tap.Netdev {
 		port, _ := taptest.Pair(taptest.Options{})
-		d := &macEventDevice{Device: port, events: make(chan vnicd.LinkEvent, 4), mac: s.MAC}
-		d.events <- vnicd.LinkEvent{Up: true, MAC: s.MAC, MTU: 1500}
+		d := &macEventDevice{Device: port, events: make(chan tap.LinkEvent, 4), mac: s.MAC}
+		d.events <- tap.LinkEvent{Up: true, MAC: s.MAC, MTU: 1500}
 		devs <- d
 		return d
 	})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/internal/statefile"
+	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
 // Claims: containers on a managed node. In managed mode the EM owns the
@@ -350,8 +351,8 @@ func netnsID(spec string) (dev, ino uint64, err error) {
 		return 0, 0, errors.New("no namespace")
 	}
 	var st unix.Stat_t
-	if err := unix.Stat(NetNSPath(spec), &st); err != nil {
-		return 0, 0, &os.PathError{Op: "stat", Path: NetNSPath(spec), Err: err}
+	if err := unix.Stat(tap.NetNSPath(spec), &st); err != nil {
+		return 0, 0, &os.PathError{Op: "stat", Path: tap.NetNSPath(spec), Err: err}
 	}
 	return uint64(st.Dev), st.Ino, nil
 }
@@ -703,7 +704,7 @@ func (d *Daemon) endClaim(c Claim, why string) {
 	}
 	err := d.engine.MovePort(c.VPort, "", c.Home, nil)
 	if err != nil {
-		if err2 := d.engine.MovePort(c.VPort, "", DefaultTAPName, nil); err2 != nil {
+		if err2 := d.engine.MovePort(c.VPort, "", tap.DefaultName, nil); err2 != nil {
 			log.Warn("cannot move the netdev back; removing the port (the EM will make it again)", zap.String("why", why),
 				zap.Error(errors.Join(err, err2)))
 			_ = d.removePort(c.VPort)
@@ -719,7 +720,7 @@ func (d *Daemon) endClaim(c Claim, why string) {
 // being made. A claim that cannot be taken up (another vesw, the netdev
 // gone) ends, and the port is made as usual.
 func (d *Daemon) claimingFactory(base DeviceFactory) DeviceFactory {
-	return func(s DeviceSpec) (Device, error) {
+	return func(s DeviceSpec) (tap.Netdev, error) {
 		c, ok := d.claims.takePending(s.VPort)
 		if !ok {
 			return base(s)
@@ -727,7 +728,7 @@ func (d *Daemon) claimingFactory(base DeviceFactory) DeviceFactory {
 		log := d.log.With(zap.Uint8("vnic", s.VPort), zap.Uint16("vesw", c.VESW), zap.String("owner", c.Owner),
 			zap.String("ifname", c.IfName), zap.String("netns", c.NetNS))
 		tag := d.claimTag(s.VPort)
-		end := func(why string, err error) (Device, error) {
+		end := func(why string, err error) (tap.Netdev, error) {
 			log.Warn("claim ended: "+why, zap.Error(err))
 			d.claims.drop(s.VPort)
 			if err := d.removeTAP(c.NetNS, c.IfName, func(a string) bool { return a == tag }); err != nil {

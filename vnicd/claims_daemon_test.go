@@ -16,6 +16,7 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
 )
 
@@ -117,7 +118,7 @@ func (n *fakeNode) start() {
 	n.mu.Lock()
 	n.devs = map[uint8]*taptest.Device{}
 	n.mu.Unlock()
-	factory := func(s vnicd.DeviceSpec) (vnicd.Device, error) {
+	factory := func(s vnicd.DeviceSpec) (tap.Netdev, error) {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		if s.Attach != "" {

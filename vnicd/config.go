@@ -38,6 +38,7 @@ import (
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/internal/yamlcfg"
 	"github.com/opavnic/opavnic/vema"
+	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
 // Config defaults and bounds (configs/README.md).
@@ -661,8 +662,8 @@ func (c *checker) buildSocket(l leaf, nodeName string) string {
 func netdevKey(netns, ifname string) string {
 	switch {
 	case netns == "":
-	case strings.HasPrefix(netns, netnsPIDPrefix):
-		netns = NetNSPath(netns)
+	case strings.HasPrefix(netns, tap.NetNSPIDPrefix):
+		netns = tap.NetNSPath(netns)
 	case !strings.HasPrefix(netns, "/"):
 		netns = netnsCanonical + netns
 	default:
@@ -884,7 +885,7 @@ func (c *checker) buildNetdev(r *rawPort, path string, vport uint64) NetdevConfi
 		d.IfName = s
 	}
 	if s, _ := c.Text(r.NetNS, path+".netns"); s != "" {
-		if err := checkNetNS(s); err != nil {
+		if err := tap.CheckNetNS(s); err != nil {
 			c.Failf(path+".netns", r.NetNS, "%q: %v", s, err)
 		}
 		d.NetNS = s

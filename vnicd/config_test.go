@@ -943,3 +943,11 @@ func TestParseConfigPeerAtOwnListen(t *testing.T) {
 		}
 	}
 }
+func TestNetdevKeyPID(t *testing.T) {
+	if netdevKey("pid:12", "eth0") != netdevKey("/proc/12/ns/net", "eth0") {
+		t.Error("pid:12 and /proc/12/ns/net are different keys")
+	}
+	if netdevKey("pid:12", "eth0") == netdevKey("pid:13", "eth0") {
+		t.Error("pid:12 and pid:13 are the same key")
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/vema"
+	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
 // Daemon is a running vnicd in static mode: the HFI on its UDP socket, the
@@ -42,7 +43,7 @@ type Daemon struct {
 
 // startRemoveTAP is a new daemon's removeTAP (tests replace it, to see what
 // the start removes).
-var startRemoveTAP = RemovePersistentTAP
+var startRemoveTAP = tap.RemovePersistent
 
 // NewDaemon brings a node up from its config: it binds the HFI's socket,
 // installs the directory, creates every VNIC's netdev and opens the control

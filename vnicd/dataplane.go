@@ -16,6 +16,7 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
+	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
 // The data plane's poll loop: one goroutine does all of a node's per-packet
@@ -89,7 +90,7 @@ type pollDevice interface {
 // queuedDevice is a pollDevice with more queues (a multiqueue TAP).
 type queuedDevice interface {
 	Queues() int
-	Queue(i int) *TAPQueue
+	Queue(i int) *tap.Queue
 }
 
 // Tags of the poll loop's epoll events; a port's is its vport index.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/nstest"
+	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
 // TestDataPlaneQueues runs two engines with two queues each (a queue group
@@ -88,7 +89,7 @@ func testDataPlaneQueues(t *testing.T, qa, qb int) {
 func TestDataPlaneQueuesOneQueueDevice(t *testing.T) {
 	nstest.RequireRoot(t)
 	nstest.RequireTools(t, "ping")
-	single := func(s vnicd.DeviceSpec) (vnicd.Device, error) {
+	single := func(s vnicd.DeviceSpec) (tap.Netdev, error) {
 		s.Queues = 1
 		return vnicd.TAPFactory(nil)(s)
 	}

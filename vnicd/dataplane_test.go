@@ -19,6 +19,7 @@ import (
 	"github.com/opavnic/opavnic/hfi/hfitest"
 	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/nstest"
+	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
 // pollHost is one host of TestDataPlanePollLoop: an engine on a real UDP
@@ -323,14 +324,14 @@ func readableFD(t *testing.T) int {
 
 // polledEngineOn returns an engine with the poll loop, on a loopback UDP
 // transport, whose port 0 is dev; it is closed when the test ends.
-func polledEngineOn(t *testing.T, dev vnicd.Device) *vnicd.Engine {
+func polledEngineOn(t *testing.T, dev tap.Netdev) *vnicd.Engine {
 	t.Helper()
 	tr, err := hfi.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := hfi.New(tr, hfi.Config{LID: tLIDA})
-	e := vnicd.NewEngine(h, func(vnicd.DeviceSpec) (vnicd.Device, error) { return dev, nil }, nil)
+	e := vnicd.NewEngine(h, func(vnicd.DeviceSpec) (tap.Netdev, error) { return dev, nil }, nil)
 	t.Cleanup(func() { e.Close() })
 	if err := e.EnablePolling(); err != nil {
 		t.Fatal(err)
@@ -385,11 +386,11 @@ func TestDataPlaneFailingDeviceNotSpun(t *testing.T) {
 // is deleted in its new namespace before vnicd looks.
 type unfollowableDevice struct {
 	failingDevice
-	events   chan vnicd.LinkEvent
+	events   chan tap.LinkEvent
 	followed chan struct{}
 }
 
-func (d *unfollowableDevice) Watch(context.Context) (<-chan vnicd.LinkEvent, error) {
+func (d *unfollowableDevice) Watch(context.Context) (<-chan tap.LinkEvent, error) {
 	return d.events, nil
 }
 
@@ -403,12 +404,12 @@ func (d *unfollowableDevice) Follow() error {
 // netdev was deleted does, instead of counting a transmit error for every
 // failed read of its fd for as long as vnicd runs.
 func TestDataPlaneUnfollowedDeviceLeavesLoop(t *testing.T) {
-	dev := &unfollowableDevice{failingDevice: failingDevice{efd: readableFD(t)}, events: make(chan vnicd.LinkEvent, 2),
+	dev := &unfollowableDevice{failingDevice: failingDevice{efd: readableFD(t)}, events: make(chan tap.LinkEvent, 2),
 		followed: make(chan struct{})}
-	dev.events <- vnicd.LinkEvent{Up: true, MTU: 1500, Name: "failing0"}
+	dev.events <- tap.LinkEvent{Up: true, MTU: 1500, Name: "failing0"}
 	e := polledEngineOn(t, dev)
 	defer runDataPlane(t, e)()
-	dev.events <- vnicd.LinkEvent{Up: true, MTU: 1500, Name: "failing0", Moved: true}
+	dev.events <- tap.LinkEvent{Up: true, MTU: 1500, Name: "failing0", Moved: true}
 	close(dev.events)
 	select {
 	case <-dev.followed:
@@ -469,7 +470,7 @@ func TestDataPlaneDrainsPeerErrors(t *testing.T) {
 	}
 
 	h := hfi.New(tr, hfi.Config{LID: tLIDA})
-	e := vnicd.NewEngine(h, func(vnicd.DeviceSpec) (vnicd.Device, error) { return nil, errors.New("no devices here") }, nil)
+	e := vnicd.NewEngine(h, func(vnicd.DeviceSpec) (tap.Netdev, error) { return nil, errors.New("no devices here") }, nil)
 	defer e.Close()
 	if err := e.EnablePolling(); err != nil {
 		t.Fatal(err)

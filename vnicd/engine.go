@@ -15,6 +15,7 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
+	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
 // DeviceSpec is what a DeviceFactory makes a netdev from.
@@ -37,7 +38,7 @@ type DeviceSpec struct {
 
 // DeviceFactory makes the netdev of a new port. The real one opens a TAP;
 // tests pass fakes.
-type DeviceFactory func(DeviceSpec) (Device, error)
+type DeviceFactory func(DeviceSpec) (tap.Netdev, error)
 
 // Optional capabilities of a Device, used when present.
 type (

@@ -11,7 +11,9 @@ import (
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/hfi/hfitest"
+	"github.com/opavnic/opavnic/internal/race"
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
 )
 
@@ -49,7 +51,7 @@ func newNode(t testing.TB, n *hfitest.Network, lid uint32, ep netip.AddrPort) *n
 	}
 	h.SetDirectory(dir)
 	nd := &node{hfi: h, tr: tr, host: map[uint8]*taptest.Device{}}
-	nd.engine = vnicd.NewEngine(h, func(s vnicd.DeviceSpec) (vnicd.Device, error) {
+	nd.engine = vnicd.NewEngine(h, func(s vnicd.DeviceSpec) (tap.Netdev, error) {
 		port, host := taptest.Pair(taptest.Options{})
 		nd.host[s.VPort] = host
 		return port, nil
@@ -259,7 +261,7 @@ func (p *pipe) once(t testing.TB) {
 }
 
 func TestInProcessPathAllocatesNothing(t *testing.T) {
-	if vnicd.RaceEnabled {
+	if race.Enabled {
 		t.Skip("allocation counts are not meaningful under the race detector; scripts/test.sh checks them in its non-race pass")
 	}
 	p := newPipe(t, 1500)
@@ -356,7 +358,7 @@ func TestEngineRefusedFrameNotReceived(t *testing.T) {
 	a := newNode(t, n, tLIDA, tEPA)
 	b := newNode(t, n, tLIDB, tEPB)
 	var host *taptest.Device
-	b.engine = vnicd.NewEngine(b.hfi, func(vnicd.DeviceSpec) (vnicd.Device, error) {
+	b.engine = vnicd.NewEngine(b.hfi, func(vnicd.DeviceSpec) (tap.Netdev, error) {
 		port, h := taptest.Pair(taptest.Options{MaxFrame: 300}) // refuses longer frames
 		host = h
 		return port, nil

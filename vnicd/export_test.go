@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/opavnic/opavnic/vema"
+	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
 // Hooks for the external tests (package vnicd_test), which need taptest and
@@ -23,9 +24,6 @@ func (p *Port) EncapOne(buf []byte, n int) []byte {
 	var m macMemo
 	return p.encap(p.st.Load(), p.fwd.Load(), buf, n, &m)
 }
-
-// RaceEnabled tells the external tests whether the race detector is on.
-const RaceEnabled = raceEnabled
 
 // EMSetPort applies pc to vport through the node's VEMA agent, as a
 // VESWPortInfo Set from the EM does (it makes the port if there is none).
@@ -49,7 +47,7 @@ func (d *Daemon) EMDeleteVESW(vport uint8) error {
 // restores RemovePersistentTAP.
 func SetStartRemoveTAP(f func(netns, name string, match func(alias string) bool) error) {
 	if f == nil {
-		f = RemovePersistentTAP
+		f = tap.RemovePersistent
 	}
 	startRemoveTAP = f
 }

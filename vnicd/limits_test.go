@@ -16,6 +16,7 @@ import (
 	"github.com/opavnic/opavnic/hfi/hfitest"
 	"github.com/opavnic/opavnic/vema"
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
 )
 
@@ -47,7 +48,7 @@ func handle(t *testing.T, a *vema.Agent, req []byte) vema.Status {
 func limitNode(t *testing.T) (*vnicd.Engine, *vnicd.Mgmt) {
 	n := hfitest.NewNetwork()
 	h := hfi.New(n.Listen(tEPNode), hfi.Config{LID: 0x10})
-	e := vnicd.NewEngine(h, func(s vnicd.DeviceSpec) (vnicd.Device, error) {
+	e := vnicd.NewEngine(h, func(s vnicd.DeviceSpec) (tap.Netdev, error) {
 		port, _ := taptest.Pair(taptest.Options{BatchSize: 1})
 		return port, nil
 	}, nil)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/opavnic/opavnic/vema"
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
 )
 
@@ -17,13 +18,13 @@ import (
 // multicast list the test sets, as the TAP does from the kernel.
 type mcastDevice struct {
 	*taptest.Device
-	events    chan vnicd.LinkEvent
+	events    chan tap.LinkEvent
 	closeOnce sync.Once
 	mu        sync.Mutex
 	macs      [][6]byte
 }
 
-func (d *mcastDevice) Watch(context.Context) (<-chan vnicd.LinkEvent, error) { return d.events, nil }
+func (d *mcastDevice) Watch(context.Context) (<-chan tap.LinkEvent, error) { return d.events, nil }
 
 func (d *mcastDevice) McastMACs() ([][6]byte, error) {
 	d.mu.Lock()
@@ -48,13 +49,13 @@ func (d *mcastDevice) Close() error {
 func TestMcastListTrap(t *testing.T) {
 	const vesw = 3
 	devs := make(chan *mcastDevice, 1)
-	m, fm := newTrapNode(t, func(s vnicd.DeviceSpec) vnicd.Device {
+	m, fm := newTrapNode(t, func(s vnicd.DeviceSpec) tap.Netdev {
 		port, _ := taptest.Pair(taptest.Options{})
-		d := &mcastDevice{Device: port, events: make(chan vnicd.LinkEvent, 4),
+		d := &mcastDevice{Device: port, events: make(chan tap.LinkEvent, 4),
 			macs: [][6]byte{{0x33, 0x33, 0, 0, 0, 1}}}
 		// The first state is there at once: the watcher reads the list
 		// before SetVESWPortInfo has stored the vport's state.
-		d.events <- vnicd.LinkEvent{Up: true, MAC: s.MAC, MTU: 1500}
+		d.events <- tap.LinkEvent{Up: true, MAC: s.MAC, MTU: 1500}
 		devs <- d
 		return d
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/opavnic/opavnic/hfi/hfitest"
 	"github.com/opavnic/opavnic/vema"
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
 )
 
@@ -29,7 +30,7 @@ func newWarnNode(t *testing.T, refuse *atomic.Bool) (*fakeFM, *vnicd.Engine, *ob
 	h := hfi.New(n.Listen(tEPNode), hfi.Config{VerifyICRC: true})
 	dir, _ := hfi.NewDirectory(map[uint32]netip.AddrPort{fmLID: tEPFM}, nil)
 	h.SetDirectory(dir)
-	e := vnicd.NewEngine(h, func(s vnicd.DeviceSpec) (vnicd.Device, error) {
+	e := vnicd.NewEngine(h, func(s vnicd.DeviceSpec) (tap.Netdev, error) {
 		if refuse != nil && refuse.Load() {
 			return nil, errors.New("netdev vnic0: the name is taken in namespace x")
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/opavnic/opavnic/hfi/hfitest"
 	"github.com/opavnic/opavnic/vema"
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
 )
 
@@ -128,7 +129,7 @@ func newManagedNodeWith(t *testing.T, n *hfitest.Network, before func(*vnicd.Mgm
 	dir, _ := hfi.NewDirectory(map[uint32]netip.AddrPort{fmLID: tEPFM}, nil)
 	h.SetDirectory(dir)
 	nd := &mnode{hfi: h, host: map[uint8]*taptest.Device{}}
-	nd.engine = vnicd.NewEngine(h, func(s vnicd.DeviceSpec) (vnicd.Device, error) {
+	nd.engine = vnicd.NewEngine(h, func(s vnicd.DeviceSpec) (tap.Netdev, error) {
 		port, host := taptest.Pair(taptest.Options{})
 		nd.host[s.VPort] = host
 		return port, nil
@@ -300,7 +301,7 @@ func newPeer(t *testing.T, n *hfitest.Network, lid uint32, vesw encap.VESWID) *p
 	h := hfi.New(pn.tr, hfi.Config{LID: lid, VerifyICRC: true})
 	dir, _ := hfi.NewDirectory(map[uint32]netip.AddrPort{lid: tEPPeer, 0x10005: tEPNode}, nil)
 	h.SetDirectory(dir)
-	e := vnicd.NewEngine(h, func(s vnicd.DeviceSpec) (vnicd.Device, error) {
+	e := vnicd.NewEngine(h, func(s vnicd.DeviceSpec) (tap.Netdev, error) {
 		port, host := taptest.Pair(taptest.Options{})
 		pn.host[s.VPort] = host
 		return port, nil

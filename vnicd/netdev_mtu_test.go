@@ -16,16 +16,6 @@ import (
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
 
-// netdevMTU reads the MTU of the netdev name in ns.
-func netdevMTU(t *testing.T, ns *nstest.NS, name string) int {
-	t.Helper()
-	l, err := ns.Netlink().LinkByName(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l.Attrs().MTU
-}
-
 // tapPort makes an engine whose HFI (LID tLIDA, on an in-memory network,
 // with a directory of tLIDA and tLIDB) runs, and gives it vport 0 with pc
 // on a TAP in ns; it returns the engine, the HFI's transport (to inject
@@ -60,7 +50,7 @@ func tapPort(t *testing.T, ns *nstest.NS, pc vnicd.PortConfig) (*vnicd.Engine, *
 // MTU back down, or the port would drop every frame longer than eth_mtu +
 // 18 as a transmit error.
 func TestNetdevMTUNotAboveEthMTU(t *testing.T) {
-	ns := lab(t, "maxmtu")
+	ns := nstest.NewTAPNS(t, "maxmtu")
 	pc := portConfig(tLIDA, 1, 0x8001)
 	e, _, l := tapPort(t, ns, pc)
 	name := l.Attrs().Name
@@ -69,10 +59,10 @@ func TestNetdevMTUNotAboveEthMTU(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(2 * time.Second)
-	for netdevMTU(t, ns, name) > int(pc.VESW.EthMTU) && time.Now().Before(deadline) {
+	for nstest.LinkMTU(t, ns, name) > int(pc.VESW.EthMTU) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if got := netdevMTU(t, ns, name); got > int(pc.VESW.EthMTU) {
+	if got := nstest.LinkMTU(t, ns, name); got > int(pc.VESW.EthMTU) {
 		t.Errorf("netdev MTU %d stays above eth_mtu %d", got, pc.VESW.EthMTU)
 	}
 
@@ -85,7 +75,7 @@ func TestNetdevMTUNotAboveEthMTU(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond)
-	if got := netdevMTU(t, ns, name); got != 1400 {
+	if got := nstest.LinkMTU(t, ns, name); got != 1400 {
 		t.Errorf("netdev MTU %d after a Set, want the user's 1400", got)
 	}
 }
@@ -95,7 +85,7 @@ func TestNetdevMTUNotAboveEthMTU(t *testing.T) {
 // checked it against netdev->mtu (kernel-reference.md §3), so a user who
 // lowers a VNIC's MTU gets no longer frames; one that fits still passes.
 func TestRxOversizeAgainstNetdevMTU(t *testing.T) {
-	ns := lab(t, "rxmtu")
+	ns := nstest.NewTAPNS(t, "rxmtu")
 	pc := portConfig(tLIDA, 1, 0x8001)
 	e, tr, l := tapPort(t, ns, pc)
 	if err := ns.Netlink().LinkSetMTU(l, 1400); err != nil {
@@ -139,11 +129,11 @@ func TestRxOversizeAgainstNetdevMTU(t *testing.T) {
 // makes a netdev of MTU 68, as the kernel's max_mtu = max(eth_mtu, min_mtu)
 // did, instead of failing: a TAP refuses an MTU below 68.
 func TestNetdevEthMTUBelowMinimum(t *testing.T) {
-	ns := lab(t, "minmtu")
+	ns := nstest.NewTAPNS(t, "minmtu")
 	pc := portConfig(tLIDA, 1, 0x8001)
 	pc.VESW.EthMTU = 40
 	_, _, l := tapPort(t, ns, pc)
-	if got := netdevMTU(t, ns, l.Attrs().Name); got != vnicd.MinEthMTU {
+	if got := nstest.LinkMTU(t, ns, l.Attrs().Name); got != vnicd.MinEthMTU {
 		t.Errorf("netdev MTU %d, want %d", got, vnicd.MinEthMTU)
 	}
 }

@@ -117,10 +117,10 @@ func TestNetdevRenamedByHand(t *testing.T) {
 	ipIn(t, a.ns, "link", "set", "lan0", "up")
 	operWithin(t, pa, vnicd.StateForwarding, 2*time.Second)
 	deadline := time.Now().Add(time.Second)
-	for pa.Device().Name() != "lan0" && time.Now().Before(deadline) {
+	for pa.Netdev().Name() != "lan0" && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if got := pa.Device().Name(); got != "lan0" {
+	if got := pa.Netdev().Name(); got != "lan0" {
 		t.Errorf("vport 0's netdev is %q after its rename, want lan0", got)
 	}
 	if st := vnicd.VNICStatuses(a.engine); len(st) != 1 || st[0].IfName != "lan0" {

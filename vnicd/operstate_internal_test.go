@@ -4,6 +4,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/opavnic/opavnic/internal/race"
 	"go.uber.org/zap"
 )
 
@@ -18,7 +19,7 @@ func TestOperStateAfterConcurrentLinkAndConfig(t *testing.T) {
 	drop := newPortState(PortConfig{VESW: VESWConfig{EthMTU: 1500}, Port: VPortConfig{ConfigState: StateDropAll}}, nil)
 	p := &Port{}
 	rounds := 1000000
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		rounds = 100000
 	}
 	bad := 0

@@ -8,6 +8,7 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
+	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
 // maxTxBufLen is the largest transmit buffer: headroom for the 20-byte
@@ -109,7 +110,7 @@ func (s *portState) dlid(frame []byte, fi *encap.FrameInfo, entropy uint8, m *ma
 // Port is one VNIC port: a netdev and the configuration the VEMA gave it.
 type Port struct {
 	vport  uint8
-	dev    Device
+	dev    tap.Netdev
 	netdev NetdevConfig
 	st     atomic.Pointer[portState]
 	linkUp atomic.Bool // the netdev is administratively up
@@ -168,8 +169,8 @@ func (p *Port) Polled() bool { return p.pq != nil }
 // the port has its own transmit goroutine.
 func (p *Port) Queues() int { return len(p.pq) }
 
-// Device returns the port's netdev.
-func (p *Port) Device() Device { return p.dev }
+// Netdev returns the port's netdev.
+func (p *Port) Netdev() tap.Netdev { return p.dev }
 
 // NetNS returns the namespace the port's netdev is in, as the config or a
 // move named it ("" is vnicd's own).

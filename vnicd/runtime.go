@@ -14,6 +14,7 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/internal/yamlcfg"
+	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
 // Runtime VNICs: the control commands vnic_add, vnic_del and vnic_gc create
@@ -503,7 +504,7 @@ func (d *Daemon) addRuntime(args json.RawMessage, saved *RuntimeEntry) (VNICStat
 // device of a runtime VNIC being restored at start takes the persistent TAP
 // of the last run over (DeviceSpec.Attach) instead of making a new one.
 func (d *Daemon) runtimeFactory(base DeviceFactory) DeviceFactory {
-	return func(s DeviceSpec) (Device, error) {
+	return func(s DeviceSpec) (tap.Netdev, error) {
 		if v, ok := d.rt.get(s.VPort); ok && v.restoring {
 			s.Attach = d.claimTag(s.VPort)
 		}
@@ -587,7 +588,7 @@ func (d *Daemon) loadRuntimeOnStart(es []RuntimeEntry, dropped int) {
 		}
 		if e.IfName != "" {
 			tag := d.claimTag(e.VPort)
-			if err := d.removeTAP(e.NetNS, e.IfName, func(a string) bool { return a == tag }); err != nil && !errors.Is(err, ErrNotOurTAP) {
+			if err := d.removeTAP(e.NetNS, e.IfName, func(a string) bool { return a == tag }); err != nil && !errors.Is(err, tap.ErrNotOurs) {
 				log.Warn("cannot remove its netdev", zap.Error(err))
 			}
 		}
@@ -606,8 +607,8 @@ func (d *Daemon) loadRuntimeOnStart(es []RuntimeEntry, dropped int) {
 // tables' leaf locks, never rt.op.
 func (d *Daemon) portPlaced(ev PortEvent) {
 	var nsDev, nsIno uint64
-	unnamed := strings.HasPrefix(ev.NetNS, "/proc/") || isUnnamedNetNS(ev.NetNS)
-	if ev.NetNS != "" && !isUnnamedNetNS(ev.NetNS) {
+	unnamed := strings.HasPrefix(ev.NetNS, "/proc/") || tap.IsUnnamedNetNS(ev.NetNS)
+	if ev.NetNS != "" && !tap.IsUnnamedNetNS(ev.NetNS) {
 		var err error
 		if nsDev, nsIno, err = netnsID(ev.NetNS); err != nil {
 			d.log.Warn("cannot identify the netdev's new namespace", zap.Uint8("vnic", ev.VPort),

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
 )
 
@@ -52,7 +53,7 @@ func startFakeDaemonAt(t testing.TB, sock, cfgText string, batch int, made func(
 	if err != nil {
 		t.Fatal(err)
 	}
-	factory := func(s vnicd.DeviceSpec) (vnicd.Device, error) {
+	factory := func(s vnicd.DeviceSpec) (tap.Netdev, error) {
 		if made != nil {
 			made(s)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/opavnic/opavnic/vnicd/tap"
 	"go.uber.org/zap"
 )
 
@@ -12,15 +13,15 @@ import (
 // the port's NetdevConfig says (vnic<vport> by default), with the port's MAC
 // and MTU, placed in its namespace, up, with its addresses.
 func TAPFactory(log *zap.Logger) DeviceFactory {
-	return func(s DeviceSpec) (Device, error) {
+	return func(s DeviceSpec) (tap.Netdev, error) {
 		name := s.Netdev.IfName
 		if name == "" {
 			name = fmt.Sprintf("vnic%d", s.VPort)
 		}
 		if s.Attach != "" {
-			return AttachTAP(TAPConfig{Name: name, MAC: s.MAC, MTU: s.MTU, NetNS: s.Netdev.NetNS, Queues: s.Queues}, s.Attach)
+			return tap.Attach(tap.Config{Name: name, MAC: s.MAC, MTU: s.MTU, NetNS: s.Netdev.NetNS, Queues: s.Queues}, s.Attach)
 		}
-		t, err := OpenTAP(TAPConfig{
+		t, err := tap.Open(tap.Config{
 			Name: name, MAC: s.MAC, MTU: s.MTU, NetNS: s.Netdev.NetNS, Addresses: s.Netdev.Addresses,
 			Queues: s.Queues,
 		})
@@ -33,7 +34,7 @@ func TAPFactory(log *zap.Logger) DeviceFactory {
 
 // linkWatcher is a Device that reports its netdev's state (the TAP does).
 type linkWatcher interface {
-	Watch(ctx context.Context) (<-chan LinkEvent, error)
+	Watch(ctx context.Context) (<-chan tap.LinkEvent, error)
 }
 
 // watchLink follows a port's netdev: its administrative state drives the
@@ -74,7 +75,7 @@ func (e *Engine) watchLink(p *Port, w linkWatcher) {
 			if err != nil {
 				return
 			}
-			d := ifaceMACsDigest(macs)
+			d := tap.MACListDigest(macs)
 			if mcRead && d != mcDigest {
 				e.log.Info("netdev multicast list changed", zap.Uint8("vnic", p.vport), zap.Int("addresses", len(macs)))
 				e.event(PortEvent{VPort: p.vport, Kind: EventMcast})
@@ -82,7 +83,7 @@ func (e *Engine) watchLink(p *Port, w linkWatcher) {
 			mcDigest, mcRead = d, true
 		}
 		for {
-			var ev LinkEvent
+			var ev tap.LinkEvent
 			select {
 			case <-tick:
 				pollMcast()
@@ -242,4 +243,9 @@ func (e *Engine) event(ev PortEvent) {
 	if f := e.hook.Load(); f != nil && *f != nil {
 		(*f)(ev)
 	}
+}
+
+// mcastLister is a netdev that reports its multicast list (the TAP does).
+type mcastLister interface {
+	McastMACs() ([][6]byte, error)
 }

@@ -226,7 +226,7 @@ func (c *EnginePorts) IfaceMACs(vport uint8, mcast bool) (vema.IfaceMACList, boo
 		if p == nil {
 			return vema.IfaceMACList{}, false
 		}
-		if ml, ok := p.Device().(mcastLister); ok {
+		if ml, ok := p.Netdev().(mcastLister); ok {
 			var err error
 			if macs, err = ml.McastMACs(); err != nil {
 				return vema.IfaceMACList{}, false

@@ -168,3 +168,22 @@ func WaitLinkGone(t testing.TB, ns *NS, name string, within time.Duration, why s
 		}
 	}
 }
+
+// NewTAPNS is NewNS for tests that open TAPs: it skips without root or
+// /dev/net/tun.
+func NewTAPNS(t testing.TB, suffix string) *NS {
+	t.Helper()
+	RequireRoot(t)
+	RequirePaths(t, "/dev/net/tun")
+	return NewNS(t, suffix)
+}
+
+// LinkMTU is the MTU of the link name in ns; the test fails if there is none.
+func LinkMTU(t testing.TB, ns *NS, name string) int {
+	t.Helper()
+	l, err := ns.Netlink().LinkByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Attrs().MTU
+}

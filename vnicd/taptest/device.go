@@ -20,7 +20,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
 // Defaults of Options.
@@ -61,7 +61,7 @@ type Device struct {
 	closed    chan struct{}
 }
 
-var _ vnicd.Device = (*Device)(nil)
+var _ tap.Netdev = (*Device)(nil)
 
 // queue carries frames one way. frames and free each have room for depth
 // buffers and at most depth buffers exist, so sends on them never block.

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/opavnic/opavnic/internal/race"
 )
 
 const headroom = 24 // as the 16B encoder would leave
@@ -202,7 +204,7 @@ func TestConcurrentWriters(t *testing.T) {
 }
 
 func TestNoAllocs(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("allocation counts are not meaningful under the race detector; scripts/test.sh checks them in its non-race pass")
 	}
 	a, b := Pair(Options{})

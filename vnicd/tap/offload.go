@@ -1,4 +1,4 @@
-package vnicd
+package tap
 
 import (
 	"encoding/binary"

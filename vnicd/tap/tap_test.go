@@ -1,6 +1,6 @@
 //go:build linux
 
-package vnicd_test
+package tap_test
 
 import (
 	"bytes"
@@ -20,8 +20,9 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/internal/race"
 	"github.com/opavnic/opavnic/vnicd/nstest"
+	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
 var (
@@ -32,18 +33,10 @@ var (
 	tapIP6  = netip.MustParsePrefix("fd00:203::1/64")
 )
 
-// lab returns a fresh namespace for TAP tests, skipping without root or TUN.
-func lab(t testing.TB, suffix string) *nstest.NS {
-	t.Helper()
-	nstest.RequireRoot(t)
-	nstest.RequirePaths(t, "/dev/net/tun")
-	return nstest.NewNS(t, suffix)
-}
-
 // openTAP opens a TAP in ns (by name) and removes it on cleanup.
-func openTAP(t testing.TB, ns *nstest.NS, mtu int, addrs ...netip.Prefix) *vnicd.TAP {
+func openTAP(t testing.TB, ns *nstest.NS, mtu int, addrs ...netip.Prefix) *tap.TAP {
 	t.Helper()
-	tap, err := vnicd.OpenTAP(vnicd.TAPConfig{
+	tp, err := tap.Open(tap.Config{
 		Name:      nstest.LinkName("t"),
 		MAC:       tapMAC,
 		MTU:       mtu,
@@ -54,11 +47,11 @@ func openTAP(t testing.TB, ns *nstest.NS, mtu int, addrs ...netip.Prefix) *vnicd
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := tap.Remove(); err != nil {
+		if err := tp.Remove(); err != nil {
 			t.Error(err)
 		}
 	})
-	return tap
+	return tp
 }
 
 // tuntaps lists the TUN/TAP netdevs h sees, by name.
@@ -103,21 +96,21 @@ func requireGone(t testing.TB, ns *nstest.NS, name string, index int) {
 func TestOpenTAPBadConfig(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		cfg  vnicd.TAPConfig
+		cfg  tap.Config
 	}{
-		{"name too long", vnicd.TAPConfig{Name: "abcdefghijklmnop"}},
-		{"name with slash", vnicd.TAPConfig{Name: "a/b"}},
-		{"name with space", vnicd.TAPConfig{Name: "a b"}},
-		{"dot", vnicd.TAPConfig{Name: "."}},
-		{"negative MTU", vnicd.TAPConfig{MTU: -1}},
-		{"relative netns path", vnicd.TAPConfig{NetNS: "run/netns/x"}},
-		{"invalid address", vnicd.TAPConfig{Addresses: []netip.Prefix{{}}}},
+		{"name too long", tap.Config{Name: "abcdefghijklmnop"}},
+		{"name with slash", tap.Config{Name: "a/b"}},
+		{"name with space", tap.Config{Name: "a b"}},
+		{"dot", tap.Config{Name: "."}},
+		{"negative MTU", tap.Config{MTU: -1}},
+		{"relative netns path", tap.Config{NetNS: "run/netns/x"}},
+		{"invalid address", tap.Config{Addresses: []netip.Prefix{{}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tap, err := vnicd.OpenTAP(tc.cfg)
-			if !errors.Is(err, vnicd.ErrBadTAPConfig) {
-				if tap != nil {
-					tap.Close()
+			tp, err := tap.Open(tc.cfg)
+			if !errors.Is(err, tap.ErrBadConfig) {
+				if tp != nil {
+					tp.Close()
 				}
 				t.Fatalf("OpenTAP = %v; want ErrBadTAPConfig", err)
 			}
@@ -126,7 +119,7 @@ func TestOpenTAPBadConfig(t *testing.T) {
 }
 
 func TestOpenTAPPlacement(t *testing.T) {
-	ns := lab(t, "place")
+	ns := nstest.NewTAPNS(t, "place")
 	for _, tc := range []struct {
 		name  string
 		netns string
@@ -135,20 +128,20 @@ func TestOpenTAPPlacement(t *testing.T) {
 		{"by path", ns.Path()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := vnicd.TAPConfig{
+			cfg := tap.Config{
 				Name:      nstest.LinkName("t"),
 				MAC:       tapMAC,
 				MTU:       9000,
 				NetNS:     tc.netns,
 				Addresses: []netip.Prefix{netip.PrefixFrom(tapIP, 24), tapIP6},
 			}
-			tap, err := vnicd.OpenTAP(cfg)
+			tp, err := tap.Open(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer tap.Remove()
-			if tap.Name() != cfg.Name || tap.BatchSize() != vnicd.TAPBatchSize {
-				t.Errorf("Name %q, BatchSize %d", tap.Name(), tap.BatchSize())
+			defer tp.Remove()
+			if tp.Name() != cfg.Name || tp.BatchSize() != tap.BatchSize {
+				t.Errorf("Name %q, BatchSize %d", tp.Name(), tp.BatchSize())
 			}
 			h := ns.Netlink()
 			l, err := h.LinkByName(cfg.Name)
@@ -156,10 +149,10 @@ func TestOpenTAPPlacement(t *testing.T) {
 				t.Fatalf("TAP not in %s: %v", ns.Name(), err)
 			}
 			a := l.Attrs()
-			if a.Index != tap.Index() || !bytes.Equal(a.HardwareAddr, tapMAC[:]) || a.MTU != 9000 ||
+			if a.Index != tp.Index() || !bytes.Equal(a.HardwareAddr, tapMAC[:]) || a.MTU != 9000 ||
 				a.RawFlags&unix.IFF_UP == 0 || l.Type() != "tuntap" {
 				t.Errorf("link: index %d (TAP says %d), MAC %v, MTU %d, flags %#x, type %s; want %v, 9000, up, tuntap",
-					a.Index, tap.Index(), a.HardwareAddr, a.MTU, a.RawFlags, l.Type(), net.HardwareAddr(tapMAC[:]))
+					a.Index, tp.Index(), a.HardwareAddr, a.MTU, a.RawFlags, l.Type(), net.HardwareAddr(tapMAC[:]))
 			}
 			if tt, ok := l.(*netlink.Tuntap); ok && tt.Mode != netlink.TUNTAP_MODE_TAP {
 				t.Errorf("tuntap mode %v, want TAP", tt.Mode)
@@ -181,12 +174,12 @@ func TestOpenTAPPlacement(t *testing.T) {
 				t.Errorf("temporary TAPs left in the test's namespace: %v", here)
 			}
 
-			index := tap.Index()
-			if err := tap.Remove(); err != nil {
+			index := tp.Index()
+			if err := tp.Remove(); err != nil {
 				t.Fatal(err)
 			}
 			requireGone(t, ns, cfg.Name, index)
-			if err := tap.Remove(); err != nil {
+			if err := tp.Remove(); err != nil {
 				t.Errorf("second Remove: %v", err)
 			}
 		})
@@ -194,20 +187,20 @@ func TestOpenTAPPlacement(t *testing.T) {
 }
 
 func TestOpenTAPCallerNamespace(t *testing.T) {
-	ns := lab(t, "here")
-	var taps []*vnicd.TAP
+	ns := nstest.NewTAPNS(t, "here")
+	var taps []*tap.TAP
 	err := ns.Do(func() error {
 		for range 2 {
-			tap, err := vnicd.OpenTAP(vnicd.TAPConfig{})
+			tp, err := tap.Open(tap.Config{})
 			if err != nil {
 				return err
 			}
-			taps = append(taps, tap)
+			taps = append(taps, tp)
 		}
 		return nil
 	})
-	for _, tap := range taps {
-		t.Cleanup(func() { tap.Close() })
+	for _, tp := range taps {
+		t.Cleanup(func() { tp.Close() })
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -224,8 +217,8 @@ func TestOpenTAPCallerNamespace(t *testing.T) {
 	if l, err := ns.Netlink().LinkByName("vnic1"); err != nil || l.Attrs().MTU != 1400 {
 		t.Fatalf("vnic1 after SetMTU(1400): %v, %v", l, err)
 	}
-	for _, tap := range taps {
-		if err := tap.Close(); err != nil {
+	for _, tp := range taps {
+		if err := tp.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -235,7 +228,7 @@ func TestOpenTAPCallerNamespace(t *testing.T) {
 }
 
 func TestOpenTAPRollback(t *testing.T) {
-	ns := lab(t, "rollback")
+	ns := nstest.NewTAPNS(t, "rollback")
 	nstest.RequireTools(t, "ip")
 	// Names taken in the namespace: by a bridge, and by a persistent TAP,
 	// which TUNSETIFF would attach to (and Close then delete) without
@@ -253,19 +246,19 @@ func TestOpenTAPRollback(t *testing.T) {
 	addr := netip.PrefixFrom(tapIP, 24)
 	for _, tc := range []struct {
 		name string
-		cfg  vnicd.TAPConfig
+		cfg  tap.Config
 		step string // in the error
 		// inNS opens the TAP from a thread in ns with NetNS "".
 		inNS bool
 	}{
-		{"duplicate address", vnicd.TAPConfig{Addresses: []netip.Prefix{addr, addr}}, "add address", false},
-		{"MTU above the TAP's maximum", vnicd.TAPConfig{MTU: 70000}, "set MTU", false},
-		{"multicast MAC", vnicd.TAPConfig{MAC: [6]byte{0x01, 0x00, 0x5e, 0, 0, 1}}, "set MAC", false},
-		{"name taken in the target", vnicd.TAPConfig{Name: taken}, "rename", false},
-		{"no such netns", vnicd.TAPConfig{NetNS: nstest.RunID() + "-nosuchns"}, "open netns", false},
-		{"name of a persistent TAP in the target", vnicd.TAPConfig{Name: persistent}, "rename", false},
-		{"name of a persistent TAP in the caller's netns", vnicd.TAPConfig{Name: persistent}, "create", true},
-		{"name of another netdev in the caller's netns", vnicd.TAPConfig{Name: "lo"}, "create", true},
+		{"duplicate address", tap.Config{Addresses: []netip.Prefix{addr, addr}}, "add address", false},
+		{"MTU above the TAP's maximum", tap.Config{MTU: 70000}, "set MTU", false},
+		{"multicast MAC", tap.Config{MAC: [6]byte{0x01, 0x00, 0x5e, 0, 0, 1}}, "set MAC", false},
+		{"name taken in the target", tap.Config{Name: taken}, "rename", false},
+		{"no such netns", tap.Config{NetNS: nstest.RunID() + "-nosuchns"}, "open netns", false},
+		{"name of a persistent TAP in the target", tap.Config{Name: persistent}, "rename", false},
+		{"name of a persistent TAP in the caller's netns", tap.Config{Name: persistent}, "create", true},
+		{"name of another netdev in the caller's netns", tap.Config{Name: "lo"}, "create", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg
@@ -276,9 +269,9 @@ func TestOpenTAPRollback(t *testing.T) {
 				cfg.NetNS = ns.Name()
 			}
 			open := func() error {
-				tap, err := vnicd.OpenTAP(cfg)
+				tp, err := tap.Open(cfg)
 				if err == nil {
-					tap.Close()
+					tp.Close()
 					return errors.New("OpenTAP succeeded")
 				}
 				return err
@@ -309,13 +302,13 @@ func TestOpenTAPRollback(t *testing.T) {
 }
 
 func TestTAPCloseUnblocks(t *testing.T) {
-	ns := lab(t, "close")
-	tap := openTAP(t, ns, 0)
-	name, index := tap.Name(), tap.Index()
-	errc := readUntilError(tap)
+	ns := nstest.NewTAPNS(t, "close")
+	tp := openTAP(t, ns, 0)
+	name, index := tp.Name(), tp.Index()
+	errc := readUntilError(tp)
 	time.Sleep(100 * time.Millisecond)
 	start := time.Now()
-	if err := tap.Close(); err != nil {
+	if err := tp.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := errWithin(t, errc, "Close"); !errors.Is(err, os.ErrClosed) {
@@ -325,44 +318,44 @@ func TestTAPCloseUnblocks(t *testing.T) {
 	requireGone(t, ns, name, index)
 
 	frame := make([]byte, 60)
-	if _, err := tap.Write([][]byte{frame}, 0); !errors.Is(err, os.ErrClosed) {
+	if _, err := tp.Write([][]byte{frame}, 0); !errors.Is(err, os.ErrClosed) {
 		t.Errorf("Write after Close: %v", err)
 	}
-	if n, err := tap.Read([][]byte{frame}, []int{0}, 0); n != 0 || !errors.Is(err, os.ErrClosed) {
+	if n, err := tp.Read([][]byte{frame}, []int{0}, 0); n != 0 || !errors.Is(err, os.ErrClosed) {
 		t.Errorf("Read after Close: %d, %v", n, err)
 	}
 	for what, err := range map[string]error{
-		"SetCarrier": tap.SetCarrier(true),
-		"SetMTU":     tap.SetMTU(1400),
-		"SetMAC":     tap.SetMAC(peerMAC),
+		"SetCarrier": tp.SetCarrier(true),
+		"SetMTU":     tp.SetMTU(1400),
+		"SetMAC":     tp.SetMAC(peerMAC),
 	} {
 		if !errors.Is(err, os.ErrClosed) {
 			t.Errorf("%s after Close: %v", what, err)
 		}
 	}
-	if _, err := tap.IsUp(); !errors.Is(err, os.ErrClosed) {
+	if _, err := tp.IsUp(); !errors.Is(err, os.ErrClosed) {
 		t.Errorf("IsUp after Close: %v", err)
 	}
-	if _, err := tap.Watch(context.Background()); !errors.Is(err, os.ErrClosed) {
+	if _, err := tp.Watch(context.Background()); !errors.Is(err, os.ErrClosed) {
 		t.Errorf("Watch after Close: %v", err)
 	}
-	if err := tap.Close(); err != nil {
+	if err := tp.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
 }
 
 func TestTAPExternalDelete(t *testing.T) {
-	ns := lab(t, "extdel")
-	tap := openTAP(t, ns, 0)
-	events, err := tap.Watch(context.Background())
+	ns := nstest.NewTAPNS(t, "extdel")
+	tp := openTAP(t, ns, 0)
+	events, err := tp.Watch(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ev := nextEvent(t, events); !ev.Up {
 		t.Fatalf("first event %+v, want up", ev)
 	}
-	errc := readUntilError(tap)
-	if _, err := ns.Exec(context.Background(), "ip", "link", "del", "dev", tap.Name()); err != nil {
+	errc := readUntilError(tp)
+	if _, err := ns.Exec(context.Background(), "ip", "link", "del", "dev", tp.Name()); err != nil {
 		t.Fatal(err)
 	}
 	if err := errWithin(t, errc, "the netdev was deleted"); !errors.Is(err, unix.EBADFD) {
@@ -384,12 +377,12 @@ func TestTAPExternalDelete(t *testing.T) {
 
 // readUntilError reads from tap, skipping what the kernel sends (IPv6
 // router solicitations), until Read fails, and sends that error.
-func readUntilError(tap *vnicd.TAP) <-chan error {
+func readUntilError(tp *tap.TAP) <-chan error {
 	errc := make(chan error, 1)
 	go func() {
 		bufs, sizes := [][]byte{make([]byte, 2048)}, make([]int, 1)
 		for {
-			if _, err := tap.Read(bufs, sizes, 0); err != nil {
+			if _, err := tp.Read(bufs, sizes, 0); err != nil {
 				errc <- err
 				return
 			}
@@ -411,7 +404,7 @@ func errWithin(t *testing.T, errc <-chan error, what string) error {
 }
 
 // nextEvent waits at most 2 s for an event.
-func nextEvent(t *testing.T, events <-chan vnicd.LinkEvent) vnicd.LinkEvent {
+func nextEvent(t *testing.T, events <-chan tap.LinkEvent) tap.LinkEvent {
 	t.Helper()
 	select {
 	case ev, ok := <-events:
@@ -429,7 +422,7 @@ func nextEvent(t *testing.T, events <-chan vnicd.LinkEvent) vnicd.LinkEvent {
 }
 
 // requireClosed waits at most 1 s for the channel to close.
-func requireClosed(t *testing.T, events <-chan vnicd.LinkEvent) {
+func requireClosed(t *testing.T, events <-chan tap.LinkEvent) {
 	t.Helper()
 	deadline := time.After(time.Second)
 	for {
@@ -446,30 +439,30 @@ func requireClosed(t *testing.T, events <-chan vnicd.LinkEvent) {
 
 func TestTAPWatch(t *testing.T) {
 	nstest.RequireTools(t, "ip")
-	ns := lab(t, "watch")
+	ns := nstest.NewTAPNS(t, "watch")
 	ns.Netlink()
 	fdsBefore := openFDs(t)
-	tap := openTAP(t, ns, 1500)
-	name := tap.Name()
+	tp := openTAP(t, ns, 1500)
+	name := tp.Name()
 	fdsTAP := openFDs(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	events, err := tap.Watch(ctx)
+	events, err := tp.Watch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev := nextEvent(t, events); ev != (vnicd.LinkEvent{Up: true, MAC: tapMAC, MTU: 1500, Name: name}) {
+	if ev := nextEvent(t, events); ev != (tap.LinkEvent{Up: true, MAC: tapMAC, MTU: 1500, Name: name}) {
 		t.Fatalf("first event %+v, want the current state", ev)
 	}
 	ip := func(args ...string) {
 		t.Helper()
-		if _, err := ns.Exec(ctx, "ip", append([]string{"link", "set", "dev", tap.Name()}, args...)...); err != nil {
+		if _, err := ns.Exec(ctx, "ip", append([]string{"link", "set", "dev", tp.Name()}, args...)...); err != nil {
 			t.Fatal(err)
 		}
 	}
 	isUp := func(want bool) {
 		t.Helper()
-		if up, err := tap.IsUp(); up != want || err != nil {
+		if up, err := tp.IsUp(); up != want || err != nil {
 			t.Fatalf("IsUp = %v, %v; want %v", up, err, want)
 		}
 	}
@@ -477,28 +470,28 @@ func TestTAPWatch(t *testing.T) {
 	steps := []struct {
 		name   string
 		change func()
-		want   vnicd.LinkEvent
+		want   tap.LinkEvent
 	}{
-		{"ip link set down", func() { ip("down"); isUp(false) }, vnicd.LinkEvent{Up: false, MAC: tapMAC, MTU: 1500, Name: name}},
-		{"ip link set up", func() { ip("up"); isUp(true) }, vnicd.LinkEvent{Up: true, MAC: tapMAC, MTU: 1500, Name: name}},
-		{"user sets the MAC", func() { ip("address", net.HardwareAddr(userMAC[:]).String()) }, vnicd.LinkEvent{Up: true, MAC: userMAC, MTU: 1500, Name: name}},
+		{"ip link set down", func() { ip("down"); isUp(false) }, tap.LinkEvent{Up: false, MAC: tapMAC, MTU: 1500, Name: name}},
+		{"ip link set up", func() { ip("up"); isUp(true) }, tap.LinkEvent{Up: true, MAC: tapMAC, MTU: 1500, Name: name}},
+		{"user sets the MAC", func() { ip("address", net.HardwareAddr(userMAC[:]).String()) }, tap.LinkEvent{Up: true, MAC: userMAC, MTU: 1500, Name: name}},
 		{"SetMAC", func() {
-			if err := tap.SetMAC(tapMAC); err != nil {
+			if err := tp.SetMAC(tapMAC); err != nil {
 				t.Fatal(err)
 			}
-		}, vnicd.LinkEvent{Up: true, MAC: tapMAC, MTU: 1500, Name: name}},
+		}, tap.LinkEvent{Up: true, MAC: tapMAC, MTU: 1500, Name: name}},
 		{"SetMTU", func() {
-			if err := tap.SetMTU(1400); err != nil {
+			if err := tp.SetMTU(1400); err != nil {
 				t.Fatal(err)
 			}
-		}, vnicd.LinkEvent{Up: true, MAC: tapMAC, MTU: 1400, Name: name}},
+		}, tap.LinkEvent{Up: true, MAC: tapMAC, MTU: 1400, Name: name}},
 		// A carrier change is no event: Up is IFF_UP, not the carrier.
 		{"carrier off, then down", func() {
-			if err := tap.SetCarrier(false); err != nil {
+			if err := tp.SetCarrier(false); err != nil {
 				t.Fatal(err)
 			}
 			ip("down")
-		}, vnicd.LinkEvent{Up: false, MAC: tapMAC, MTU: 1400, Name: name}},
+		}, tap.LinkEvent{Up: false, MAC: tapMAC, MTU: 1400, Name: name}},
 	}
 	for _, s := range steps {
 		s.change()
@@ -513,14 +506,14 @@ func TestTAPWatch(t *testing.T) {
 	}
 
 	// Close ends a watch too, and releases all the TAP had.
-	events, err = tap.Watch(context.Background())
+	events, err = tp.Watch(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ev := nextEvent(t, events); ev.Up {
 		t.Fatalf("first event of a second watch %+v, want down", ev)
 	}
-	if err := tap.Close(); err != nil {
+	if err := tp.Close(); err != nil {
 		t.Fatal(err)
 	}
 	requireClosed(t, events)
@@ -559,20 +552,20 @@ func newFDs(t *testing.T, before map[string]bool) []string {
 }
 
 func TestTAPCarrier(t *testing.T) {
-	ns := lab(t, "carrier")
-	tap := openTAP(t, ns, 0)
+	ns := nstest.NewTAPNS(t, "carrier")
+	tp := openTAP(t, ns, 0)
 	for _, on := range []bool{false, true, false} {
-		if err := tap.SetCarrier(on); err != nil {
+		if err := tp.SetCarrier(on); err != nil {
 			t.Fatal(err)
 		}
-		l, err := ns.Netlink().LinkByIndex(tap.Index())
+		l, err := ns.Netlink().LinkByIndex(tp.Index())
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := l.Attrs().RawFlags&unix.IFF_LOWER_UP != 0; got != on {
 			t.Fatalf("after SetCarrier(%v): LOWER_UP %v", on, got)
 		}
-		if up, err := tap.IsUp(); !up || err != nil {
+		if up, err := tp.IsUp(); !up || err != nil {
 			t.Fatalf("IsUp = %v, %v: the carrier must not change IFF_UP", up, err)
 		}
 	}
@@ -669,17 +662,17 @@ func respond(f []byte) (reply []byte, kind string) {
 // come out of Read, and the replies the test writes must reach ping.
 func TestTAPFramesThroughKernel(t *testing.T) {
 	nstest.RequireTools(t, "ping")
-	ns := lab(t, "frames")
-	tap := openTAP(t, ns, 0, netip.PrefixFrom(tapIP, 24))
+	ns := nstest.NewTAPNS(t, "frames")
+	tp := openTAP(t, ns, 0, netip.PrefixFrom(tapIP, 24))
 	var sawARP, sawICMP atomic.Bool
 	done := make(chan error, 1)
 	go func() {
-		bufs, sizes := make([][]byte, tap.BatchSize()), make([]int, tap.BatchSize())
+		bufs, sizes := make([][]byte, tp.BatchSize()), make([]int, tp.BatchSize())
 		for i := range bufs {
 			bufs[i] = make([]byte, 24+1600)
 		}
 		for {
-			n, err := tap.Read(bufs, sizes, 24)
+			n, err := tp.Read(bufs, sizes, 24)
 			if err != nil {
 				done <- err
 				return
@@ -690,7 +683,7 @@ func TestTAPFramesThroughKernel(t *testing.T) {
 					continue
 				}
 				(map[string]*atomic.Bool{"arp": &sawARP, "icmp": &sawICMP})[kind].Store(true)
-				if _, err := tap.Write([][]byte{reply}, 0); err != nil {
+				if _, err := tp.Write([][]byte{reply}, 0); err != nil {
 					done <- err
 					return
 				}
@@ -706,7 +699,7 @@ func TestTAPFramesThroughKernel(t *testing.T) {
 	if !sawARP.Load() || !sawICMP.Load() {
 		t.Errorf("read ARP request %v, echo request %v; want both", sawARP.Load(), sawICMP.Load())
 	}
-	tap.Close()
+	tp.Close()
 	if err := <-done; !errors.Is(err, os.ErrClosed) {
 		t.Errorf("responder ended with %v", err)
 	}
@@ -716,8 +709,8 @@ func TestTAPFramesThroughKernel(t *testing.T) {
 // TestTAPWriteReachesPacketSocket checks that a written frame arrives in the
 // namespace byte for byte, at an AF_PACKET socket on the netdev.
 func TestTAPWriteReachesPacketSocket(t *testing.T) {
-	ns := lab(t, "raw")
-	tap := openTAP(t, ns, 0)
+	ns := nstest.NewTAPNS(t, "raw")
+	tp := openTAP(t, ns, 0)
 	const proto = 0x88b5 // IEEE local experimental
 	htons := func(v uint16) uint16 { return v<<8 | v>>8 }
 	var fd int
@@ -729,7 +722,7 @@ func TestTAPWriteReachesPacketSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.Close(fd)
-	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(proto), Ifindex: tap.Index()}); err != nil {
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(proto), Ifindex: tp.Index()}); err != nil {
 		t.Fatal(err)
 	}
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 2}); err != nil {
@@ -739,7 +732,7 @@ func TestTAPWriteReachesPacketSocket(t *testing.T) {
 	frame := ethernet([6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, peerMAC, proto, payload)
 	headroom := 24
 	buf := append(make([]byte, headroom), frame...)
-	if n, err := tap.Write([][]byte{buf}, headroom); n != 1 || err != nil {
+	if n, err := tp.Write([][]byte{buf}, headroom); n != 1 || err != nil {
 		t.Fatalf("Write = %d, %v", n, err)
 	}
 	got := make([]byte, 2048)
@@ -752,7 +745,7 @@ func TestTAPWriteReachesPacketSocket(t *testing.T) {
 	}
 
 	// A runt is refused with the kernel's EINVAL, and Write says which.
-	n, err = tap.Write([][]byte{buf, buf[:headroom+10], buf}, headroom)
+	n, err = tp.Write([][]byte{buf, buf[:headroom+10], buf}, headroom)
 	if n != 1 || !errors.Is(err, unix.EINVAL) {
 		t.Fatalf("Write with a runt second = %d, %v; want 1, EINVAL", n, err)
 	}
@@ -761,18 +754,18 @@ func TestTAPWriteReachesPacketSocket(t *testing.T) {
 // echoLab opens a TAP with IPv6 off from the start (no router
 // solicitation or MLD report to read) and a permanent neighbour, so that
 // each echo request written gets exactly one frame to read: its reply.
-func echoLab(t testing.TB, mtu int) *vnicd.TAP {
+func echoLab(t testing.TB, mtu int) *tap.TAP {
 	t.Helper()
-	ns := lab(t, "echo"+strconv.Itoa(mtu))
+	ns := nstest.NewTAPNS(t, "echo"+strconv.Itoa(mtu))
 	// Netdevs that arrive in the namespace take its defaults.
 	if err := ns.Do(func() error {
 		return os.WriteFile("/proc/sys/net/ipv6/conf/default/disable_ipv6", []byte("1"), 0)
 	}); err != nil {
 		t.Fatal(err)
 	}
-	tap := openTAP(t, ns, mtu, netip.PrefixFrom(tapIP, 24))
+	tp := openTAP(t, ns, mtu, netip.PrefixFrom(tapIP, 24))
 	if err := ns.Do(func() error {
-		v, err := os.ReadFile("/proc/sys/net/ipv6/conf/" + tap.Name() + "/disable_ipv6")
+		v, err := os.ReadFile("/proc/sys/net/ipv6/conf/" + tp.Name() + "/disable_ipv6")
 		if err == nil && string(v) != "1\n" {
 			err = errors.New("IPv6 is on: disable_ipv6 = " + string(v))
 		}
@@ -781,7 +774,7 @@ func echoLab(t testing.TB, mtu int) *vnicd.TAP {
 		t.Fatal(err)
 	}
 	if err := ns.Netlink().NeighAdd(&netlink.Neigh{
-		LinkIndex:    tap.Index(),
+		LinkIndex:    tp.Index(),
 		State:        netlink.NUD_PERMANENT,
 		IP:           peerIP.AsSlice(),
 		HardwareAddr: peerMAC[:],
@@ -789,30 +782,30 @@ func echoLab(t testing.TB, mtu int) *vnicd.TAP {
 		t.Fatal(err)
 	}
 	// If a reply never comes, closing the TAP ends the blocked Read.
-	watchdog := time.AfterFunc(30*time.Second, func() { tap.Close() })
+	watchdog := time.AfterFunc(30*time.Second, func() { tp.Close() })
 	t.Cleanup(func() { watchdog.Stop() })
-	return tap
+	return tp
 }
 
 // echo writes req and reads until it has one frame back; it returns false
 // once the TAP is closed.
-func echo(tap *vnicd.TAP, req, rbufs [][]byte, sizes []int, headroom int) bool {
-	if _, err := tap.Write(req, headroom); err != nil {
+func echo(tp *tap.TAP, req, rbufs [][]byte, sizes []int, headroom int) bool {
+	if _, err := tp.Write(req, headroom); err != nil {
 		return false
 	}
-	n, err := tap.Read(rbufs, sizes, headroom)
+	n, err := tp.Read(rbufs, sizes, headroom)
 	return n == 1 && err == nil
 }
 
 func TestTAPNoAllocs(t *testing.T) {
-	if vnicd.RaceEnabled {
+	if race.Enabled {
 		t.Skip("allocation counts are not meaningful under the race detector; scripts/test.sh checks them in its non-race pass")
 	}
-	tap := echoLab(t, 0)
+	tp := echoLab(t, 0)
 	const headroom = 24
 	req := [][]byte{append(make([]byte, headroom), icmpEcho(tapMAC, peerMAC, peerIP, tapIP, 8, 1, 1, 98)...)}
 	rbufs, sizes := [][]byte{make([]byte, headroom+1600)}, []int{0}
-	if !echo(tap, req, rbufs, sizes, headroom) {
+	if !echo(tp, req, rbufs, sizes, headroom) {
 		t.Fatal("no echo reply")
 	}
 	reply := rbufs[0][headroom : headroom+sizes[0]]
@@ -820,7 +813,7 @@ func TestTAPNoAllocs(t *testing.T) {
 		t.Fatalf("reply % x: want a 98-byte echo reply to the neighbour", reply)
 	}
 	ok := true
-	allocs := testing.AllocsPerRun(200, func() { ok = ok && echo(tap, req, rbufs, sizes, headroom) })
+	allocs := testing.AllocsPerRun(200, func() { ok = ok && echo(tp, req, rbufs, sizes, headroom) })
 	if !ok {
 		t.Fatal("an echo went unanswered")
 	}
@@ -832,16 +825,16 @@ func TestTAPNoAllocs(t *testing.T) {
 // TestTAPReadBatches checks that one Read returns every frame the kernel
 // has queued.
 func TestTAPReadBatches(t *testing.T) {
-	tap := echoLab(t, 0)
+	tp := echoLab(t, 0)
 	const frames, headroom = 10, 24
 	var reqs [][]byte
 	for i := range frames {
 		reqs = append(reqs, append(make([]byte, headroom), icmpEcho(tapMAC, peerMAC, peerIP, tapIP, 8, 1, uint16(i), 98)...))
 	}
-	if n, err := tap.Write(reqs, headroom); n != frames || err != nil {
+	if n, err := tp.Write(reqs, headroom); n != frames || err != nil {
 		t.Fatalf("Write = %d, %v", n, err)
 	}
-	rbufs, sizes := make([][]byte, tap.BatchSize()), make([]int, tap.BatchSize())
+	rbufs, sizes := make([][]byte, tp.BatchSize()), make([]int, tp.BatchSize())
 	for i := range rbufs {
 		rbufs[i] = make([]byte, headroom+1600)
 	}
@@ -849,7 +842,7 @@ func TestTAPReadBatches(t *testing.T) {
 	// in the writer's softirq); allow a few Reads on a busy machine.
 	var got []uint16
 	for range frames {
-		n, err := tap.Read(rbufs, sizes, headroom)
+		n, err := tp.Read(rbufs, sizes, headroom)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -873,12 +866,12 @@ func TestTAPReadBatches(t *testing.T) {
 // TestTAPReadCutsLongFrames pins the kernel behaviour the Device contract
 // states: a frame longer than the buffer comes out cut to it.
 func TestTAPReadCutsLongFrames(t *testing.T) {
-	tap := echoLab(t, 0)
-	if _, err := tap.Write([][]byte{icmpEcho(tapMAC, peerMAC, peerIP, tapIP, 8, 1, 1, 1000)}, 0); err != nil {
+	tp := echoLab(t, 0)
+	if _, err := tp.Write([][]byte{icmpEcho(tapMAC, peerMAC, peerIP, tapIP, 8, 1, 1, 1000)}, 0); err != nil {
 		t.Fatal(err)
 	}
 	bufs, sizes := [][]byte{make([]byte, 8+100)}, []int{0}
-	if n, err := tap.Read(bufs, sizes, 8); n != 1 || err != nil || sizes[0] != 100 {
+	if n, err := tp.Read(bufs, sizes, 8); n != 1 || err != nil || sizes[0] != 100 {
 		t.Fatalf("Read of a 1000-byte reply into 100 bytes = %d, %v, size %d; want 1 frame of 100", n, err, sizes[0])
 	}
 }
@@ -888,14 +881,14 @@ func TestTAPReadCutsLongFrames(t *testing.T) {
 func BenchmarkTAPEcho(b *testing.B) {
 	for _, size := range []int{64, 512, 1500, 9000} {
 		b.Run(strconv.Itoa(size), func(b *testing.B) {
-			tap := echoLab(b, 9000)
+			tp := echoLab(b, 9000)
 			const headroom = 24
 			req := [][]byte{append(make([]byte, headroom), icmpEcho(tapMAC, peerMAC, peerIP, tapIP, 8, 1, 1, size)...)}
 			rbufs, sizes := [][]byte{make([]byte, headroom+9100)}, []int{0}
 			b.ReportAllocs()
 			b.SetBytes(int64(size))
 			for b.Loop() {
-				if !echo(tap, req, rbufs, sizes, headroom) {
+				if !echo(tp, req, rbufs, sizes, headroom) {
 					b.Fatal("no echo reply")
 				}
 			}
@@ -907,14 +900,14 @@ func BenchmarkTAPEcho(b *testing.B) {
 // it, follows `ip maddr add/del`, and refuses after Close.
 func TestTAPMcastMACs(t *testing.T) {
 	nstest.RequireTools(t, "ip")
-	ns := lab(t, "mcast")
-	tap := openTAP(t, ns, 1500, tapIP6)
+	ns := nstest.NewTAPNS(t, "mcast")
+	tp := openTAP(t, ns, 1500, tapIP6)
 	ctx := context.Background()
 	// ipMaddr is the list `ip maddr show dev` prints (its "link" lines,
 	// from the same /proc/net/dev_mcast, in the same order).
 	ipMaddr := func() [][6]byte {
 		t.Helper()
-		out, err := ns.Exec(ctx, "ip", "maddr", "show", "dev", tap.Name())
+		out, err := ns.Exec(ctx, "ip", "maddr", "show", "dev", tp.Name())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -939,7 +932,7 @@ func TestTAPMcastMACs(t *testing.T) {
 		var got, want [][6]byte
 		for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 			var err error
-			if got, err = tap.McastMACs(); err != nil {
+			if got, err = tp.McastMACs(); err != nil {
 				t.Fatalf("%s: %v", step, err)
 			}
 			if want = ipMaddr(); slices.Equal(got, want) || time.Now().After(deadline) {
@@ -954,12 +947,12 @@ func TestTAPMcastMACs(t *testing.T) {
 		}
 	}
 	check("up with an IPv6 address", false)
-	if l, _ := tap.McastMACs(); !slices.Contains(l, [6]byte{0x33, 0x33, 0, 0, 0, 1}) {
+	if l, _ := tp.McastMACs(); !slices.Contains(l, [6]byte{0x33, 0x33, 0, 0, 0, 1}) {
 		t.Fatalf("%x: no all-nodes group 33:33:00:00:00:01 on an up IPv6 netdev", l)
 	}
 	maddr := func(op string) {
 		t.Helper()
-		if _, err := ns.Exec(ctx, "ip", "maddr", op, net.HardwareAddr(group[:]).String(), "dev", tap.Name()); err != nil {
+		if _, err := ns.Exec(ctx, "ip", "maddr", op, net.HardwareAddr(group[:]).String(), "dev", tp.Name()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -967,10 +960,10 @@ func TestTAPMcastMACs(t *testing.T) {
 	check("ip maddr add", true)
 	maddr("del")
 	check("ip maddr del", false)
-	if err := tap.Close(); err != nil {
+	if err := tp.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tap.McastMACs(); !errors.Is(err, os.ErrClosed) {
+	if _, err := tp.McastMACs(); !errors.Is(err, os.ErrClosed) {
 		t.Fatalf("after Close: %v", err)
 	}
 }

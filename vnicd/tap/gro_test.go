@@ -1,10 +1,12 @@
-package vnicd
+package tap
 
 import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
 	"testing"
+
+	"github.com/opavnic/opavnic/internal/race"
 )
 
 // segments cuts a super-frame (superFrame's layout, TCP options made a
@@ -272,7 +274,7 @@ func TestGRORefuses(t *testing.T) {
 }
 
 func TestGRONoAllocs(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("allocation counts are not meaningful under the race detector; scripts/test.sh checks them in its non-race pass")
 	}
 	fr := withHeadroom(segments(t, false, 1376*40, 1376, 1, tcpFlagACK), 20)

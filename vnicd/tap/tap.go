@@ -1,6 +1,6 @@
 //go:build linux
 
-package vnicd
+package tap
 
 import (
 	"context"
@@ -29,12 +29,12 @@ import (
 
 // DefaultTAPName is the name pattern of a TAP whose config names none: the
 // kernel replaces %d with the lowest free number (DESIGN.md, names).
-const DefaultTAPName = "vnic%d"
+const DefaultName = "vnic%d"
 
 // TAPBatchSize is the largest number of frames one TAP.Read returns: as the
 // UDP batch (hfi.DefaultBatchSize), 128 measured better than 64: nearly three
 // 64 KB super-frames of 1428-byte frames, sent in one sendmmsg.
-const TAPBatchSize = 128
+const BatchSize = 128
 
 // netnsDir is where iproute2 keeps named network namespaces.
 const netnsDir = "/var/run/netns"
@@ -43,17 +43,17 @@ const netnsDir = "/var/run/netns"
 // stack has sent and vnicd has not yet read). The kernel's default, 1000, is
 // less than one wake-up's worth of a TCP burst at 10 Gbit/s: the overflow is
 // dropped (tx_dropped) and becomes a TCP retransmit.
-const TAPTxQueueLen = 10000
+const TxQueueLen = 10000
 
 // netlinkTimeout bounds every netlink request a TAP makes.
 const netlinkTimeout = 5 * time.Second
 
 // ErrBadTAPConfig is wrapped by every error OpenTAP returns for a config it
 // rejects before touching the kernel.
-var ErrBadTAPConfig = errors.New("vnicd: bad TAP config")
+var ErrBadConfig = errors.New("vnicd: bad TAP config")
 
 // TAPConfig is how OpenTAP makes a TAP netdev.
-type TAPConfig struct {
+type Config struct {
 	// Name of the netdev, at most 15 bytes; a %d in it becomes the lowest
 	// free number. "" means DefaultTAPName. The name must be free in the
 	// target namespace: OpenTAP never attaches to an existing netdev.
@@ -77,7 +77,7 @@ type TAPConfig struct {
 }
 
 // MaxTAPQueues bounds TAPConfig.Queues.
-const MaxTAPQueues = 16
+const MaxQueues = 16
 
 // TAP is a Linux TAP netdev (IFF_TAP, IFF_NO_PI): the Device of a VNIC
 // port. Its fd is non-blocking and served by the Go runtime's poller, so
@@ -104,7 +104,7 @@ type TAP struct {
 	// queues are the TAP's fds, each a queue of its netdev: the first is
 	// f, the others (a multiqueue TAP, TAPConfig.Queues) are read and
 	// written through Queue. Fixed once the TAP is made.
-	queues []*TAPQueue
+	queues []*Queue
 
 	// OffloadDrops counts frames from the kernel that could not be finished
 	// (segmented or checksummed) and were dropped.
@@ -134,7 +134,7 @@ type TAP struct {
 // TAPConfig.NetNS names it ("" for the namespace it was made in).
 type tapPlace struct{ name, netns string }
 
-var _ Device = (*TAP)(nil)
+var _ Netdev = (*TAP)(nil)
 
 // OpenTAP creates a TAP netdev as cfg says: it is created in the caller's
 // namespace (under a temporary name when it is to move, so that its name
@@ -146,13 +146,13 @@ var _ Device = (*TAP)(nil)
 // "The caller's namespace" is that of the calling thread, so a caller that
 // has locked its goroutine to a thread in another namespace gets its TAP
 // there.
-func OpenTAP(cfg TAPConfig) (*TAP, error) {
+func Open(cfg Config) (*TAP, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	name := cfg.Name
 	if name == "" {
-		name = DefaultTAPName
+		name = DefaultName
 	}
 	move := cfg.NetNS != ""
 
@@ -250,7 +250,7 @@ func OpenTAP(cfg TAPConfig) (*TAP, error) {
 			return fail(fmt.Sprintf("set MTU %d", cfg.MTU), err)
 		}
 	}
-	if err := h.LinkSetTxQLen(link, TAPTxQueueLen); err != nil {
+	if err := h.LinkSetTxQLen(link, TxQueueLen); err != nil {
 		return fail("set txqueuelen", err)
 	}
 	if err := h.LinkSetUp(link); err != nil {
@@ -268,7 +268,7 @@ func OpenTAP(cfg TAPConfig) (*TAP, error) {
 func newTAP(f *os.File, rc syscall.RawConn, name string) *TAP {
 	t := &TAP{f: f, rc: rc, done: make(chan struct{}), moved: make(chan struct{})}
 	t.place.Store(&tapPlace{name: name})
-	t.queues = []*TAPQueue{newTAPQueue(t, f, rc)}
+	t.queues = []*Queue{newTAPQueue(t, f, rc)}
 	return t
 }
 
@@ -294,8 +294,8 @@ func tapFromFiles(files []*os.File, name string) (*TAP, error) {
 	return t, nil
 }
 
-func newTAPQueue(t *TAP, f *os.File, rc syscall.RawConn) *TAPQueue {
-	q := &TAPQueue{t: t, f: f, rc: rc, vbuf: make([]byte, vnetHdrLen+maxSuperFrameLen)}
+func newTAPQueue(t *TAP, f *os.File, rc syscall.RawConn) *Queue {
+	q := &Queue{t: t, f: f, rc: rc, vbuf: make([]byte, vnetHdrLen+maxSuperFrameLen)}
 	q.readFn = q.readBatch
 	return q
 }
@@ -305,7 +305,7 @@ func newTAPQueue(t *TAP, f *os.File, rc syscall.RawConn) *TAPQueue {
 // read state. A queue is read by one goroutine at a time, as a TAP is, and
 // may be written concurrently; a TAP's Read, TryRead, Control and Write
 // are its first queue's. A TAP's counters and settings are the queues'.
-type TAPQueue struct {
+type Queue struct {
 	t  *TAP
 	f  *os.File
 	rc syscall.RawConn
@@ -327,24 +327,24 @@ type TAPQueue struct {
 func (t *TAP) Queues() int { return len(t.queues) }
 
 // Queue returns queue i, 0 <= i < Queues().
-func (t *TAP) Queue(i int) *TAPQueue { return t.queues[i] }
+func (t *TAP) Queue(i int) *Queue { return t.queues[i] }
 
-func (c *TAPConfig) validate() error {
+func (c *Config) validate() error {
 	if err := validIfName(c.Name); c.Name != "" && err != nil {
 		return err
 	}
 	if c.MTU < 0 {
-		return fmt.Errorf("%w: MTU %d", ErrBadTAPConfig, c.MTU)
+		return fmt.Errorf("%w: MTU %d", ErrBadConfig, c.MTU)
 	}
-	if c.Queues < 0 || c.Queues > MaxTAPQueues {
-		return fmt.Errorf("%w: %d queues: 0 to %d", ErrBadTAPConfig, c.Queues, MaxTAPQueues)
+	if c.Queues < 0 || c.Queues > MaxQueues {
+		return fmt.Errorf("%w: %d queues: 0 to %d", ErrBadConfig, c.Queues, MaxQueues)
 	}
 	if c.NetNS != "" && strings.ContainsRune(c.NetNS, '/') && !filepath.IsAbs(c.NetNS) {
-		return fmt.Errorf("%w: netns %q is neither a name nor an absolute path", ErrBadTAPConfig, c.NetNS)
+		return fmt.Errorf("%w: netns %q is neither a name nor an absolute path", ErrBadConfig, c.NetNS)
 	}
 	for _, p := range c.Addresses {
 		if !p.IsValid() {
-			return fmt.Errorf("%w: invalid address %v", ErrBadTAPConfig, p)
+			return fmt.Errorf("%w: invalid address %v", ErrBadConfig, p)
 		}
 	}
 	return nil
@@ -354,11 +354,11 @@ func (c *TAPConfig) validate() error {
 func validIfName(name string) error {
 	switch {
 	case name == "", name == ".", name == "..":
-		return fmt.Errorf("%w: name %q", ErrBadTAPConfig, name)
+		return fmt.Errorf("%w: name %q", ErrBadConfig, name)
 	case len(name) >= unix.IFNAMSIZ:
-		return fmt.Errorf("%w: name %q longer than %d bytes", ErrBadTAPConfig, name, unix.IFNAMSIZ-1)
+		return fmt.Errorf("%w: name %q longer than %d bytes", ErrBadConfig, name, unix.IFNAMSIZ-1)
 	case strings.ContainsAny(name, "/: \t\n\v\f\r"):
-		return fmt.Errorf("%w: name %q has '/', ':' or a space", ErrBadTAPConfig, name)
+		return fmt.Errorf("%w: name %q has '/', ':' or a space", ErrBadConfig, name)
 	}
 	return nil
 }
@@ -459,7 +459,7 @@ func (t *TAP) Index() int {
 }
 
 // BatchSize returns TAPBatchSize.
-func (t *TAP) BatchSize() int { return TAPBatchSize }
+func (t *TAP) BatchSize() int { return BatchSize }
 
 // Read implements Device. One frame from the kernel is one read(2); a batch
 // is the frames the kernel has queued when the first arrives, so a batch costs
@@ -484,20 +484,20 @@ func (t *TAP) TryRead(bufs [][]byte, sizes []int, offset int) (int, error) {
 func (t *TAP) Control(f func(fd uintptr)) error { return t.queues[0].Control(f) }
 
 // Read is TAP.Read on the queue.
-func (q *TAPQueue) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
+func (q *Queue) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 	q.try = false
 	return q.read(bufs, sizes, offset)
 }
 
 // TryRead is TAP.TryRead on the queue.
-func (q *TAPQueue) TryRead(bufs [][]byte, sizes []int, offset int) (int, error) {
+func (q *Queue) TryRead(bufs [][]byte, sizes []int, offset int) (int, error) {
 	q.try = true
 	return q.read(bufs, sizes, offset)
 }
 
 // Control runs f with the queue's file descriptor, which stays open while
 // f runs.
-func (q *TAPQueue) Control(f func(fd uintptr)) error {
+func (q *Queue) Control(f func(fd uintptr)) error {
 	if err := q.rc.Control(f); err != nil {
 		return q.t.ioErr(err)
 	}
@@ -505,12 +505,12 @@ func (q *TAPQueue) Control(f func(fd uintptr)) error {
 }
 
 // BatchSize returns TAPBatchSize.
-func (q *TAPQueue) BatchSize() int { return TAPBatchSize }
+func (q *Queue) BatchSize() int { return BatchSize }
 
-func (q *TAPQueue) read(bufs [][]byte, sizes []int, offset int) (int, error) {
+func (q *Queue) read(bufs [][]byte, sizes []int, offset int) (int, error) {
 	q.rbufs, q.rsizes, q.roff, q.rn, q.rerr = bufs, sizes, offset, 0, nil
 	var err error
-	if q.drainSegments(); q.rn < min(len(bufs), len(sizes), TAPBatchSize) {
+	if q.drainSegments(); q.rn < min(len(bufs), len(sizes), BatchSize) {
 		err = q.rc.Read(q.readFn)
 	}
 	n, rerr := q.rn, q.rerr
@@ -528,8 +528,8 @@ func (q *TAPQueue) read(bufs [][]byte, sizes []int, offset int) (int, error) {
 }
 
 // drainSegments writes segments of the current super-frame into the batch.
-func (q *TAPQueue) drainSegments() {
-	limit := min(len(q.rbufs), len(q.rsizes), TAPBatchSize)
+func (q *Queue) drainSegments() {
+	limit := min(len(q.rbufs), len(q.rsizes), BatchSize)
 	for !q.seg.done() && q.rn < limit {
 		dst := q.rbufs[q.rn][q.roff:]
 		if len(dst) < q.seg.hdrLen+q.seg.mss {
@@ -546,8 +546,8 @@ func (q *TAPQueue) drainSegments() {
 // readBatch runs under the poller's read lock: it reads frames until the
 // batch is full or the queue empty, and asks the poller to wait (returns
 // false) only while it has read nothing.
-func (q *TAPQueue) readBatch(fd uintptr) bool {
-	limit := min(len(q.rbufs), len(q.rsizes), TAPBatchSize)
+func (q *Queue) readBatch(fd uintptr) bool {
+	limit := min(len(q.rbufs), len(q.rsizes), BatchSize)
 	for q.rn < limit {
 		m, err := unix.Read(int(fd), q.vbuf)
 		switch err {
@@ -573,7 +573,7 @@ func (q *TAPQueue) readBatch(fd uintptr) bool {
 // frameIn finishes one frame read with its virtio_net_hdr: a plain frame is
 // copied into the batch (its checksum completed if partial), a super-frame
 // is cut into it.
-func (q *TAPQueue) frameIn(b []byte) {
+func (q *Queue) frameIn(b []byte) {
 	t := q.t
 	if len(b) < vnetHdrLen {
 		t.OffloadDrops.Add(1)
@@ -636,7 +636,7 @@ func (t *TAP) Write(bufs [][]byte, offset int) (int, error) { return t.queues[0]
 
 // Write is TAP.Write on the queue: the frames go into the kernel as
 // received on it.
-func (q *TAPQueue) Write(bufs [][]byte, offset int) (int, error) {
+func (q *Queue) Write(bufs [][]byte, offset int) (int, error) {
 	t := q.t
 	w := tapWrites.Get().(*tapWrite)
 	defer tapWrites.Put(w)
@@ -706,7 +706,7 @@ type tapWrite struct {
 }
 
 var tapWrites = sync.Pool{New: func() any {
-	w := &tapWrite{iov: make([]unix.Iovec, 0, TAPBatchSize+1)}
+	w := &tapWrite{iov: make([]unix.Iovec, 0, BatchSize+1)}
 	w.fn = w.do
 	return w
 }}
@@ -732,7 +732,7 @@ func (w *tapWrite) do(fd uintptr) bool {
 }
 
 // write writes one frame as it is.
-func (w *tapWrite) write(q *TAPQueue, frame []byte) error {
+func (w *tapWrite) write(q *Queue, frame []byte) error {
 	w.iov = append(w.iov[:0], unix.Iovec{Base: &zeroVnetHdr[0]}, unix.Iovec{})
 	w.iov[0].SetLen(vnetHdrLen)
 	if len(frame) > 0 {
@@ -743,7 +743,7 @@ func (w *tapWrite) write(q *TAPQueue, frame []byte) error {
 }
 
 // flush writes w.iov as one frame on q and forgets the caller's buffers.
-func (w *tapWrite) flush(q *TAPQueue) error {
+func (w *tapWrite) flush(q *Queue) error {
 	t := q.t
 	w.err, w.closed = nil, &t.closed
 	err := q.rc.Write(w.fn)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package vnicd_test
+package tap_test
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/nstest"
+	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
 // frameDev is a TAP or a queue of one.
@@ -28,15 +28,15 @@ type frameDev interface {
 
 // responder answers ARP and ICMP echo requests read from tap (as
 // TestTAPFramesThroughKernel's), counting echo requests, until Read fails.
-func responder(tap frameDev, echoes *atomic.Int32) <-chan error {
+func responder(tp frameDev, echoes *atomic.Int32) <-chan error {
 	done := make(chan error, 1)
 	go func() {
-		bufs, sizes := make([][]byte, tap.BatchSize()), make([]int, tap.BatchSize())
+		bufs, sizes := make([][]byte, tp.BatchSize()), make([]int, tp.BatchSize())
 		for i := range bufs {
 			bufs[i] = make([]byte, 1600)
 		}
 		for {
-			n, err := tap.Read(bufs, sizes, 0)
+			n, err := tp.Read(bufs, sizes, 0)
 			if err != nil {
 				done <- err
 				return
@@ -49,7 +49,7 @@ func responder(tap frameDev, echoes *atomic.Int32) <-chan error {
 				if kind == "icmp" {
 					echoes.Add(1)
 				}
-				if _, err := tap.Write([][]byte{reply}, 0); err != nil {
+				if _, err := tp.Write([][]byte{reply}, 0); err != nil {
 					done <- err
 					return
 				}
@@ -82,33 +82,33 @@ func linkIn(t *testing.T, ns *nstest.NS, name string) netlink.Link {
 // with the move, a name clash leaves the netdev where and as it was.
 func TestTAPMoveTo(t *testing.T) {
 	nstest.RequireTools(t, "ip", "ping")
-	home, pod := lab(t, "mvhome"), lab(t, "mvpod")
-	tap := openTAP(t, home, 0, netip.PrefixFrom(tapIP, 24))
-	name := tap.Name()
+	home, pod := nstest.NewTAPNS(t, "mvhome"), nstest.NewTAPNS(t, "mvpod")
+	tp := openTAP(t, home, 0, netip.PrefixFrom(tapIP, 24))
+	name := tp.Name()
 	var echoes atomic.Int32
-	done := responder(tap, &echoes)
+	done := responder(tp, &echoes)
 	pingPeer(t, home)
 
 	// A failure after the netdev changed namespace (the second, duplicate,
 	// address): it comes back home under its name, up, the kernel having
 	// dropped its addresses on the round trip.
 	p := netip.PrefixFrom(tapIP, 24)
-	if err := tap.MoveTo(pod.Path(), "eth0", []netip.Prefix{p, p}); err == nil {
+	if err := tp.MoveTo(pod.Path(), "eth0", []netip.Prefix{p, p}); err == nil {
 		t.Fatal("a move adding an address twice succeeded")
 	}
-	if l := linkIn(t, home, name); l.Attrs().Index != tap.Index() || l.Attrs().Flags&1 == 0 || tap.NetNS() != home.Name() {
-		t.Errorf("after a failed move: link %+v, TAP index %d in %q", l.Attrs(), tap.Index(), tap.NetNS())
+	if l := linkIn(t, home, name); l.Attrs().Index != tp.Index() || l.Attrs().Flags&1 == 0 || tp.NetNS() != home.Name() {
+		t.Errorf("after a failed move: link %+v, TAP index %d in %q", l.Attrs(), tp.Index(), tp.NetNS())
 	}
 	if _, err := pod.Netlink().LinkByName("eth0"); err == nil {
 		t.Error("a failed move left eth0 in the pod")
 	}
 
-	events, err := tap.Watch(context.Background())
+	events, err := tp.Watch(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	nextEvent(t, events)
-	if err := tap.MoveTo(pod.Path(), "eth0", []netip.Prefix{netip.PrefixFrom(tapIP, 24), tapIP6}); err != nil {
+	if err := tp.MoveTo(pod.Path(), "eth0", []netip.Prefix{netip.PrefixFrom(tapIP, 24), tapIP6}); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.After(time.Second); events != nil; { // closed by the move, without a Deleted event
@@ -123,12 +123,12 @@ func TestTAPMoveTo(t *testing.T) {
 			t.Fatal("the watch still runs 1 s after the move")
 		}
 	}
-	if tap.Name() != "eth0" || tap.NetNS() != pod.Path() {
-		t.Errorf("after the move: %s in %q", tap.Name(), tap.NetNS())
+	if tp.Name() != "eth0" || tp.NetNS() != pod.Path() {
+		t.Errorf("after the move: %s in %q", tp.Name(), tp.NetNS())
 	}
 	l := linkIn(t, pod, "eth0")
-	if l.Attrs().Index != tap.Index() || l.Attrs().Flags&1 == 0 || l.Attrs().HardwareAddr.String() != "02:00:5e:10:00:01" {
-		t.Errorf("moved link %+v, TAP index %d", l.Attrs(), tap.Index())
+	if l.Attrs().Index != tp.Index() || l.Attrs().Flags&1 == 0 || l.Attrs().HardwareAddr.String() != "02:00:5e:10:00:01" {
+		t.Errorf("moved link %+v, TAP index %d", l.Attrs(), tp.Index())
 	}
 	if _, err := home.Netlink().LinkByName(name); err == nil {
 		t.Errorf("%s is still in the old namespace", name)
@@ -137,14 +137,14 @@ func TestTAPMoveTo(t *testing.T) {
 	if echoes.Load() < 2 {
 		t.Errorf("%d echo requests reached the fd; want one before and one after the move", echoes.Load())
 	}
-	events, err = tap.Watch(context.Background())
+	events, err = tp.Watch(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ev := nextEvent(t, events); !ev.Up {
 		t.Errorf("watch in the new namespace: %+v", ev)
 	}
-	if err := tap.SetMTU(1400); err != nil {
+	if err := tp.SetMTU(1400); err != nil {
 		t.Errorf("SetMTU after the move: %v", err)
 	}
 
@@ -153,18 +153,18 @@ func TestTAPMoveTo(t *testing.T) {
 	if _, err := home.Exec(context.Background(), "ip", "link", "add", "clash0", "type", "veth", "peer", "name", "clash1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := tap.MoveTo(home.Path(), "clash0", nil); !errors.Is(err, unix.EEXIST) {
+	if err := tp.MoveTo(home.Path(), "clash0", nil); !errors.Is(err, unix.EEXIST) {
 		t.Fatalf("a move onto a taken name: %v; want EEXIST", err)
 	}
 	l = linkIn(t, pod, "eth0")
-	if l.Attrs().Index != tap.Index() || l.Attrs().Flags&1 == 0 || tap.Name() != "eth0" || tap.NetNS() != pod.Path() {
-		t.Errorf("after a failed move: link %+v, TAP %s in %q index %d", l.Attrs(), tap.Name(), tap.NetNS(), tap.Index())
+	if l.Attrs().Index != tp.Index() || l.Attrs().Flags&1 == 0 || tp.Name() != "eth0" || tp.NetNS() != pod.Path() {
+		t.Errorf("after a failed move: link %+v, TAP %s in %q index %d", l.Attrs(), tp.Name(), tp.NetNS(), tp.Index())
 	}
 	requireClosed(t, events)
 	pingPeer(t, pod)
 
 	// Back home, under its old name: the pod's addresses went with the move.
-	if err := tap.MoveTo(home.Path(), name, nil); err != nil {
+	if err := tp.MoveTo(home.Path(), name, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pod.Netlink().LinkByName("eth0"); err == nil {
@@ -174,8 +174,8 @@ func TestTAPMoveTo(t *testing.T) {
 	if err != nil || len(addrs) != 0 {
 		t.Errorf("addresses after moving home: %v, %v", addrs, err)
 	}
-	index := tap.Index()
-	if err := tap.Close(); err != nil {
+	index := tp.Index()
+	if err := tp.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; !errors.Is(err, os.ErrClosed) {
@@ -189,36 +189,36 @@ func TestTAPMoveTo(t *testing.T) {
 // with a claimed port.
 func TestTAPPersistAttach(t *testing.T) {
 	nstest.RequireTools(t, "ip", "ping")
-	pod := lab(t, "persist")
-	tap := openTAP(t, pod, 0, netip.PrefixFrom(tapIP, 24))
-	name := tap.Name()
-	if err := tap.SetPersist(true, ""); err == nil {
+	pod := nstest.NewTAPNS(t, "persist")
+	tp := openTAP(t, pod, 0, netip.PrefixFrom(tapIP, 24))
+	name := tp.Name()
+	if err := tp.SetPersist(true, ""); err == nil {
 		t.Error("persistent without a tag")
 	}
-	if err := tap.SetPersist(true, "opavnic:test:vport0"); err != nil {
+	if err := tp.SetPersist(true, "opavnic:test:vport0"); err != nil {
 		t.Fatal(err)
 	}
 	if a := linkIn(t, pod, name).Attrs().Alias; a != "opavnic:test:vport0" {
 		t.Errorf("alias %q", a)
 	}
-	index := tap.Index()
-	tap.Close()
+	index := tp.Index()
+	tp.Close()
 	l := linkIn(t, pod, name)
 	if l.Attrs().Index != index || l.Attrs().OperState == netlink.OperUp {
 		t.Errorf("persistent TAP after Close: %+v", l.Attrs())
 	}
 
-	cfg := vnicd.TAPConfig{Name: name, NetNS: pod.Name(), MAC: peerMAC, MTU: 1400}
-	if _, err := vnicd.AttachTAP(cfg, "opavnic:other:vport0"); !errors.Is(err, vnicd.ErrNotOurTAP) {
+	cfg := tap.Config{Name: name, NetNS: pod.Name(), MAC: peerMAC, MTU: 1400}
+	if _, err := tap.Attach(cfg, "opavnic:other:vport0"); !errors.Is(err, tap.ErrNotOurs) {
 		t.Errorf("attach with another tag: %v", err)
 	}
-	if _, err := vnicd.AttachTAP(vnicd.TAPConfig{Name: "nosuch0", NetNS: pod.Name()}, "opavnic:test:vport0"); err == nil {
+	if _, err := tap.Attach(tap.Config{Name: "nosuch0", NetNS: pod.Name()}, "opavnic:test:vport0"); err == nil {
 		t.Error("attached to a netdev that does not exist")
 	}
 	if got := tuntaps(t, pod.Netlink()); len(got) != 1 {
 		t.Errorf("TAPs after failed attaches: %v", got)
 	}
-	again, err := vnicd.AttachTAP(cfg, "opavnic:test:vport0")
+	again, err := tap.Attach(cfg, "opavnic:test:vport0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestTAPPersistAttach(t *testing.T) {
 	if l.Attrs().HardwareAddr.String() != "02:00:5e:10:00:02" || l.Attrs().MTU != 1400 {
 		t.Errorf("attached link %+v", l.Attrs())
 	}
-	if _, err := vnicd.AttachTAP(cfg, "opavnic:test:vport0"); !errors.Is(err, unix.EBUSY) {
+	if _, err := tap.Attach(cfg, "opavnic:test:vport0"); !errors.Is(err, unix.EBUSY) {
 		t.Errorf("second attach while held: %v; want EBUSY", err)
 	}
 	// The netdev kept its address: the pod pings through the new fd.
@@ -251,31 +251,31 @@ func TestTAPPersistAttach(t *testing.T) {
 
 func TestRemovePersistentTAP(t *testing.T) {
 	nstest.RequireTools(t, "ip")
-	pod := lab(t, "rmpersist")
-	tap := openTAP(t, pod, 0)
-	name, index := tap.Name(), tap.Index()
-	if err := tap.SetPersist(true, "opavnic:n:vport3"); err != nil {
+	pod := nstest.NewTAPNS(t, "rmpersist")
+	tp := openTAP(t, pod, 0)
+	name, index := tp.Name(), tp.Index()
+	if err := tp.SetPersist(true, "opavnic:n:vport3"); err != nil {
 		t.Fatal(err)
 	}
-	tap.Close()
+	tp.Close()
 	is := func(want string) func(string) bool { return func(a string) bool { return a == want } }
-	if err := vnicd.RemovePersistentTAP(pod.Path(), name, is("opavnic:n:vport4")); !errors.Is(err, vnicd.ErrNotOurTAP) {
+	if err := tap.RemovePersistent(pod.Path(), name, is("opavnic:n:vport4")); !errors.Is(err, tap.ErrNotOurs) {
 		t.Errorf("another tag: %v", err)
 	}
 	if _, err := pod.Exec(context.Background(), "ip", "link", "add", "veth9", "type", "veth", "peer", "name", "veth9p"); err != nil {
 		t.Fatal(err)
 	}
-	if err := vnicd.RemovePersistentTAP(pod.Path(), "veth9", func(string) bool { return true }); !errors.Is(err, vnicd.ErrNotOurTAP) {
+	if err := tap.RemovePersistent(pod.Path(), "veth9", func(string) bool { return true }); !errors.Is(err, tap.ErrNotOurs) {
 		t.Errorf("a veth: %v", err)
 	}
-	if err := vnicd.RemovePersistentTAP(pod.Path(), name, is("opavnic:n:vport3")); err != nil {
+	if err := tap.RemovePersistent(pod.Path(), name, is("opavnic:n:vport3")); err != nil {
 		t.Fatal(err)
 	}
 	requireGone(t, pod, name, index)
-	if err := vnicd.RemovePersistentTAP(pod.Path(), name, is("opavnic:n:vport3")); err != nil {
+	if err := tap.RemovePersistent(pod.Path(), name, is("opavnic:n:vport3")); err != nil {
 		t.Errorf("again: %v", err)
 	}
-	if err := vnicd.RemovePersistentTAP(filepath.Join(t.TempDir(), "nons"), name, is("x")); err != nil {
+	if err := tap.RemovePersistent(filepath.Join(t.TempDir(), "nons"), name, is("x")); err != nil {
 		t.Errorf("no namespace: %v", err)
 	}
 }

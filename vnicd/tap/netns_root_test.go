@@ -1,6 +1,6 @@
 //go:build linux
 
-package vnicd_test
+package tap_test
 
 import (
 	"context"
@@ -13,28 +13,28 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/nstest"
+	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
 // TestOpenTAPByPID places a TAP in the namespace of a process running there,
 // named "pid:N".
 func TestOpenTAPByPID(t *testing.T) {
-	ns := lab(t, "pid")
+	ns := nstest.NewTAPNS(t, "pid")
 	nstest.RequireTools(t, "ip", "sleep")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pid := startIn(t, ctx, ns)
 	name := nstest.LinkName("t")
-	tap, err := vnicd.OpenTAP(vnicd.TAPConfig{Name: name, MAC: tapMAC, NetNS: "pid:" + strconv.Itoa(pid)})
+	tp, err := tap.Open(tap.Config{Name: name, MAC: tapMAC, NetNS: "pid:" + strconv.Itoa(pid)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ns.Netlink().LinkByName(name); err != nil {
 		t.Errorf("TAP not in %s (the namespace of pid %d): %v", ns.Name(), pid, err)
 	}
-	index := tap.Index()
-	if err := tap.Remove(); err != nil {
+	index := tp.Index()
+	if err := tp.Remove(); err != nil {
 		t.Fatal(err)
 	}
 	requireGone(t, ns, name, index)
@@ -88,7 +88,7 @@ func threadNamespaces(t *testing.T) map[string]uint64 {
 // namespaces, by name, path and pid, from many goroutines, and checks that
 // every OS thread of the process is still in the process's own namespace.
 func TestNoThreadLeftInOtherNamespace(t *testing.T) {
-	nsA, nsB := lab(t, "leakA"), lab(t, "leakB")
+	nsA, nsB := nstest.NewTAPNS(t, "leakA"), nstest.NewTAPNS(t, "leakB")
 	nstest.RequireTools(t, "ip", "sleep")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -103,12 +103,12 @@ func TestNoThreadLeftInOtherNamespace(t *testing.T) {
 	for w := range workers {
 		go func() {
 			for i := range rounds {
-				tap, err := vnicd.OpenTAP(vnicd.TAPConfig{Name: fmt.Sprintf("lk%d-%d", w, i), NetNS: specs[(w+i)%len(specs)]})
+				tp, err := tap.Open(tap.Config{Name: fmt.Sprintf("lk%d-%d", w, i), NetNS: specs[(w+i)%len(specs)]})
 				if err != nil {
 					errs <- err
 					return
 				}
-				if err := tap.Remove(); err != nil {
+				if err := tp.Remove(); err != nil {
 					errs <- err
 					return
 				}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package vnicd
+package tap
 
 import (
 	"errors"
@@ -26,7 +26,7 @@ import (
 
 // ErrNotOurTAP is returned by AttachTAP and RemovePersistentTAP for a
 // netdev that is not a TAP with the expected alias: vnicd leaves it alone.
-var ErrNotOurTAP = errors.New("vnicd: not a persistent TAP of this vnicd")
+var ErrNotOurs = errors.New("vnicd: not a persistent TAP of this vnicd")
 
 // tmpIfName is a name no netdev has, for a netdev between two names.
 func tmpIfName() string { return fmt.Sprintf("vnictmp%08x", rand.Uint32()) }
@@ -73,8 +73,8 @@ func (t *TAP) MoveTo(netnsSpec, name string, addrs []netip.Prefix) error {
 	if t.closed.Load() {
 		return fail("closed", os.ErrClosed)
 	}
-	if err := (&TAPConfig{Name: name, NetNS: netnsSpec, Addresses: addrs}).validate(); err != nil || name == "" {
-		return fail("check", errors.Join(err, ErrBadTAPConfig))
+	if err := (&Config{Name: name, NetNS: netnsSpec, Addresses: addrs}).validate(); err != nil || name == "" {
+		return fail("check", errors.Join(err, ErrBadConfig))
 	}
 	// The namespace the netdev is in and a handle there, for this move
 	// only: the TAP keeps neither (tapns.go).
@@ -224,9 +224,9 @@ func nsSpecOf(ns netns.NsHandle) string {
 // unnamedNetNSPrefix starts nsSpecOf's name of a namespace without a name.
 const unnamedNetNSPrefix = "net:["
 
-// isUnnamedNetNS reports whether spec is nsSpecOf's name of a namespace
+// IsUnnamedNetNS reports whether spec is nsSpecOf's name of a namespace
 // without a name: nothing to open, nothing that outlives the namespace.
-func isUnnamedNetNS(spec string) bool { return strings.HasPrefix(spec, unnamedNetNSPrefix) }
+func IsUnnamedNetNS(spec string) bool { return strings.HasPrefix(spec, unnamedNetNSPrefix) }
 
 // relocate moves the netdev at idx (as from sees it) into the namespace
 // toNS, which to is a handle of, under the name tmp, and returns its index
@@ -296,7 +296,7 @@ func restore(h *netlink.Handle, idx int, name string) error {
 // netdev is the one it left).
 func (t *TAP) SetPersist(on bool, tag string) error {
 	if on && tag == "" {
-		return fmt.Errorf("%w: a persistent TAP needs a tag", ErrBadTAPConfig)
+		return fmt.Errorf("%w: a persistent TAP needs a tag", ErrBadConfig)
 	}
 	v := 0
 	if on {
@@ -339,12 +339,12 @@ func (t *TAP) Persistent() bool { return t.persist.Load() }
 // each holds that namespace: unlike a TAP OpenTAP made, an attached TAP in
 // another namespace keeps it alive until Close, so its Watch never sees the
 // namespace go (tapns.go).
-func AttachTAP(cfg TAPConfig, tag string) (*TAP, error) {
+func Attach(cfg Config, tag string) (*TAP, error) {
 	fail := func(step string, err error) (*TAP, error) {
 		return nil, fmt.Errorf("vnicd: attach TAP %s in %q: %s: %w", cfg.Name, cfg.NetNS, step, err)
 	}
 	if err := cfg.validate(); err != nil || cfg.Name == "" || strings.Contains(cfg.Name, "%") || tag == "" {
-		return fail("check", errors.Join(err, ErrBadTAPConfig))
+		return fail("check", errors.Join(err, ErrBadConfig))
 	}
 	ns, err := nsFor(cfg.NetNS)
 	if err != nil {
@@ -366,7 +366,7 @@ func AttachTAP(cfg TAPConfig, tag string) (*TAP, error) {
 	}
 	if l.Type() != "tuntap" || l.Attrs().Alias != tag {
 		release()
-		return fail("check", fmt.Errorf("%w (type %s, alias %q, want %q)", ErrNotOurTAP, l.Type(), l.Attrs().Alias, tag))
+		return fail("check", fmt.Errorf("%w (type %s, alias %q, want %q)", ErrNotOurs, l.Type(), l.Attrs().Alias, tag))
 	}
 	index := l.Attrs().Index
 	// The fd is opened in the namespace: TUNSETIFF finds a netdev by name
@@ -408,7 +408,7 @@ func AttachTAP(cfg TAPConfig, tag string) (*TAP, error) {
 			steps = append(steps, fmt.Errorf("set MTU %d: %w", cfg.MTU, err))
 		}
 	}
-	if err := h.LinkSetTxQLen(link, TAPTxQueueLen); err != nil {
+	if err := h.LinkSetTxQLen(link, TxQueueLen); err != nil {
 		steps = append(steps, fmt.Errorf("set txqueuelen: %w", err))
 	}
 	if err := errors.Join(steps...); err != nil {
@@ -422,7 +422,7 @@ func AttachTAP(cfg TAPConfig, tag string) (*TAP, error) {
 // it is a TAP whose alias match accepts: a persistent TAP that no vnicd
 // will take over. No such namespace or netdev is not an error; another kind
 // of netdev, or another alias, is ErrNotOurTAP and is left alone.
-func RemovePersistentTAP(netnsSpec, name string, match func(alias string) bool) error {
+func RemovePersistent(netnsSpec, name string, match func(alias string) bool) error {
 	ns, err := nsFor(netnsSpec)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -444,7 +444,7 @@ func RemovePersistentTAP(netnsSpec, name string, match func(alias string) bool) 
 	case err != nil:
 		return fmt.Errorf("vnicd: remove TAP %s in %q: %w", name, netnsSpec, err)
 	case l.Type() != "tuntap" || !match(l.Attrs().Alias):
-		return fmt.Errorf("vnicd: remove TAP %s in %q: %w (type %s, alias %q)", name, netnsSpec, ErrNotOurTAP, l.Type(), l.Attrs().Alias)
+		return fmt.Errorf("vnicd: remove TAP %s in %q: %w (type %s, alias %q)", name, netnsSpec, ErrNotOurs, l.Type(), l.Attrs().Alias)
 	}
 	if err := h.LinkDel(l); err != nil {
 		return fmt.Errorf("vnicd: remove TAP %s in %q: %w", name, netnsSpec, err)

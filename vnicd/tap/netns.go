@@ -1,16 +1,20 @@
-package vnicd
+package tap
 
 import (
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
-// netnsPIDPrefix marks a namespace named by a process: "pid:1234" is the
+// NetNSPIDPrefix marks a namespace named by a process: "pid:1234" is the
 // network namespace of process 1234 (/proc/1234/ns/net), as a container
 // runtime knows it before it has a bind mount to offer.
-const netnsPIDPrefix = "pid:"
+const NetNSPIDPrefix = "pid:"
+
+// maxNetNSName bounds a namespace name (NAME_MAX).
+const maxNetNSName = 255
 
 // NetNSPath is the file of the network namespace spec names, in any of the
 // forms NetdevConfig.NetNS takes: a name under /var/run/netns, "pid:N", or an
@@ -19,22 +23,22 @@ func NetNSPath(spec string) string {
 	switch {
 	case spec == "", strings.HasPrefix(spec, "/"):
 		return spec
-	case strings.HasPrefix(spec, netnsPIDPrefix):
-		return "/proc/" + strings.TrimPrefix(spec, netnsPIDPrefix) + "/ns/net"
+	case strings.HasPrefix(spec, NetNSPIDPrefix):
+		return "/proc/" + strings.TrimPrefix(spec, NetNSPIDPrefix) + "/ns/net"
 	}
 	return netnsDir + "/" + spec
 }
 
-// checkNetNS validates a NetdevConfig.NetNS: a name (no '/'), "pid:N" with N
+// CheckNetNS validates a NetdevConfig.NetNS: a name (no '/'), "pid:N" with N
 // a positive decimal process ID, or an absolute path.
-func checkNetNS(s string) error {
-	if hasControl(s) {
+func CheckNetNS(s string) error {
+	if strings.ContainsFunc(s, unicode.IsControl) {
 		return errors.New("contains a control character")
 	}
 	if strings.HasPrefix(s, "/") {
 		return nil
 	}
-	if pid, ok := strings.CutPrefix(s, netnsPIDPrefix); ok {
+	if pid, ok := strings.CutPrefix(s, NetNSPIDPrefix); ok {
 		n, err := strconv.ParseUint(pid, 10, 31)
 		if err != nil || n == 0 || pid[0] == '0' || pid[0] == '+' {
 			return fmt.Errorf("%q is not a process ID (pid:N with N a positive decimal number)", pid)

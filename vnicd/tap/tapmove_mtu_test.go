@@ -1,12 +1,12 @@
 //go:build linux
 
-package vnicd_test
+package tap_test
 
 import (
 	"testing"
 
-	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/nstest"
+	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
 // TestAttachTAPKeepsLowerMTU: taking a persistent TAP over (a vnicd restart)
@@ -15,20 +15,20 @@ import (
 // container's lower MTU belongs to whoever uses the netdev there, as its
 // addresses and administrative state do.
 func TestAttachTAPKeepsLowerMTU(t *testing.T) {
-	ns := lab(t, "attachmtu")
+	ns := nstest.NewTAPNS(t, "attachmtu")
 	name := nstest.LinkName("a")
 	const tag = "opavnic:test:attachmtu"
-	tap, err := vnicd.OpenTAP(vnicd.TAPConfig{Name: name, MAC: tapMAC, MTU: 1500, NetNS: ns.Name()})
+	tp, err := tap.Open(tap.Config{Name: name, MAC: tapMAC, MTU: 1500, NetNS: ns.Name()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		tap.Close()
-		if err := vnicd.RemovePersistentTAP(ns.Name(), name, func(a string) bool { return a == tag }); err != nil {
+		tp.Close()
+		if err := tap.RemovePersistent(ns.Name(), name, func(a string) bool { return a == tag }); err != nil {
 			t.Error(err)
 		}
 	})
-	if err := tap.SetPersist(true, tag); err != nil {
+	if err := tp.SetPersist(true, tag); err != nil {
 		t.Fatal(err)
 	}
 	l, err := ns.Netlink().LinkByName(name)
@@ -38,17 +38,17 @@ func TestAttachTAPKeepsLowerMTU(t *testing.T) {
 	if err := ns.Netlink().LinkSetMTU(l, 1400); err != nil {
 		t.Fatal(err)
 	}
-	if err := tap.Close(); err != nil {
+	if err := tp.Close(); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
 		mtu, want int
 	}{{1500, 1400}, {1300, 1300}} {
-		at, err := vnicd.AttachTAP(vnicd.TAPConfig{Name: name, MAC: tapMAC, MTU: c.mtu, NetNS: ns.Name()}, tag)
+		at, err := tap.Attach(tap.Config{Name: name, MAC: tapMAC, MTU: c.mtu, NetNS: ns.Name()}, tag)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := netdevMTU(t, ns, name)
+		got := nstest.LinkMTU(t, ns, name)
 		if err := at.Close(); err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package vnicd
+package tap
 
 import (
 	"strings"
@@ -40,22 +40,13 @@ func TestCheckNetNS(t *testing.T) {
 		{"long", strings.Repeat("n", 256), "longer than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := checkNetNS(tc.spec)
+			err := CheckNetNS(tc.spec)
 			switch {
 			case tc.err == "" && err != nil:
-				t.Errorf("checkNetNS(%q) = %v, want nil", tc.spec, err)
+				t.Errorf("CheckNetNS(%q) = %v, want nil", tc.spec, err)
 			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-				t.Errorf("checkNetNS(%q) = %v, want an error with %q", tc.spec, err, tc.err)
+				t.Errorf("CheckNetNS(%q) = %v, want an error with %q", tc.spec, err, tc.err)
 			}
 		})
-	}
-}
-
-func TestNetdevKeyPID(t *testing.T) {
-	if netdevKey("pid:12", "eth0") != netdevKey("/proc/12/ns/net", "eth0") {
-		t.Error("pid:12 and /proc/12/ns/net are different keys")
-	}
-	if netdevKey("pid:12", "eth0") == netdevKey("pid:13", "eth0") {
-		t.Error("pid:12 and pid:13 are the same key")
 	}
 }

@@ -1,6 +1,6 @@
 //go:build !purego
 
-package vnicd
+package tap
 
 import "golang.org/x/sys/cpu"
 

@@ -1,4 +1,4 @@
-package vnicd
+package tap
 
 import (
 	"encoding/binary"
@@ -9,7 +9,7 @@ import (
 
 // crc32LE is the kernel's crc32_le written out bit by bit (lib/crc32.c,
 // reflected polynomial 0xEDB88320, no inversion of its own): the reference
-// ifaceMACsDigest is checked against.
+// MACListDigest is checked against.
 func crc32LE(crc uint32, p []byte) uint32 {
 	for _, b := range p {
 		crc ^= uint32(b)
@@ -39,7 +39,7 @@ func TestIfaceMACsDigestIsTheKernels(t *testing.T) {
 		var n [4]byte
 		binary.LittleEndian.PutUint32(n[:], uint32(6*len(l)))
 		want := ^crc32LE(crc, n[:])
-		if got := ifaceMACsDigest(l); got != want {
+		if got := MACListDigest(l); got != want {
 			t.Errorf("digest of %x: %#08x, want the kernel's %#08x", l, got, want)
 		}
 		seen[want] = true
@@ -49,7 +49,7 @@ func TestIfaceMACsDigestIsTheKernels(t *testing.T) {
 	}
 	// Order matters, as in the kernel: the list is hashed as it stands.
 	a := [][6]byte{{1, 0, 0x5e, 0, 0, 1}, {0x33, 0x33, 0, 0, 0, 1}}
-	if ifaceMACsDigest(a) == ifaceMACsDigest([][6]byte{a[1], a[0]}) {
+	if MACListDigest(a) == MACListDigest([][6]byte{a[1], a[0]}) {
 		t.Error("the digest ignores the order")
 	}
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package vnicd
+package tap
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package vnicd
+package tap
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"testing"
+
+	"github.com/opavnic/opavnic/internal/race"
 )
 
 // refCsum is the RFC 1071 sum, 16 bits at a time (in 64 bits: 2^48 words
@@ -775,7 +777,7 @@ func TestGSORejectsIPv6ExtHeaders(t *testing.T) {
 // TestGSOIPv6ExtHeadersNoAllocs: cutting a super-frame with extension
 // headers allocates nothing.
 func TestGSOIPv6ExtHeadersNoAllocs(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("allocation counts are not meaningful under the race detector; scripts/test.sh checks them in its non-race pass")
 	}
 	f, h, _, _, hdrLen := extSuperFrame(false, 8*1200, 1200, ipv6Chains[1].chain)

@@ -1,4 +1,4 @@
-package vnicd_test
+package tap_test
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/nstest"
+	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
 // TestTAPNetnsDeleted: a TAP whose netdev is in a container's namespace
@@ -19,7 +19,7 @@ import (
 // it forever.
 func TestTAPNetnsDeleted(t *testing.T) {
 	nstest.RequireTools(t, "ip")
-	pod := lab(t, "gone")
+	pod := nstest.NewTAPNS(t, "gone")
 	keep := nstest.NewNS(t, "keep")
 	// A veth from keep into pod, made by ip(8), so that the test holds
 	// nothing in pod either (nstest's handles would).
@@ -30,22 +30,22 @@ func TestTAPNetnsDeleted(t *testing.T) {
 		"peer", "name", peer, "netns", pod.Name()).CombinedOutput(); err != nil {
 		t.Fatalf("veth: %v: %s", err, out)
 	}
-	tap, err := vnicd.OpenTAP(vnicd.TAPConfig{Name: nstest.LinkName("t"), MAC: tapMAC, NetNS: pod.Name()})
+	tp, err := tap.Open(tap.Config{Name: nstest.LinkName("t"), MAC: tapMAC, NetNS: pod.Name()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tap.Close()
-	events, err := tap.Watch(ctx)
+	defer tp.Close()
+	events, err := tp.Watch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ev := nextEvent(t, events); !ev.Up || ev.Deleted {
 		t.Fatalf("first event %+v, want up", ev)
 	}
-	if _, err := tap.McastMACs(); err != nil { // a read in the namespace, released after
+	if _, err := tp.McastMACs(); err != nil { // a read in the namespace, released after
 		t.Fatal(err)
 	}
-	if err := tap.SetMTU(1400); err != nil {
+	if err := tp.SetMTU(1400); err != nil {
 		t.Fatal(err)
 	}
 	if ev := nextEvent(t, events); ev.MTU != 1400 {
@@ -60,7 +60,7 @@ func TestTAPNetnsDeleted(t *testing.T) {
 	const within = 10 * time.Second
 	deadline := time.NewTimer(within)
 	defer deadline.Stop()
-	var last vnicd.LinkEvent
+	var last tap.LinkEvent
 	for deleted := false; !deleted; {
 		select {
 		case ev, ok := <-events:
@@ -78,17 +78,17 @@ func TestTAPNetnsDeleted(t *testing.T) {
 	nstest.WaitLinkGone(t, keep, end, within, "its peer's namespace was deleted, and is kept alive")
 	// The netdev is gone with its namespace: a new watch says so at once,
 	// and the settings fail, clearly.
-	again, err := tap.Watch(ctx)
+	again, err := tp.Watch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ev := nextEvent(t, again); !ev.Deleted {
 		t.Fatalf("a watch after the namespace's end: %+v, want Deleted", ev)
 	}
-	if err := tap.SetMTU(1300); err == nil {
+	if err := tp.SetMTU(1300); err == nil {
 		t.Error("SetMTU of a netdev gone with its namespace succeeded")
 	}
-	if err := tap.Close(); err != nil {
+	if err := tp.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package vnicd
+package tap
 
 import (
 	"bytes"
@@ -156,15 +156,20 @@ func TestReadSegmentsFollowBuffers(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := tp.OffloadDrops.Load()
-		tx := newTxState(TAPBatchSize, x.ethMTU+maxFrameOverMTU)
-		n, err := tp.TryRead(tx.bufs, tx.sizes, encap.Headroom)
+		// Buffers as the engine sizes them: headroom, the largest frame
+		// (eth_mtu + a VLAN-tagged header), a spare byte, tailroom.
+		bufs, sizes := make([][]byte, BatchSize), make([]int, BatchSize)
+		for i := range bufs {
+			bufs[i] = make([]byte, encap.Headroom+x.ethMTU+18+1+encap.Tailroom)
+		}
+		n, err := tp.TryRead(bufs, sizes, encap.Headroom)
 		if err != nil || n != x.frames || tp.OffloadDrops.Load()-before != x.drops {
 			t.Errorf("eth_mtu %d: TryRead = %d frames, %v, offload_drops +%d; want %d frames, +%d",
 				x.ethMTU, n, err, tp.OffloadDrops.Load()-before, x.frames, x.drops)
 		}
 		for i := range n {
-			if tx.sizes[i] != 14+20+32+mss {
-				t.Errorf("eth_mtu %d: segment %d is %d bytes, want %d", x.ethMTU, i, tx.sizes[i], 14+20+32+mss)
+			if sizes[i] != 14+20+32+mss {
+				t.Errorf("eth_mtu %d: segment %d is %d bytes, want %d", x.ethMTU, i, sizes[i], 14+20+32+mss)
 			}
 		}
 	}

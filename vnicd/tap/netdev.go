@@ -1,6 +1,6 @@
-package vnicd
+package tap
 
-// Device is the Ethernet side of a VNIC port: whole Ethernet frames (no
+// Netdev is the Ethernet side of a VNIC port: whole Ethernet frames (no
 // preamble, no FCS) in and out, in batches, in the shape of wireguard-go's
 // tun.Device. The TAP netdev (TAP) is the real one; vnicd/taptest has an
 // in-memory pair for tests without a kernel.
@@ -17,7 +17,7 @@ package vnicd
 // Close: a Read or Write blocked in the device, and every later one, returns
 // an error for which errors.Is(err, os.ErrClosed) holds; callers treat that
 // error as shutdown, not as a fault.
-type Device interface {
+type Netdev interface {
 	// Read blocks until at least one frame is there, then reads up to
 	// len(bufs) frames (no more than BatchSize, nor than len(sizes)) without
 	// blocking again: frame i into bufs[i][offset:], its length into sizes[i].
@@ -45,4 +45,10 @@ type Device interface {
 
 	// Close releases the device and unblocks Read and Write (see above).
 	Close() error
+}
+
+// Counter is one named counter of a netdev (TAP.OffloadCounters).
+type Counter struct {
+	Name  string
+	Value uint64
 }

@@ -1,6 +1,6 @@
 //go:build !amd64 || purego
 
-package vnicd
+package tap
 
 const hasSumWords = false
 

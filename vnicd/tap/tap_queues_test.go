@@ -1,6 +1,6 @@
 //go:build linux
 
-package vnicd_test
+package tap_test
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/nstest"
+	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
 // kernelQueues returns the TAP's queues as its namespace's sysfs lists them
@@ -30,10 +30,10 @@ func kernelQueues(t *testing.T, ns *nstest.NS, name string) int {
 
 // respondAll runs a responder on every queue of tap; the channel gets each
 // one's end.
-func respondAll(tap *vnicd.TAP, echoes *atomic.Int32) []<-chan error {
+func respondAll(tp *tap.TAP, echoes *atomic.Int32) []<-chan error {
 	var done []<-chan error
-	for i := range tap.Queues() {
-		done = append(done, responder(tap.Queue(i), echoes))
+	for i := range tp.Queues() {
+		done = append(done, responder(tp.Queue(i), echoes))
 	}
 	return done
 }
@@ -44,34 +44,34 @@ func respondAll(tap *vnicd.TAP, echoes *atomic.Int32) []<-chan error {
 // persistent single-queue one with its one queue; Close deletes the netdev.
 func TestTAPQueues(t *testing.T) {
 	nstest.RequireTools(t, "ip", "ping")
-	pod := lab(t, "queues")
-	if _, err := vnicd.OpenTAP(vnicd.TAPConfig{Name: "bad0", NetNS: pod.Name(), Queues: vnicd.MaxTAPQueues + 1}); !errors.Is(err, vnicd.ErrBadTAPConfig) {
-		t.Errorf("%d queues: %v, want ErrBadTAPConfig", vnicd.MaxTAPQueues+1, err)
+	pod := nstest.NewTAPNS(t, "queues")
+	if _, err := tap.Open(tap.Config{Name: "bad0", NetNS: pod.Name(), Queues: tap.MaxQueues + 1}); !errors.Is(err, tap.ErrBadConfig) {
+		t.Errorf("%d queues: %v, want ErrBadTAPConfig", tap.MaxQueues+1, err)
 	}
-	tap, err := vnicd.OpenTAP(vnicd.TAPConfig{Name: nstest.LinkName("q"), MAC: tapMAC, NetNS: pod.Name(),
+	tp, err := tap.Open(tap.Config{Name: nstest.LinkName("q"), MAC: tapMAC, NetNS: pod.Name(),
 		Addresses: []netip.Prefix{netip.PrefixFrom(tapIP, 24)}, Queues: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	name, index := tap.Name(), tap.Index()
-	if tap.Queues() != 3 || kernelQueues(t, pod, name) != 3 {
-		t.Fatalf("TAP with %d queues, the kernel's %d; want 3", tap.Queues(), kernelQueues(t, pod, name))
+	name, index := tp.Name(), tp.Index()
+	if tp.Queues() != 3 || kernelQueues(t, pod, name) != 3 {
+		t.Fatalf("TAP with %d queues, the kernel's %d; want 3", tp.Queues(), kernelQueues(t, pod, name))
 	}
 	var echoes atomic.Int32
-	done := respondAll(tap, &echoes)
+	done := respondAll(tp, &echoes)
 	pingPeer(t, pod)
 
 	// Persistent: taken over with two queues, then, held by none, with one.
 	const tag = "opavnic:test:vport3"
-	if err := tap.SetPersist(true, tag); err != nil {
+	if err := tp.SetPersist(true, tag); err != nil {
 		t.Fatal(err)
 	}
-	tap.Close()
+	tp.Close()
 	for _, d := range done {
 		<-d
 	}
 	for _, want := range []int{2, 1} {
-		again, err := vnicd.AttachTAP(vnicd.TAPConfig{Name: name, NetNS: pod.Name(), Queues: want}, tag)
+		again, err := tap.Attach(tap.Config{Name: name, NetNS: pod.Name(), Queues: want}, tag)
 		if err != nil {
 			t.Fatalf("attach with %d queues: %v", want, err)
 		}
@@ -100,7 +100,7 @@ func TestTAPQueues(t *testing.T) {
 		t.Fatal(err)
 	}
 	single.Close()
-	again, err := vnicd.AttachTAP(vnicd.TAPConfig{Name: sname, NetNS: pod.Name(), Queues: 2}, tag)
+	again, err := tap.Attach(tap.Config{Name: sname, NetNS: pod.Name(), Queues: 2}, tag)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,28 +122,28 @@ func TestTAPQueues(t *testing.T) {
 // the netdev keeps its queues.
 func TestTAPQueuesMove(t *testing.T) {
 	nstest.RequireTools(t, "ip", "ping")
-	home, pod := lab(t, "mqhome"), lab(t, "mqpod")
-	tap, err := vnicd.OpenTAP(vnicd.TAPConfig{Name: nstest.LinkName("q"), MAC: tapMAC, NetNS: home.Name(),
+	home, pod := nstest.NewTAPNS(t, "mqhome"), nstest.NewTAPNS(t, "mqpod")
+	tp, err := tap.Open(tap.Config{Name: nstest.LinkName("q"), MAC: tapMAC, NetNS: home.Name(),
 		Addresses: []netip.Prefix{netip.PrefixFrom(tapIP, 24)}, Queues: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var echoes atomic.Int32
-	done := respondAll(tap, &echoes)
+	done := respondAll(tp, &echoes)
 	pingPeer(t, home)
-	if err := tap.MoveTo(pod.Path(), "eth0", []netip.Prefix{netip.PrefixFrom(tapIP, 24)}); err != nil {
+	if err := tp.MoveTo(pod.Path(), "eth0", []netip.Prefix{netip.PrefixFrom(tapIP, 24)}); err != nil {
 		t.Fatal(err)
 	}
-	if n := kernelQueues(t, pod, "eth0"); n != 2 || tap.Queues() != 2 {
-		t.Errorf("after the move: %d queues, the kernel's %d; want 2", tap.Queues(), n)
+	if n := kernelQueues(t, pod, "eth0"); n != 2 || tp.Queues() != 2 {
+		t.Errorf("after the move: %d queues, the kernel's %d; want 2", tp.Queues(), n)
 	}
 	before := echoes.Load()
 	pingPeer(t, pod)
 	if echoes.Load() == before {
 		t.Error("no echo request reached the TAP's queues after the move")
 	}
-	index := tap.Index()
-	if err := tap.Close(); err != nil {
+	index := tp.Index()
+	if err := tp.Close(); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range done {

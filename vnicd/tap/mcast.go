@@ -1,4 +1,4 @@
-package vnicd
+package tap
 
 import (
 	"bytes"
@@ -15,12 +15,6 @@ import (
 // owner hears of none (the kernel sends no netlink event for link-layer
 // multicast addresses), so vnicd reads the list again every
 // McastPollInterval and a change is seen up to that late.
-
-// mcastLister is a Device that reports its netdev's multicast list (the TAP
-// does).
-type mcastLister interface {
-	McastMACs() ([][6]byte, error)
-}
 
 // devMcastPath is the kernel's list of link-layer multicast addresses of
 // the reading thread's namespace (what `ip maddr` shows as "link"):
@@ -61,13 +55,13 @@ func parseDevMcast(text []byte, index int) ([][6]byte, error) {
 	return macs, nil
 }
 
-// ifaceMACsDigest is the digest the opa_vnic driver compared to decide on a
+// MACListDigest is the digest the opa_vnic driver compared to decide on a
 // MAC-list trap (kernel-reference.md §4.9): the kernel's crc32_le, which has
 // no inversion of its own, seeded with 0 over each 6-byte address and then
 // the list's byte length as a little-endian uint32, inverted. hash/crc32
 // inverts before and after, so the seed 0 is ^0 here and the final
 // inversion cancels.
-func ifaceMACsDigest(macs [][6]byte) uint32 {
+func MACListDigest(macs [][6]byte) uint32 {
 	crc := ^uint32(0)
 	for i := range macs {
 		crc = crc32.Update(crc, crc32.IEEETable, macs[i][:])

@@ -1,5 +1,0 @@
-//go:build !race
-
-package vnicd
-
-const raceEnabled = false

@@ -1,7 +1,0 @@
-//go:build race
-
-package vnicd
-
-// raceEnabled reports a build with the race detector, under which allocation
-// counts mean nothing (sync.Pool drops items on purpose).
-const raceEnabled = true

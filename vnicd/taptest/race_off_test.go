@@ -1,5 +1,0 @@
-//go:build !race
-
-package taptest
-
-const raceEnabled = false
