@@ -11,7 +11,7 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/vema"
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
 )
@@ -79,7 +79,7 @@ func (d *macEventDevice) Close() error {
 func TestEMBaseMACChangeSendsNoTrap(t *testing.T) {
 	const nodeLID, vesw = trapNodeLID, 3
 	devs := make(chan *macEventDevice, 1)
-	m, fm := newTrapNode(t, func(s vnicd.DeviceSpec) tap.Netdev {
+	m, fm := newTrapNode(t, func(s engine.DeviceSpec) tap.Netdev {
 		port, _ := taptest.Pair(taptest.Options{})
 		d := &macEventDevice{Device: port, events: make(chan tap.LinkEvent, 4), mac: s.MAC}
 		d.events <- tap.LinkEvent{Up: true, MAC: s.MAC, MTU: 1500}

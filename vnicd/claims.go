@@ -16,6 +16,7 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/internal/statefile"
+	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
@@ -438,7 +439,7 @@ type claimRequest struct {
 	pkey      *encap.PKey
 	ethMTU    *uint16
 	mcastDLID *uint32
-	netdev    NetdevConfig // IfName "" keeps the port's name
+	netdev    engine.NetdevConfig // IfName "" keeps the port's name
 	owner     string
 }
 
@@ -470,7 +471,7 @@ func claimFromArgs(args []byte) (claimRequest, error) {
 		r.pkey = &v
 	}
 	if a.EthMTU.Present() {
-		v := uint16(ck.Ranged(a.EthMTU, "vnic.vesw.eth_mtu", MinEthMTU, MaxEthMTU, DefaultEthMTU, false))
+		v := uint16(ck.Ranged(a.EthMTU, "vnic.vesw.eth_mtu", engine.MinEthMTU, engine.MaxEthMTU, engine.DefaultEthMTU, false))
 		r.ethMTU = &v
 	}
 	if a.McastDLID.Present() {
@@ -513,8 +514,8 @@ func (d *Daemon) hostPort(vport uint8) bool {
 func (d *Daemon) candidates() []candidate {
 	var out []candidate
 	for _, p := range d.engine.Ports() {
-		c := candidate{vport: p.vport, vesw: uint16(p.Config().VESW.VESWID & encap.VESWIDMask), host: d.hostPort(p.vport)}
-		if cl, _, ok := d.claims.get(p.vport); ok {
+		c := candidate{vport: p.VPort(), vesw: uint16(p.Config().VESW.VESWID & encap.VESWIDMask), host: d.hostPort(p.VPort())}
+		if cl, _, ok := d.claims.get(p.VPort()); ok {
 			c.claimed, c.owner = true, cl.Owner
 		}
 		out = append(out, c)
@@ -523,9 +524,9 @@ func (d *Daemon) candidates() []candidate {
 }
 
 // setPersist makes vport's netdev persistent (with the claim's tag) or not.
-func (d *Daemon) setPersist(p *Port, on bool) error {
-	if ps, ok := p.dev.(persister); ok {
-		return ps.SetPersist(on, d.claimTag(p.vport))
+func (d *Daemon) setPersist(p *engine.Port, on bool) error {
+	if ps, ok := p.Netdev().(persister); ok {
+		return ps.SetPersist(on, d.claimTag(p.VPort()))
 	}
 	return nil
 }
@@ -567,7 +568,7 @@ func (d *Daemon) claimAdd(deadline time.Time, args json.RawMessage) (any, error)
 	if err != nil {
 		return nil, fmt.Errorf("netns: %q: %w", r.netdev.NetNS, err)
 	}
-	home := p.dev.Name()
+	home := p.Netdev().Name()
 	ifname := r.netdev.IfName
 	if ifname == "" {
 		ifname = home
@@ -580,7 +581,7 @@ func (d *Daemon) claimAdd(deadline time.Time, args json.RawMessage) (any, error)
 	if err := d.engine.MovePort(vport, r.netdev.NetNS, ifname, r.netdev.Addresses); err != nil {
 		return nil, err
 	}
-	c.IfName = p.dev.Name()
+	c.IfName = p.Netdev().Name()
 	recorded := false // the state file names the claim
 	undo := func(cause error) (any, error) {
 		d.claims.drop(vport)
@@ -711,7 +712,7 @@ func (d *Daemon) endClaim(c Claim, why string) {
 			return
 		}
 	}
-	log.Info("claim ended; the port is back in vnicd's namespace", zap.String("why", why), zap.String("home", p.dev.Name()))
+	log.Info("claim ended; the port is back in vnicd's namespace", zap.String("why", why), zap.String("home", p.Netdev().Name()))
 }
 
 // claimingFactory wraps the engine's device factory: when the EM makes a
@@ -719,8 +720,8 @@ func (d *Daemon) endClaim(c Claim, why string) {
 // netdev is taken over where it is (DeviceSpec.Attach) instead of a new one
 // being made. A claim that cannot be taken up (another vesw, the netdev
 // gone) ends, and the port is made as usual.
-func (d *Daemon) claimingFactory(base DeviceFactory) DeviceFactory {
-	return func(s DeviceSpec) (tap.Netdev, error) {
+func (d *Daemon) claimingFactory(base engine.DeviceFactory) engine.DeviceFactory {
+	return func(s engine.DeviceSpec) (tap.Netdev, error) {
 		c, ok := d.claims.takePending(s.VPort)
 		if !ok {
 			return base(s)
@@ -743,7 +744,7 @@ func (d *Daemon) claimingFactory(base DeviceFactory) DeviceFactory {
 			return end(fmt.Sprintf("the EM made the port again on vesw %d, not the claimed vesw", s.VESW&encap.VESWIDMask), nil)
 		}
 		as := s
-		as.Netdev = NetdevConfig{IfName: c.IfName, NetNS: c.NetNS}
+		as.Netdev = engine.NetdevConfig{IfName: c.IfName, NetNS: c.NetNS}
 		as.Attach = tag
 		dev, err := base(as)
 		if err != nil {
@@ -821,4 +822,9 @@ func (d *Daemon) reconcileClaims() {
 			d.log.Warn("cannot save the claims", zap.Error(err))
 		}
 	}
+}
+
+// persister is a netdev that can outlive its device (the TAP).
+type persister interface {
+	SetPersist(on bool, tag string) error
 }

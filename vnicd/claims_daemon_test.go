@@ -16,6 +16,7 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
 )
@@ -41,7 +42,7 @@ type fakeNode struct {
 	mu       sync.Mutex
 	d        *vnicd.Daemon
 	devs     map[uint8]*taptest.Device // the latest device of each vport
-	attaches []vnicd.DeviceSpec        // factory calls asking to attach
+	attaches []engine.DeviceSpec       // factory calls asking to attach
 	attachOK bool
 	removed  []string // netns/ifname the daemon asked to delete
 	stop     func()
@@ -118,7 +119,7 @@ func (n *fakeNode) start() {
 	n.mu.Lock()
 	n.devs = map[uint8]*taptest.Device{}
 	n.mu.Unlock()
-	factory := func(s vnicd.DeviceSpec) (tap.Netdev, error) {
+	factory := func(s engine.DeviceSpec) (tap.Netdev, error) {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		if s.Attach != "" {
@@ -168,10 +169,10 @@ func (n *fakeNode) halt() {
 }
 
 // record returns copies of the attach requests and removals so far.
-func (n *fakeNode) record() ([]vnicd.DeviceSpec, []string) {
+func (n *fakeNode) record() ([]engine.DeviceSpec, []string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return append([]vnicd.DeviceSpec(nil), n.attaches...), append([]string(nil), n.removed...)
+	return append([]engine.DeviceSpec(nil), n.attaches...), append([]string(nil), n.removed...)
 }
 
 func (n *fakeNode) setAttachOK(ok bool) {
@@ -190,9 +191,9 @@ func (n *fakeNode) dev(vport uint8) *taptest.Device {
 // MAC 02:00:<vesw>:00:00:<vport>, mcast 0xF00000|vesw).
 func (n *fakeNode) emSet(vport uint8, vesw uint16) {
 	n.t.Helper()
-	var pc vnicd.PortConfig
-	pc.VESW = vnicd.VESWConfig{VESWID: encap.VESWID(vesw), PKey: encap.PKey(0x8000 | vesw), EthMTU: 1400, McastDLID: 0xF00000 | uint32(vesw)}
-	pc.Port = vnicd.VPortConfig{BaseMAC: [6]byte{2, 0, byte(vesw), 0, 0, vport}, ConfigState: vnicd.StateForwarding}
+	var pc engine.PortConfig
+	pc.VESW = engine.VESWConfig{VESWID: encap.VESWID(vesw), PKey: encap.PKey(0x8000 | vesw), EthMTU: 1400, McastDLID: 0xF00000 | uint32(vesw)}
+	pc.Port = engine.VPortConfig{BaseMAC: [6]byte{2, 0, byte(vesw), 0, 0, vport}, ConfigState: engine.StateForwarding}
 	if err := n.d.EMSetPort(vport, pc); err != nil {
 		n.t.Fatalf("EM set of vport %d on vesw %d: %v", vport, vesw, err)
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/internal/yamlcfg"
 	"github.com/opavnic/opavnic/vema"
+	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
@@ -46,13 +47,6 @@ const (
 	// DefaultUDPPort is the UDP port of the software HFI and of peers whose
 	// address names no port.
 	DefaultUDPPort = 4793
-	// DefaultEthMTU is a vesw's eth_mtu when the config gives none.
-	DefaultEthMTU = 1500
-	// MinEthMTU is the smallest eth_mtu (the IPv4 minimum).
-	MinEthMTU = 68
-	// MaxEthMTU is the largest eth_mtu: a full-size frame, MTU + 18 bytes
-	// (VLAN_ETH_HLEN, the receivers' oversize limit), must fit a 16B packet.
-	MaxEthMTU = encap.MaxFrameLen - vlanEthHLen
 	// MaxVPort is the largest vport index: the VEMA advertises 255 vports
 	// (OPA_VNIC_MAX_NUM_VPORT), indices 0..254.
 	MaxVPort = vema.MaxVPort
@@ -80,7 +74,7 @@ type Config struct {
 	TrustedManagers []netip.AddrPort
 	// Netdevs names, places and addresses the netdevs of vports the EM
 	// creates (managed mode), by vport index; nil when there are none.
-	Netdevs   map[uint8]NetdevConfig
+	Netdevs   map[uint8]engine.NetdevConfig
 	Peers     []Peer           // nil when there are none
 	Multicast []MulticastGroup // nil when there are none
 	Control   ControlConfig
@@ -154,9 +148,9 @@ type ControlConfig struct {
 // netdev, and the static MAC table.
 type VNICConfig struct {
 	VPort    uint8
-	Port     PortConfig
-	Netdev   NetdevConfig // IfName always set after parsing
-	MACTable []MACEntry   // nil when there are none
+	Port     engine.PortConfig
+	Netdev   engine.NetdevConfig // IfName always set after parsing
+	MACTable []engine.MACEntry   // nil when there are none
 }
 
 // ConfigError is a config that cannot be used: which field, why, and where.
@@ -475,8 +469,8 @@ func (c *checker) buildNode(r *rawNode) NodeConfig {
 		switch {
 		case err != nil:
 			c.Failf("node.busy_poll", r.BusyPoll, "%q: not a duration (0, 500us, 1ms, ...)", s)
-		case d < 0 || d > MaxBusyPoll:
-			c.Failf("node.busy_poll", r.BusyPoll, "%q: must be 0 (off) to %v", s, MaxBusyPoll)
+		case d < 0 || d > engine.MaxBusyPoll:
+			c.Failf("node.busy_poll", r.BusyPoll, "%q: must be 0 (off) to %v", s, engine.MaxBusyPoll)
 		default:
 			n.BusyPoll = d
 		}
@@ -726,8 +720,8 @@ func (c *checker) buildVNIC(r *rawVNIC, path string, vport uint8, self encap.LID
 	return v
 }
 
-func (c *checker) buildVESW(r *rawVESW, path string, self encap.LID, known map[uint32]string, groups map[uint32][]uint32) VESWConfig {
-	var v VESWConfig
+func (c *checker) buildVESW(r *rawVESW, path string, self encap.LID, known map[uint32]string, groups map[uint32][]uint32) engine.VESWConfig {
+	var v engine.VESWConfig
 	if c.Required(r.ID, path+".id") {
 		v.VESWID = encap.VESWID(c.Ranged(r.ID, path+".id", 1, uint64(encap.VESWIDMask), 0, false))
 	}
@@ -738,14 +732,14 @@ func (c *checker) buildVESW(r *rawVESW, path string, self encap.LID, known map[u
 			c.Failf(path+".pkey", r.PKey, "%v has base 0 (the low 15 bits must not all be 0)", v.PKey)
 		}
 	}
-	v.EthMTU = DefaultEthMTU
+	v.EthMTU = engine.DefaultEthMTU
 	if mtu, ok := c.Number(r.EthMTU, path+".eth_mtu"); ok {
 		switch {
-		case mtu < MinEthMTU:
-			c.Failf(path+".eth_mtu", r.EthMTU, "%d is below the minimum %d", mtu, MinEthMTU)
-		case mtu > MaxEthMTU:
+		case mtu < engine.MinEthMTU:
+			c.Failf(path+".eth_mtu", r.EthMTU, "%d is below the minimum %d", mtu, engine.MinEthMTU)
+		case mtu > engine.MaxEthMTU:
 			c.Failf(path+".eth_mtu", r.EthMTU, "%d is above the maximum %d: a full-size frame (MTU + %d bytes) must fit a 16B packet, which carries at most %d bytes of frame",
-				mtu, MaxEthMTU, vlanEthHLen, encap.MaxFrameLen)
+				mtu, engine.MaxEthMTU, vlanEthHLen, encap.MaxFrameLen)
 		}
 		v.EthMTU = uint16(mtu)
 	}
@@ -812,16 +806,16 @@ func (c *checker) dlid(l leaf, path string, self encap.LID, known map[uint32]str
 	return lid
 }
 
-func (c *checker) buildVPort(r *rawVNIC, path string, self encap.LID, vesw encap.VESWID, vport uint64) VPortConfig {
-	var p VPortConfig
+func (c *checker) buildVPort(r *rawVNIC, path string, self encap.LID, vesw encap.VESWID, vport uint64) engine.VPortConfig {
+	var p engine.VPortConfig
 	p.PortNum = uint32(c.Ranged(r.Port.PortNum, path+".port.port_num", 0, 0xFFFFFFFF, vport, false))
 	p.EncapSLID = self.To16B()
-	p.ConfigState = StateForwarding
+	p.ConfigState = engine.StateForwarding
 	if s, _ := c.Text(r.VESW.ConfigState, path+".vesw.config_state"); s != "" {
 		switch s {
 		case "forwarding":
 		case "drop_all":
-			p.ConfigState = StateDropAll
+			p.ConfigState = engine.StateDropAll
 		default:
 			c.Failf(path+".vesw.config_state", r.VESW.ConfigState, "%q: must be forwarding or drop_all", s)
 		}
@@ -875,8 +869,8 @@ func checkIfName(s string) error {
 
 func hasControl(s string) bool { return strings.ContainsFunc(s, unicode.IsControl) }
 
-func (c *checker) buildNetdev(r *rawPort, path string, vport uint64) NetdevConfig {
-	var d NetdevConfig
+func (c *checker) buildNetdev(r *rawPort, path string, vport uint64) engine.NetdevConfig {
+	var d engine.NetdevConfig
 	d.IfName = fmt.Sprintf("vnic%d", vport)
 	if s, _ := c.Text(r.IfName, path+".ifname"); s != "" {
 		if err := checkIfName(s); err != nil {
@@ -912,8 +906,8 @@ func (c *checker) buildNetdev(r *rawPort, path string, vport uint64) NetdevConfi
 	return d
 }
 
-func (c *checker) buildMACTable(raw []rawMACEntry, path string, self encap.LID, known map[uint32]string, groups map[uint32][]uint32) []MACEntry {
-	var out []MACEntry
+func (c *checker) buildMACTable(raw []rawMACEntry, path string, self encap.LID, known map[uint32]string, groups map[uint32][]uint32) []engine.MACEntry {
+	var out []engine.MACEntry
 	seen := map[[6]byte]bool{}
 	for i, r := range raw {
 		ep := fmt.Sprintf("%s[%d]", path, i)
@@ -925,7 +919,7 @@ func (c *checker) buildMACTable(raw []rawMACEntry, path string, self encap.LID, 
 		if !c.Required(r.MAC, ep+".mac") || !c.Required(r.DLID, ep+".dlid") {
 			break
 		}
-		var e MACEntry
+		var e engine.MACEntry
 		s, _ := c.Text(r.MAC, ep+".mac")
 		mac, err := parseUnicastMAC(s)
 		switch {
@@ -1052,7 +1046,7 @@ func (c *Config) marshalVNICs() *yaml.Node {
 			rc.Content = append(rc.Content, str(f.Key), num(uint64(w.RC>>f.Shift&yamlcfg.MaxRC)))
 		}
 		state := "forwarding"
-		if p.ConfigState == StateDropAll {
+		if p.ConfigState == engine.StateDropAll {
 			state = "drop_all"
 		}
 		addrs := seq(true)
@@ -1164,7 +1158,7 @@ func (c *Config) Summary() string {
 	for _, v := range c.VNICs {
 		w, p := &v.Port.VESW, &v.Port.Port
 		state := "forwarding"
-		if p.ConfigState == StateDropAll {
+		if p.ConfigState == engine.StateDropAll {
 			state = "drop_all"
 		}
 		netns := v.Netdev.NetNS
@@ -1275,7 +1269,7 @@ type netdevEntry struct {
 
 // buildNetdevs builds netdevs, and says by vport where each entry is written
 // (for checkNetdevsVsVNICs).
-func (c *checker) buildNetdevs(raw map[string]rawNetdev, managed bool, underlay string) (map[uint8]NetdevConfig, map[uint8]netdevEntry) {
+func (c *checker) buildNetdevs(raw map[string]rawNetdev, managed bool, underlay string) (map[uint8]engine.NetdevConfig, map[uint8]netdevEntry) {
 	if len(raw) == 0 {
 		return nil, nil
 	}
@@ -1285,7 +1279,7 @@ func (c *checker) buildNetdevs(raw map[string]rawNetdev, managed bool, underlay 
 		c.Failf("netdevs."+k, r.IfName, "only in managed mode (with node.fabric_manager); in static mode each vnics[] entry names its netdev under port:")
 		return nil, nil
 	}
-	out := map[uint8]NetdevConfig{}
+	out := map[uint8]engine.NetdevConfig{}
 	leaves := map[uint8]netdevEntry{}
 	ifnames := map[string]string{} // netdevKey -> path, as buildVNICs checks vnics'
 	if underlay != "" {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/vnicd/engine"
 )
 
 // cfgBase is a valid config without VNICs: this node 0x10, peers 0xC000 and
@@ -349,16 +350,16 @@ vnics:
 		vesw := encap.VESWID(1 + 2*i)
 		want := VNICConfig{
 			VPort: uint8(i),
-			Port: PortConfig{
-				VESW: VESWConfig{VESWID: vesw, PKey: encap.PKey(0x8001 + i), EthMTU: 1500},
-				Port: VPortConfig{
+			Port: engine.PortConfig{
+				VESW: engine.VESWConfig{VESWID: vesw, PKey: encap.PKey(0x8001 + i), EthMTU: 1500},
+				Port: engine.VPortConfig{
 					PortNum:     uint32(i),
 					BaseMAC:     encap.MACForLID(0x10, vesw),
-					ConfigState: StateForwarding,
+					ConfigState: engine.StateForwarding,
 					EncapSLID:   0x10,
 				},
 			},
-			Netdev: NetdevConfig{IfName: []string{"vnic0", "vnic1"}[i]},
+			Netdev: engine.NetdevConfig{IfName: []string{"vnic0", "vnic1"}[i]},
 		}
 		if !reflect.DeepEqual(v, want) {
 			t.Errorf("vnics[%d] =\n%+v\nwant\n%+v", i, v, want)
@@ -373,8 +374,8 @@ vnics:
     port: {mac: "", ifname: "", netns: "", port_num: ~}
 `)
 	if c.Node.Listen.Port() != DefaultUDPPort || c.Node.GUID != DeriveNodeGUID("n") || c.Control.Socket != DefaultControlSocket("n") ||
-		c.VNICs[0].Port.VESW.EthMTU != DefaultEthMTU || c.VNICs[0].Netdev.IfName != "vnic0" ||
-		c.VNICs[0].Port.Port.BaseMAC != encap.MACForLID(1, 1) || c.VNICs[0].Port.Port.ConfigState != StateForwarding {
+		c.VNICs[0].Port.VESW.EthMTU != engine.DefaultEthMTU || c.VNICs[0].Netdev.IfName != "vnic0" ||
+		c.VNICs[0].Port.Port.BaseMAC != encap.MACForLID(1, 1) || c.VNICs[0].Port.Port.ConfigState != engine.StateForwarding {
 		t.Errorf("empty values did not take the defaults: %+v", c)
 	}
 }
@@ -425,8 +426,8 @@ vnics:
 	v := c.VNICs[0]
 	want := VNICConfig{
 		VPort: 7,
-		Port: PortConfig{
-			VESW: VESWConfig{
+		Port: engine.PortConfig{
+			VESW: engine.VESWConfig{
 				FabricID:    1023,
 				VESWID:      4095,
 				DefPortMask: 1<<0 | 1<<4 | 1<<15,
@@ -436,10 +437,10 @@ vnics:
 				RC:          0x07654321,
 				EthMTU:      16333,
 			},
-			Port: VPortConfig{
+			Port: engine.VPortConfig{
 				PortNum:     0xFFFFFFFF,
 				BaseMAC:     [6]byte{0x02, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE},
-				ConfigState: StateDropAll,
+				ConfigState: engine.StateDropAll,
 				EncapSLID:   0x10,
 				SC: encap.SCMap{
 					PCPToSCUC: [8]uint8{0, 1, 2, 3, 4, 5, 6, 31},
@@ -452,7 +453,7 @@ vnics:
 				NonVLANVL: [2]uint8{3, 4},
 			},
 		},
-		Netdev: NetdevConfig{
+		Netdev: engine.NetdevConfig{
 			IfName: "eth.7-x_y",
 			NetNS:  "/proc/1/ns/net",
 			Addresses: []netip.Prefix{
@@ -460,7 +461,7 @@ vnics:
 				netip.MustParsePrefix("fd00:101::1/64"),
 			},
 		},
-		MACTable: []MACEntry{
+		MACTable: []engine.MACEntry{
 			{MAC: [6]byte{0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0x01}, DLID: 0xC000},
 			{MAC: [6]byte{0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0x02}, DLID: 0xF00002},
 		},
@@ -697,7 +698,7 @@ func TestDemoConfigs(t *testing.T) {
 					if v.VPort != uint8(i) || vw.VESWID != w.vesw || vw.PKey != w.pkey || vw.McastDLID != w.mcast || vw.EthMTU != 1500 {
 						t.Errorf("host %s vnics[%d] vesw = %+v", h.host, i, vw)
 					}
-					if p.EncapSLID != h.lid.To16B() || p.BaseMAC != encap.MACForLID(h.lid, w.vesw) || p.ConfigState != StateForwarding {
+					if p.EncapSLID != h.lid.To16B() || p.BaseMAC != encap.MACForLID(h.lid, w.vesw) || p.ConfigState != engine.StateForwarding {
 						t.Errorf("host %s vnics[%d] port = %+v", h.host, i, p)
 					}
 					var addrs []string
@@ -869,11 +870,11 @@ func TestSummaryManaged(t *testing.T) {
 
 func TestMaxEthMTU(t *testing.T) {
 	// A full-size frame at the largest MTU fills the largest 16B packet.
-	if got := encap.VNICPacketLen(MaxEthMTU + vlanEthHLen); got > encap.MaxPacketLen {
-		t.Errorf("packet at eth_mtu %d is %d bytes, over %d", MaxEthMTU, got, encap.MaxPacketLen)
+	if got := encap.VNICPacketLen(engine.MaxEthMTU + vlanEthHLen); got > encap.MaxPacketLen {
+		t.Errorf("packet at eth_mtu %d is %d bytes, over %d", engine.MaxEthMTU, got, encap.MaxPacketLen)
 	}
-	if MaxEthMTU != 16333 {
-		t.Errorf("MaxEthMTU = %d, want 16333", MaxEthMTU)
+	if engine.MaxEthMTU != 16333 {
+		t.Errorf("MaxEthMTU = %d, want 16333", engine.MaxEthMTU)
 	}
 }
 

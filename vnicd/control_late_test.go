@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/engine"
 )
 
 // TestVNICAddTooLateNotStarted: a vnic_add whose turn comes after another
@@ -16,7 +17,7 @@ import (
 // daemon is answered as usual.
 func TestVNICAddTooLateNotStarted(t *testing.T) {
 	release := make(chan struct{})
-	sock := startFakeDaemonWith(t, fakeStatic, 0, func(s vnicd.DeviceSpec) {
+	sock := startFakeDaemonWith(t, fakeStatic, 0, func(s engine.DeviceSpec) {
 		if s.Netdev.IfName == "slow" {
 			select {
 			case <-release:

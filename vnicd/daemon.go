@@ -17,6 +17,7 @@ import (
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/vema"
+	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
@@ -26,7 +27,7 @@ type Daemon struct {
 	cfg    *Config
 	log    *zap.Logger
 	hfi    *hfi.HFI
-	engine *Engine
+	engine *engine.Engine
 	mgmt   *Mgmt
 	ctl    *ControlServer
 	rt     runtimeVNICs // VNICs of vnic_add (runtime.go)
@@ -48,7 +49,7 @@ var startRemoveTAP = tap.RemovePersistent
 // NewDaemon brings a node up from its config: it binds the HFI's socket,
 // installs the directory, creates every VNIC's netdev and opens the control
 // socket. Whatever it made is undone if a later step fails.
-func NewDaemon(cfg *Config, newDevice DeviceFactory, log *zap.Logger) (_ *Daemon, err error) {
+func NewDaemon(cfg *Config, newDevice engine.DeviceFactory, log *zap.Logger) (_ *Daemon, err error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -91,7 +92,7 @@ func NewDaemon(cfg *Config, newDevice DeviceFactory, log *zap.Logger) (_ *Daemon
 		d.rt.path, d.rt.node = RuntimePath(cfg.Control.Socket), cfg.Node.Name
 		newDevice = d.runtimeFactory(newDevice)
 	}
-	d.engine = NewEngine(h, newDevice, log)
+	d.engine = engine.NewEngine(h, newDevice, log)
 	defer func() {
 		if err != nil {
 			d.engine.Close()
@@ -120,9 +121,9 @@ func NewDaemon(cfg *Config, newDevice DeviceFactory, log *zap.Logger) (_ *Daemon
 	mc := cfg.MgmtConfig()
 	mc.Netdev = d.netdevFor
 	d.mgmt = NewMgmt(d.engine, mc, log)
-	d.engine.SetEventHook(func(ev PortEvent) {
+	d.engine.SetEventHook(func(ev engine.PortEvent) {
 		d.mgmt.portEvent(ev)
-		if ev.Kind == EventPlace {
+		if ev.Kind == engine.EventPlace {
 			d.portPlaced(ev)
 		}
 	})
@@ -172,7 +173,7 @@ func NewDaemon(cfg *Config, newDevice DeviceFactory, log *zap.Logger) (_ *Daemon
 }
 
 // Engine returns the daemon's engine.
-func (d *Daemon) Engine() *Engine { return d.engine }
+func (d *Daemon) Engine() *engine.Engine { return d.engine }
 
 // HFI returns the daemon's fabric port.
 func (d *Daemon) HFI() *hfi.HFI { return d.hfi }
@@ -531,7 +532,7 @@ func (c *Config) MgmtConfig() MgmtConfig {
 
 // NetdevFor is the netdev of vport: from vnics, else from netdevs, else
 // vnic<vport> in vnicd's own namespace.
-func (c *Config) NetdevFor(vport uint8) NetdevConfig {
+func (c *Config) NetdevFor(vport uint8) engine.NetdevConfig {
 	for _, v := range c.VNICs {
 		if v.VPort == vport {
 			return v.Netdev
@@ -540,7 +541,7 @@ func (c *Config) NetdevFor(vport uint8) NetdevConfig {
 	if n, ok := c.Netdevs[vport]; ok {
 		return n
 	}
-	return NetdevConfig{IfName: fmt.Sprintf("vnic%d", vport)}
+	return engine.NetdevConfig{IfName: fmt.Sprintf("vnic%d", vport)}
 }
 
 // Directory builds the HFI directory of a config: every peer and the node
@@ -573,7 +574,7 @@ func (d *Daemon) warnMTU() {
 	}
 	ipHdr := d.cfg.underlayIPHeaderLen()
 	for _, v := range d.cfg.VNICs {
-		pkt := encap.VNICPacketLen(int(v.Port.VESW.EthMTU)+maxFrameOverMTU) + 8 + ipHdr
+		pkt := encap.VNICPacketLen(int(v.Port.VESW.EthMTU)+engine.MaxFrameOverMTU) + 8 + ipHdr
 		if mtu := link.Attrs().MTU; pkt > mtu {
 			d.log.Warn("full-size VNIC packets exceed the underlay MTU; IP fragmentation will carry them, slower",
 				zap.Uint8("vnic", v.VPort), zap.Uint16("eth_mtu", v.Port.VESW.EthMTU),
@@ -588,11 +589,11 @@ func (d *Daemon) warnMTU() {
 // smallest eth_mtu, 68). The packet's pad rounds it up to 8 bytes, so the
 // figure is not the configured eth_mtu less the excess.
 func ethMTUThatFits(mtu, ipHdr int) int {
-	m := mtu - 8 - ipHdr - encap.VNICHeaderLen - encap.TrailerLen - maxFrameOverMTU
-	for m > MinEthMTU && encap.VNICPacketLen(m+maxFrameOverMTU)+8+ipHdr > mtu {
+	m := mtu - 8 - ipHdr - encap.VNICHeaderLen - encap.TrailerLen - engine.MaxFrameOverMTU
+	for m > engine.MinEthMTU && encap.VNICPacketLen(m+engine.MaxFrameOverMTU)+8+ipHdr > mtu {
 		m-- // at most 7 steps: the pad is under 8 bytes
 	}
-	return max(m, MinEthMTU)
+	return max(m, engine.MinEthMTU)
 }
 
 // underlayIPHeaderLen is the IP header of the underlay's datagrams: 40
@@ -634,9 +635,9 @@ type VNICStatus struct {
 
 // PortCounterSet is the counters of one port.
 type PortCounterSet struct {
-	VPort    uint8     `json:"vport"`
-	IfName   string    `json:"ifname"`
-	Counters []Counter `json:"counters"`
+	VPort    uint8            `json:"vport"`
+	IfName   string           `json:"ifname"`
+	Counters []engine.Counter `json:"counters"`
 }
 
 // HFIStatus is the answer to the "hfi" command.
@@ -680,9 +681,9 @@ type FabricEntry struct {
 
 func stateName(s uint8) string {
 	switch s {
-	case StateForwarding:
+	case engine.StateForwarding:
 		return "FORWARDING"
-	case StateDropAll:
+	case engine.StateDropAll:
 		return "DROP_ALL"
 	}
 	return fmt.Sprintf("%d", s)
@@ -709,8 +710,8 @@ func (d *Daemon) registerControl() {
 		}
 		out := []PortCounterSet{}
 		for _, p := range d.engine.Ports() {
-			if a.VPort == nil || *a.VPort == int(p.vport) {
-				out = append(out, PortCounterSet{VPort: p.vport, IfName: p.dev.Name(), Counters: p.AllCounters()})
+			if a.VPort == nil || *a.VPort == int(p.VPort()) {
+				out = append(out, PortCounterSet{VPort: p.VPort(), IfName: p.Netdev().Name(), Counters: p.AllCounters()})
 			}
 		}
 		if a.VPort != nil && len(out) == 0 {
@@ -781,19 +782,19 @@ func (d *Daemon) registerControl() {
 }
 
 // VNICStatuses describes every port of e.
-func VNICStatuses(e *Engine) []VNICStatus {
+func VNICStatuses(e *engine.Engine) []VNICStatus {
 	out := []VNICStatus{} // [] in JSON, not null, when there is none
 	for _, p := range e.Ports() {
 		c := p.Config()
 		out = append(out, VNICStatus{
-			VPort: p.vport, IfName: p.dev.Name(), NetNS: p.NetNS(),
+			VPort: p.VPort(), IfName: p.Netdev().Name(), NetNS: p.NetNS(),
 			MAC:  netMAC(c.Port.BaseMAC),
 			VESW: uint16(c.VESW.VESWID), PKey: c.VESW.PKey.String(), EthMTU: c.VESW.EthMTU,
 			SLID:        encap.LIDFrom16B(c.Port.EncapSLID).String(),
 			McastDLID:   fmt.Sprintf("0x%06X", c.VESW.McastDLID),
 			ConfigState: stateName(c.Port.ConfigState), OperState: stateName(p.OperState()), LinkUp: p.LinkUp(),
 		})
-		for _, a := range p.netdev.Addresses {
+		for _, a := range p.NetdevConfig().Addresses {
 			out[len(out)-1].Addresses = append(out[len(out)-1].Addresses, a.String())
 		}
 	}
@@ -861,11 +862,11 @@ type VESWStatus struct {
 }
 
 // VESWStatuses describes the vesw of every port of e.
-func VESWStatuses(e *Engine) []VESWStatus {
+func VESWStatuses(e *engine.Engine) []VESWStatus {
 	out := []VESWStatus{}
 	for _, p := range e.Ports() {
 		c := p.Config().VESW
-		s := VESWStatus{VPort: p.vport, IfName: p.dev.Name(), VESWID: uint16(c.VESWID), FabricID: c.FabricID,
+		s := VESWStatus{VPort: p.VPort(), IfName: p.Netdev().Name(), VESWID: uint16(c.VESWID), FabricID: c.FabricID,
 			PKey: c.PKey.String(), McastDLID: fmt.Sprintf("0x%06X", c.McastDLID), RC: fmt.Sprintf("0x%08X", c.RC),
 			EthMTU: c.EthMTU, DefaultPorts: []string{}}
 		for i := range c.UcastDLID {

@@ -9,15 +9,16 @@ import (
 	"github.com/opavnic/opavnic/hfi/hfitest"
 	"github.com/opavnic/opavnic/vema"
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/engine/enginetest"
 )
 
 // emPortInfo is a sane VESWPortInfo Set for vport on vesw 1, which the
 // fuzzer then changes.
 func emPortInfo(vport uint8) []byte {
 	pi := vema.PowerOnVESWPortInfo()
-	pi.VESW.VESWID, pi.VESW.PKey, pi.VESW.UMcastDLID, pi.VESW.EthMTU = 1, 0x8001, tMcast, 1500
-	pi.VPort.ConfigState, pi.VPort.EncapSLID = vema.StateForwarding, tLIDA
-	pi.VPort.BaseMACAddr = encap.MACForLID(tLIDA+encap.LID(vport), 1)
+	pi.VESW.VESWID, pi.VESW.PKey, pi.VESW.UMcastDLID, pi.VESW.EthMTU = 1, 0x8001, enginetest.Mcast, 1500
+	pi.VPort.ConfigState, pi.VPort.EncapSLID = vema.StateForwarding, enginetest.LIDA
+	pi.VPort.BaseMACAddr = encap.MACForLID(enginetest.LIDA+encap.LID(vport), 1)
 	b, _ := pi.MarshalBinary()
 	return b
 }
@@ -36,9 +37,9 @@ func FuzzEMConfiguresNode(f *testing.F) {
 	f.Add([]byte{0, 2, 0, 0, 3, 2, 0, 0, 0, 2, 0, 0})                    // DeleteVESW of a port
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		n := hfitest.NewNetwork()
-		nd := newNode(t, n, tLIDA, tEPA)
-		m := vnicd.NewMgmt(nd.engine, vnicd.MgmtConfig{NodeGUID: 0x1122, PortGUID: 0x1122, Description: "node"}, nil)
-		go nd.hfi.Run(t.Context())
+		nd := enginetest.NewNode(t, n, enginetest.LIDA, enginetest.EPA)
+		m := vnicd.NewMgmt(nd.Engine, vnicd.MgmtConfig{NodeGUID: 0x1122, PortGUID: 0x1122, Description: "node"}, nil)
+		go nd.HFI.Run(t.Context())
 		// Each op: kind, vport (0..3), offset, length, then length bytes.
 		for steps := 0; len(ops) >= 4 && steps < 32; steps++ {
 			kind, vport, off, k := ops[0], ops[1]%4, int(ops[2]), int(ops[3])
@@ -70,16 +71,16 @@ func FuzzEMConfiguresNode(f *testing.F) {
 // pushFrames puts frames of every awkward length through each of nd's
 // ports, both ways: from the netdev (waiting, bounded, until the port has
 // taken them) and from the fabric as VNIC packets for vesw 1.
-func pushFrames(t *testing.T, nd *node) {
-	for vport, host := range nd.host {
-		p := nd.engine.Port(vport)
+func pushFrames(t *testing.T, nd *enginetest.Node) {
+	for vport, host := range nd.Host {
+		p := nd.Engine.Port(vport)
 		if p == nil {
 			continue
 		}
-		dst, src := encap.MACForLID(tLIDB, 1), encap.MACForLID(tLIDA, 1)
+		dst, src := encap.MACForLID(enginetest.LIDB, 1), encap.MACForLID(enginetest.LIDA, 1)
 		var frames [][]byte
 		for _, l := range []int{13, 14, 15, 18, 42, 60, 61, 1514, 1518, 1519, 9018, 9019, encap.MaxFrameLen, encap.MaxFrameLen + 1} {
-			fr := ethFrame(dst, src, max(l, 34))[:l]
+			fr := enginetest.EthFrame(dst, src, max(l, 34))[:l]
 			if l >= 18 {
 				binary.BigEndian.PutUint16(fr[12:], encap.EtherTypeVLAN)
 				fr[14] = 0xE0
@@ -87,7 +88,7 @@ func pushFrames(t *testing.T, nd *node) {
 			}
 			frames = append(frames, fr)
 		}
-		frames = append(frames, ethFrame([6]byte{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}, src, 42))
+		frames = append(frames, enginetest.EthFrame([6]byte{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}, src, 42))
 		before := p.Counters.TxPackets.Load()
 		sent := uint64(0)
 		for _, fr := range frames {
@@ -100,14 +101,14 @@ func pushFrames(t *testing.T, nd *node) {
 			time.Sleep(100 * time.Microsecond)
 		}
 		for _, l := range []int{14, 42, 60, 1518, 9018, encap.MaxFrameLen} {
-			fr := ethFrame(src, dst, max(l, 34))[:l]
+			fr := enginetest.EthFrame(src, dst, max(l, 34))[:l]
 			buf := make([]byte, encap.Headroom+encap.VNICPacketLen(l))
 			copy(buf[encap.Headroom:], fr)
-			pkt, err := encap.EncapVNIC(buf, encap.Headroom, l, &encap.VNICParams{SLID: tLIDB, DLID: tLIDA, PKey: 0x8001, VESWID: 1})
+			pkt, err := encap.EncapVNIC(buf, encap.Headroom, l, &encap.VNICParams{SLID: enginetest.LIDB, DLID: enginetest.LIDA, PKey: 0x8001, VESWID: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
-			nd.tr.Inject(tEPB, pkt)
+			nd.Tr.Inject(enginetest.EPB, pkt)
 		}
 	}
 }

@@ -5,29 +5,16 @@ import (
 	"time"
 
 	"github.com/opavnic/opavnic/vema"
+	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
 // Hooks for the external tests (package vnicd_test), which need taptest and
 // so cannot live in package vnicd.
 
-// TxBufLen is the transmit buffer size the engine uses.
-const TxBufLen = maxTxBufLen
-
-// TxBufLenFor is the transmit buffer size for a port whose frames are at
-// most maxFrame bytes.
-func TxBufLenFor(maxFrame int) int { return txBufLen(maxFrame) }
-
-// EncapOne runs the port's transmit decisions and encapsulation on the frame
-// at buf[Headroom:Headroom+n], as the transmit goroutine does.
-func (p *Port) EncapOne(buf []byte, n int) []byte {
-	var m macMemo
-	return p.encap(p.st.Load(), p.fwd.Load(), buf, n, &m)
-}
-
 // EMSetPort applies pc to vport through the node's VEMA agent, as a
 // VESWPortInfo Set from the EM does (it makes the port if there is none).
-func (d *Daemon) EMSetPort(vport uint8, pc PortConfig) error {
+func (d *Daemon) EMSetPort(vport uint8, pc engine.PortConfig) error {
 	return d.mgmt.configurePort(vport, &pc, nil)
 }
 
@@ -80,7 +67,7 @@ const ControlTimeout = controlTimeout
 // NetdevPlaced tells the daemon that vport's netdev is now ifname in netns,
 // renamed or moved by hand, as the port's link watcher does (EventPlace).
 func (d *Daemon) NetdevPlaced(vport uint8, ifname, netns string) {
-	d.portPlaced(PortEvent{VPort: vport, Kind: EventPlace, IfName: ifname, NetNS: netns})
+	d.portPlaced(engine.PortEvent{VPort: vport, Kind: engine.EventPlace, IfName: ifname, NetNS: netns})
 }
 
 // AutoQueues is what node.queues "auto" picks for cpus CPUs and underlay

@@ -16,6 +16,7 @@ import (
 	"github.com/opavnic/opavnic/hfi/hfitest"
 	"github.com/opavnic/opavnic/vema"
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
 )
@@ -45,10 +46,10 @@ func handle(t *testing.T, a *vema.Agent, req []byte) vema.Status {
 
 // limitNode is an engine on in-memory devices (one frame per read, so that
 // 255 ports stay small) with its management plane.
-func limitNode(t *testing.T) (*vnicd.Engine, *vnicd.Mgmt) {
+func limitNode(t *testing.T) (*engine.Engine, *vnicd.Mgmt) {
 	n := hfitest.NewNetwork()
 	h := hfi.New(n.Listen(tEPNode), hfi.Config{LID: 0x10})
-	e := vnicd.NewEngine(h, func(s vnicd.DeviceSpec) (tap.Netdev, error) {
+	e := engine.NewEngine(h, func(s engine.DeviceSpec) (tap.Netdev, error) {
 		port, _ := taptest.Pair(taptest.Options{BatchSize: 1})
 		return port, nil
 	}, nil)

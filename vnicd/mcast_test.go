@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/opavnic/opavnic/vema"
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
 )
@@ -49,7 +49,7 @@ func (d *mcastDevice) Close() error {
 func TestMcastListTrap(t *testing.T) {
 	const vesw = 3
 	devs := make(chan *mcastDevice, 1)
-	m, fm := newTrapNode(t, func(s vnicd.DeviceSpec) tap.Netdev {
+	m, fm := newTrapNode(t, func(s engine.DeviceSpec) tap.Netdev {
 		port, _ := taptest.Pair(taptest.Options{})
 		d := &mcastDevice{Device: port, events: make(chan tap.LinkEvent, 4),
 			macs: [][6]byte{{0x33, 0x33, 0, 0, 0, 1}}}
@@ -66,7 +66,7 @@ func TestMcastListTrap(t *testing.T) {
 
 	traps := func(d time.Duration, stopAt uint8) []uint8 { t.Helper(); return fm.trapOps(d, vesw, stopAt) }
 	// The first reading and the next ticks with the list unchanged: no trap 2.
-	if ops := traps(vnicd.McastPollInterval+500*time.Millisecond, vema.TrapIfaceMcastMACChange); slices.Contains(ops, vema.TrapIfaceMcastMACChange) {
+	if ops := traps(engine.McastPollInterval+500*time.Millisecond, vema.TrapIfaceMcastMACChange); slices.Contains(ops, vema.TrapIfaceMcastMACChange) {
 		t.Fatalf("traps %v before the list changed", ops)
 	}
 	mcastGet := func() (vema.IfaceMACs, uint16) {
@@ -93,8 +93,8 @@ func TestMcastListTrap(t *testing.T) {
 	group := [6]byte{0x01, 0x00, 0x5e, 0x01, 0x02, 0x03}
 	dev.setMcast([6]byte{0x33, 0x33, 0, 0, 0, 1}, group)
 	start := time.Now()
-	if ops := traps(3*vnicd.McastPollInterval, vema.TrapIfaceMcastMACChange); !slices.Contains(ops, vema.TrapIfaceMcastMACChange) {
-		t.Fatalf("no trap with opcode 2 within %v of the change (traps %v)", 3*vnicd.McastPollInterval, ops)
+	if ops := traps(3*engine.McastPollInterval, vema.TrapIfaceMcastMACChange); !slices.Contains(ops, vema.TrapIfaceMcastMACChange) {
+		t.Fatalf("no trap with opcode 2 within %v of the change (traps %v)", 3*engine.McastPollInterval, ops)
 	}
 	t.Logf("trap 2 came %v after the change", time.Since(start).Round(time.Millisecond))
 	want := [][6]byte{{0x33, 0x33, 0, 0, 0, 1}, group}

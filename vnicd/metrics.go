@@ -8,6 +8,7 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
+	"github.com/opavnic/opavnic/vnicd/engine"
 )
 
 // Prometheus metrics (MANAGEMENT.md §3). The collectors read the same atomic
@@ -170,7 +171,7 @@ func (c *HFICollector) Collect(ch chan<- prometheus.Metric) {
 // family per ethtool name, opavnic_vnic_<name>_total), its oper state, link
 // state and identity.
 type VNICCollector struct {
-	e        *Engine
+	e        *engine.Engine
 	counters map[string]*prometheus.Desc
 	oper     *prometheus.Desc
 	linkUp   *prometheus.Desc
@@ -181,9 +182,9 @@ type VNICCollector struct {
 var _ prometheus.Collector = (*VNICCollector)(nil)
 
 // NewVNICCollector returns a collector for e's ports.
-func NewVNICCollector(e *Engine) *VNICCollector {
+func NewVNICCollector(e *engine.Engine) *VNICCollector {
 	c := &VNICCollector{e: e, counters: map[string]*prometheus.Desc{}}
-	var zero PortCounters
+	var zero engine.PortCounters
 	names := slices.Clone(offloadCounterNames)
 	for _, v := range zero.Snapshot() {
 		names = append(names, v.Name)
@@ -220,14 +221,14 @@ func (c *VNICCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *VNICCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, p := range c.e.Ports() {
 		cfg := p.Config()
-		lv := []string{strconv.Itoa(int(p.vport)), p.dev.Name(), strconv.Itoa(int(cfg.VESW.VESWID))}
+		lv := []string{strconv.Itoa(int(p.VPort())), p.Netdev().Name(), strconv.Itoa(int(cfg.VESW.VESWID))}
 		for _, v := range p.AllCounters() {
 			if d, ok := c.counters[v.Name]; ok {
 				ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v.Value), lv...)
 			}
 		}
 		oper := p.OperState()
-		for _, s := range []uint8{StateForwarding, StateDropAll} {
+		for _, s := range []uint8{engine.StateForwarding, engine.StateDropAll} {
 			ch <- prometheus.MustNewConstMetric(c.oper, prometheus.GaugeValue, b2f(oper == s), append(lv, stateName(s))...)
 		}
 		ch <- prometheus.MustNewConstMetric(c.linkUp, prometheus.GaugeValue, b2f(p.LinkUp()), lv...)
@@ -256,14 +257,14 @@ func (d *Daemon) Collectors() []prometheus.Collector {
 // dataPlaneCollector exports the poll loop's busy polling: the window in
 // effect and the polls in it that found nothing, what busy polling costs.
 type dataPlaneCollector struct {
-	e                        *Engine
+	e                        *engine.Engine
 	window, polls            *prometheus.Desc
 	queues, queueRx, queueTx *prometheus.Desc
 	queueMisrouted           *prometheus.Desc
 	queueKernelDrops         *prometheus.Desc
 }
 
-func newDataPlaneCollector(e *Engine, node string) *dataPlaneCollector {
+func newDataPlaneCollector(e *engine.Engine, node string) *dataPlaneCollector {
 	cl := prometheus.Labels{"node": node}
 	return &dataPlaneCollector{
 		e: e,

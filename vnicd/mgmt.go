@@ -16,6 +16,7 @@ import (
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/vema"
+	"github.com/opavnic/opavnic/vnicd/engine"
 )
 
 // MgmtConfig is what the management plane needs from the node's config.
@@ -30,7 +31,7 @@ type MgmtConfig struct {
 	Trusted      []netip.AddrPort
 	SubnetPrefix uint64
 	// Netdev names the netdev of a vport (nil: vnic<vport> in vnicd's netns).
-	Netdev func(vport uint8) NetdevConfig
+	Netdev func(vport uint8) engine.NetdevConfig
 }
 
 // Mgmt is the node's management plane (PROTOCOL.md): the hfi.Receiver of
@@ -90,7 +91,7 @@ const (
 
 // NewMgmt makes the management plane of engine e's HFI and registers it for
 // L4 0x08.
-func NewMgmt(e *Engine, cfg MgmtConfig, log *zap.Logger) *Mgmt {
+func NewMgmt(e *engine.Engine, cfg MgmtConfig, log *zap.Logger) *Mgmt {
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -365,17 +366,17 @@ func (m *Mgmt) applyDirectory(req []byte) vema.Status {
 }
 
 // portEvent turns netdev changes into VEMA traps (kernel-reference.md §4.9).
-func (m *Mgmt) portEvent(ev PortEvent) {
+func (m *Mgmt) portEvent(ev engine.PortEvent) {
 	switch ev.Kind {
-	case EventMAC:
+	case engine.EventMAC:
 		if m.Ports.netdevMAC(ev.VPort, ev.MAC, ev.Initial) {
 			m.Trap(ev.VPort, vema.TrapIfaceUcastMACChange)
 		}
-	case EventMcast:
+	case engine.EventMcast:
 		if m.Ports.netdevMcast(ev.VPort) {
 			m.Trap(ev.VPort, vema.TrapIfaceMcastMACChange)
 		}
-	case EventLink:
+	case engine.EventLink:
 		m.Trap(ev.VPort, vema.TrapEthLinkStatusChange)
 	}
 }
@@ -541,7 +542,7 @@ func pathQuery(tid uint64, slid, dlid encap.LID) ([]byte, error) {
 // EM would set it: Set VESWPortInfo, then the MAC table in Sets of at most
 // 125 entries (DESIGN.md: the VEMA agent is the only way a port's config
 // changes).
-func (m *Mgmt) configurePort(vport uint8, pc *PortConfig, macs []MACEntry) error {
+func (m *Mgmt) configurePort(vport uint8, pc *engine.PortConfig, macs []engine.MACEntry) error {
 	info := VESWPortInfoFrom(pc)
 	var req vema.MAD
 	req.BaseVersion, req.MgmtClass, req.ClassVersion, req.Method = vema.BaseVersion, vema.ClassVEMA, vema.VEMAClassVersion, vema.MethodSet
@@ -595,7 +596,7 @@ func (m *Mgmt) local(req *vema.MAD) error {
 		if err := m.Ports.takeErr(); err != nil {
 			return err
 		}
-		return fmt.Errorf("%w: vport %d: %s %v", ErrPortConfig, req.AttrMod&0xFF, vema.VEMAAttrName(req.AttrID), st)
+		return fmt.Errorf("%w: vport %d: %s %v", engine.ErrPortConfig, req.AttrMod&0xFF, vema.VEMAAttrName(req.AttrID), st)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/opavnic/opavnic/hfi/hfitest"
 	"github.com/opavnic/opavnic/vema"
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
 )
@@ -23,14 +24,14 @@ import (
 // newWarnNode is a joined managed node (LID 0x10005) on an in-memory
 // network with its fake FM, logging warnings to the observer it returns.
 // While refuse holds true (nil: never), its netdevs cannot be made.
-func newWarnNode(t *testing.T, refuse *atomic.Bool) (*fakeFM, *vnicd.Engine, *observer.ObservedLogs) {
+func newWarnNode(t *testing.T, refuse *atomic.Bool) (*fakeFM, *engine.Engine, *observer.ObservedLogs) {
 	t.Helper()
 	n := hfitest.NewNetwork()
 	fm := newFakeFM(t, n)
 	h := hfi.New(n.Listen(tEPNode), hfi.Config{VerifyICRC: true})
 	dir, _ := hfi.NewDirectory(map[uint32]netip.AddrPort{fmLID: tEPFM}, nil)
 	h.SetDirectory(dir)
-	e := vnicd.NewEngine(h, func(s vnicd.DeviceSpec) (tap.Netdev, error) {
+	e := engine.NewEngine(h, func(s engine.DeviceSpec) (tap.Netdev, error) {
 		if refuse != nil && refuse.Load() {
 			return nil, errors.New("netdev vnic0: the name is taken in namespace x")
 		}

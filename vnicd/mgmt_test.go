@@ -15,6 +15,8 @@ import (
 	"github.com/opavnic/opavnic/hfi/hfitest"
 	"github.com/opavnic/opavnic/vema"
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/engine"
+	"github.com/opavnic/opavnic/vnicd/engine/enginetest"
 	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
 )
@@ -114,7 +116,7 @@ func (f *fakeFM) vema(ep netip.AddrPort, dlid uint32, class vema.Class, method v
 
 type mnode struct {
 	hfi    *hfi.HFI
-	engine *vnicd.Engine
+	engine *engine.Engine
 	mgmt   *vnicd.Mgmt
 	host   map[uint8]*taptest.Device
 }
@@ -129,7 +131,7 @@ func newManagedNodeWith(t *testing.T, n *hfitest.Network, before func(*vnicd.Mgm
 	dir, _ := hfi.NewDirectory(map[uint32]netip.AddrPort{fmLID: tEPFM}, nil)
 	h.SetDirectory(dir)
 	nd := &mnode{hfi: h, host: map[uint8]*taptest.Device{}}
-	nd.engine = vnicd.NewEngine(h, func(s vnicd.DeviceSpec) (tap.Netdev, error) {
+	nd.engine = engine.NewEngine(h, func(s engine.DeviceSpec) (tap.Netdev, error) {
 		port, host := taptest.Pair(taptest.Options{})
 		nd.host[s.VPort] = host
 		return port, nil
@@ -180,7 +182,7 @@ func TestManagedNodeJoins(t *testing.T) {
 	db := vema.DirectoryBlock{DirBlockHeader: vema.DirBlockHeader{Generation: 1, NumBlocks: 1}, Entries: []vema.DirEntry{
 		{LID: fmLID, Addr: tEPFM}, {LID: nodeLID, Addr: tEPNode}, {LID: peerLID, Addr: tEPPeer}}}
 	mb := vema.MulticastBlock{DirBlockHeader: vema.DirBlockHeader{Generation: 1, NumBlocks: 1},
-		Groups: []vema.DirGroup{{MLID: tMcast, Members: []uint32{nodeLID, peerLID}}}}
+		Groups: []vema.DirGroup{{MLID: enginetest.Mcast, Members: []uint32{nodeLID, peerLID}}}}
 	dbb, _ := db.MarshalBinary()
 	mbb, _ := mb.MarshalBinary()
 	for attr, data := range map[uint16][]byte{vema.AttrDirectoryBlock: dbb, vema.AttrMulticastBlock: mbb} {
@@ -199,7 +201,7 @@ func TestManagedNodeJoins(t *testing.T) {
 	tid, _ := fm.vema(tEPNode, nodeLID, vema.ClassVEMA, vema.MethodSet, vema.AttrClassPortInfo, 0, cb)
 	fm.recvResp(tid)
 	info := vema.PowerOnVESWPortInfo()
-	info.VESW.VESWID, info.VESW.PKey, info.VESW.UMcastDLID = vesw, 0x8001, tMcast
+	info.VESW.VESWID, info.VESW.PKey, info.VESW.UMcastDLID = vesw, 0x8001, enginetest.Mcast
 	info.VPort.EncapSLID, info.VPort.BaseMACAddr, info.VPort.ConfigState = nodeLID, encap.MACForLID(nodeLID, vesw), vema.StateForwarding
 	info.VPort.Rsvd2[0] = 0x5A // reserved: stored and echoed
 	ib, _ := info.MarshalBinary()
@@ -214,17 +216,17 @@ func TestManagedNodeJoins(t *testing.T) {
 		t.Fatalf("VESWPortInfo read back: %+v", got.VPort)
 	}
 	p := nd.engine.Port(0)
-	if p == nil || p.Config().VESW.McastDLID != tMcast || p.Config().Port.EncapSLID != nodeLID {
+	if p == nil || p.Config().VESW.McastDLID != enginetest.Mcast || p.Config().Port.EncapSLID != nodeLID {
 		t.Fatal("engine port not made from the VESWPortInfo")
 	}
 
 	// 5. The port works: a frame to a peer engine on the same vesw.
 	peer := newPeer(t, n, peerLID, vesw)
-	f := ethFrame(encap.MACForLID(peerLID, vesw), encap.MACForLID(nodeLID, vesw), 100)
+	f := enginetest.EthFrame(encap.MACForLID(peerLID, vesw), encap.MACForLID(nodeLID, vesw), 100)
 	if _, err := nd.host[0].Write([][]byte{f}, 0); err != nil {
 		t.Fatal(err)
 	}
-	if got := readFrame(t, peer.host[0]); !bytes.Equal(got, f) {
+	if got := enginetest.ReadFrame(t, peer.host[0]); !bytes.Equal(got, f) {
 		t.Fatal("peer did not get the frame")
 	}
 
@@ -264,7 +266,7 @@ func TestManagedNodeJoins(t *testing.T) {
 		if tc.counter.Load() != before+1 {
 			t.Fatalf("Set from the peer with SLID %#x not counted", slid)
 		}
-		if st := nd.engine.Port(0).Config().Port.ConfigState; st != vnicd.StateForwarding {
+		if st := nd.engine.Port(0).Config().Port.ConfigState; st != engine.StateForwarding {
 			t.Fatalf("Set from the peer with SLID %#x changed the port: config state %v", slid, st)
 		}
 	}
@@ -301,13 +303,13 @@ func newPeer(t *testing.T, n *hfitest.Network, lid uint32, vesw encap.VESWID) *p
 	h := hfi.New(pn.tr, hfi.Config{LID: lid, VerifyICRC: true})
 	dir, _ := hfi.NewDirectory(map[uint32]netip.AddrPort{lid: tEPPeer, 0x10005: tEPNode}, nil)
 	h.SetDirectory(dir)
-	e := vnicd.NewEngine(h, func(s vnicd.DeviceSpec) (tap.Netdev, error) {
+	e := engine.NewEngine(h, func(s engine.DeviceSpec) (tap.Netdev, error) {
 		port, host := taptest.Pair(taptest.Options{})
 		pn.host[s.VPort] = host
 		return port, nil
 	}, nil)
 	t.Cleanup(func() { e.Close() })
-	if err := e.SetPort(0, portConfig(lid, vesw, 0x8001), vnicd.NetdevConfig{}, nil); err != nil {
+	if err := e.SetPort(0, enginetest.PortConfig(lid, vesw, 0x8001), engine.NetdevConfig{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	go h.Run(t.Context())
@@ -317,7 +319,7 @@ func newPeer(t *testing.T, n *hfitest.Network, lid uint32, vesw encap.VESWID) *p
 func TestPathWithoutFM(t *testing.T) {
 	n := hfitest.NewNetwork()
 	h := hfi.New(n.Listen(tEPNode), hfi.Config{LID: 5})
-	e := vnicd.NewEngine(h, nil, nil)
+	e := engine.NewEngine(h, nil, nil)
 	m := vnicd.NewMgmt(e, vnicd.MgmtConfig{}, nil)
 	if _, err := m.Path(context.Background(), 7); !errors.Is(err, vnicd.ErrNoFM) {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/internal/yamlcfg"
+	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
@@ -178,7 +179,7 @@ func (c *Config) VNICFromArgs(args []byte, free func() (uint8, bool)) (VNICConfi
 
 // runtimeVNIC is a VNIC made by vnic_add.
 type runtimeVNIC struct {
-	netdev NetdevConfig
+	netdev engine.NetdevConfig
 	owner  string
 	entry  RuntimeEntry // as the state file keeps it
 	// restoring: the device factory takes the persistent TAP of the last
@@ -313,7 +314,7 @@ func (r *runtimeVNICs) set(vport uint8, v *runtimeVNIC) {
 
 // netdevFor is the agent's netdev of vport: a runtime VNIC's, else the
 // config's.
-func (d *Daemon) netdevFor(vport uint8) NetdevConfig {
+func (d *Daemon) netdevFor(vport uint8) engine.NetdevConfig {
 	if v, ok := d.rt.get(vport); ok {
 		return v.netdev
 	}
@@ -419,11 +420,11 @@ func (d *Daemon) addRuntime(args json.RawMessage, saved *RuntimeEntry) (VNICStat
 	}
 	key := netdevKey(v.Netdev.NetNS, v.Netdev.IfName)
 	for _, p := range d.engine.Ports() {
-		if netdevKey(p.NetNS(), p.dev.Name()) == key {
-			return VNICStatus{}, fmt.Errorf("ifname: %q is vport %d's, in the same network namespace", v.Netdev.IfName, p.vport)
+		if netdevKey(p.NetNS(), p.Netdev().Name()) == key {
+			return VNICStatus{}, fmt.Errorf("ifname: %q is vport %d's, in the same network namespace", v.Netdev.IfName, p.VPort())
 		}
 		if c := p.Config().VESW.VESWID & encap.VESWIDMask; c == v.Port.VESW.VESWID&encap.VESWIDMask {
-			return VNICStatus{}, fmt.Errorf("vesw: vesw %d is already used by vport %d on this node (one port per vesw and node)", c, p.vport)
+			return VNICStatus{}, fmt.Errorf("vesw: vesw %d is already used by vport %d on this node (one port per vesw and node)", c, p.VPort())
 		}
 	}
 	if owner != "" {
@@ -466,7 +467,7 @@ func (d *Daemon) addRuntime(args json.RawMessage, saved *RuntimeEntry) (VNICStat
 		return undo(fmt.Errorf("vport %d went away", v.VPort))
 	}
 	rv.restoring = false
-	rv.entry.IfName = p.dev.Name()
+	rv.entry.IfName = p.Netdev().Name()
 	if saved == nil && v.Netdev.NetNS != "" {
 		// The TAP's making opened the namespace: it exists.
 		if rv.entry.NSDev, rv.entry.NSIno, err = netnsID(v.Netdev.NetNS); err != nil {
@@ -503,8 +504,8 @@ func (d *Daemon) addRuntime(args json.RawMessage, saved *RuntimeEntry) (VNICStat
 // runtimeFactory wraps the engine's device factory in static mode: the
 // device of a runtime VNIC being restored at start takes the persistent TAP
 // of the last run over (DeviceSpec.Attach) instead of making a new one.
-func (d *Daemon) runtimeFactory(base DeviceFactory) DeviceFactory {
-	return func(s DeviceSpec) (tap.Netdev, error) {
+func (d *Daemon) runtimeFactory(base engine.DeviceFactory) engine.DeviceFactory {
+	return func(s engine.DeviceSpec) (tap.Netdev, error) {
 		if v, ok := d.rt.get(s.VPort); ok && v.restoring {
 			s.Attach = d.claimTag(s.VPort)
 		}
@@ -605,7 +606,7 @@ func (d *Daemon) loadRuntimeOnStart(es []RuntimeEntry, dropped int) {
 // vnic_del finds it. It runs on the link watcher's goroutine, which
 // MovePort and a port's close wait for under rt.op: it takes only the
 // tables' leaf locks, never rt.op.
-func (d *Daemon) portPlaced(ev PortEvent) {
+func (d *Daemon) portPlaced(ev engine.PortEvent) {
 	var nsDev, nsIno uint64
 	unnamed := strings.HasPrefix(ev.NetNS, "/proc/") || tap.IsUnnamedNetNS(ev.NetNS)
 	if ev.NetNS != "" && !tap.IsUnnamedNetNS(ev.NetNS) {
@@ -750,7 +751,7 @@ func (d *Daemon) deleteRuntime(vports []uint8) (VNICDeleted, error) {
 func (d *Daemon) removePort(vport uint8) error {
 	if info, ok := d.mgmt.Ports.VESWPortInfo(vport); ok {
 		pc := PortConfigFrom(&info)
-		pc.Port.ConfigState = StateDropAll
+		pc.Port.ConfigState = engine.StateDropAll
 		if err := d.mgmt.configurePort(vport, &pc, nil); err != nil {
 			d.log.Warn("cannot set DROP_ALL before removal", zap.Uint8("vnic", vport), zap.Error(err))
 		}

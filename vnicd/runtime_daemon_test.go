@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
 )
@@ -32,7 +33,7 @@ func startFakeDaemonBatch(t testing.TB, cfgText string, batch int) string {
 
 // startFakeDaemonWith is startFakeDaemonBatch with made(spec) called for
 // every device the daemon makes, before it is made.
-func startFakeDaemonWith(t testing.TB, cfgText string, batch int, made func(vnicd.DeviceSpec)) string {
+func startFakeDaemonWith(t testing.TB, cfgText string, batch int, made func(engine.DeviceSpec)) string {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "vnicd.sock")
 	startFakeDaemonAt(t, sock, cfgText, batch, made)
@@ -40,7 +41,7 @@ func startFakeDaemonWith(t testing.TB, cfgText string, batch int, made func(vnic
 }
 
 // startFakeDaemonAt is startFakeDaemonWith with the control socket at sock.
-func startFakeDaemonAt(t testing.TB, sock, cfgText string, batch int, made func(vnicd.DeviceSpec)) {
+func startFakeDaemonAt(t testing.TB, sock, cfgText string, batch int, made func(engine.DeviceSpec)) {
 	t.Helper()
 	pc, err := net.ListenPacket("udp4", "127.0.0.1:0") // a free port for the HFI
 	if err != nil {
@@ -53,7 +54,7 @@ func startFakeDaemonAt(t testing.TB, sock, cfgText string, batch int, made func(
 	if err != nil {
 		t.Fatal(err)
 	}
-	factory := func(s vnicd.DeviceSpec) (tap.Netdev, error) {
+	factory := func(s engine.DeviceSpec) (tap.Netdev, error) {
 		if made != nil {
 			made(s)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
 )
@@ -210,7 +211,7 @@ func TestSecondDaemonLeavesStateFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"vers`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := vnicd.NewDaemon(configFreePort(t, n.cfg), func(s vnicd.DeviceSpec) (tap.Netdev, error) {
+	if _, err := vnicd.NewDaemon(configFreePort(t, n.cfg), func(s engine.DeviceSpec) (tap.Netdev, error) {
 		a, _ := taptest.Pair(taptest.Options{Names: [2]string{s.Netdev.IfName, "peer"}})
 		return a, nil
 	}, nil); err == nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/vnicd/engine"
 )
 
 const runtimeCfg = `
@@ -22,8 +23,8 @@ func TestVNICFromArgs(t *testing.T) {
 		check           func(t *testing.T, v VNICConfig, owner string)
 	}{
 		{"minimal", `{"vesw": 1, "pkey": "0x8001"}`, "", func(t *testing.T, v VNICConfig, owner string) {
-			if v.VPort != 7 || v.Port.VESW.VESWID != 1 || v.Port.VESW.PKey != 0x8001 || v.Port.VESW.EthMTU != DefaultEthMTU ||
-				v.Netdev.IfName != "vnic7" || v.Port.Port.ConfigState != StateForwarding ||
+			if v.VPort != 7 || v.Port.VESW.VESWID != 1 || v.Port.VESW.PKey != 0x8001 || v.Port.VESW.EthMTU != engine.DefaultEthMTU ||
+				v.Netdev.IfName != "vnic7" || v.Port.Port.ConfigState != engine.StateForwarding ||
 				v.Port.Port.BaseMAC != encap.MACForLID(0x10, 1) || owner != "" {
 				t.Errorf("got %+v owner %q", v, owner)
 			}
@@ -35,7 +36,7 @@ func TestVNICFromArgs(t *testing.T) {
 					v.Port.VESW.McastDLID != 0xF00001 || v.Port.Port.BaseMAC != [6]byte{2, 0, 0, 0, 0, 9} ||
 					v.Netdev.IfName != "eth1" || v.Netdev.NetNS != "pid:42" ||
 					len(v.Netdev.Addresses) != 1 || v.Netdev.Addresses[0] != netip.MustParsePrefix("10.1.0.5/24") ||
-					v.Port.Port.ConfigState != StateDropAll || owner != "cni:abc:eth1" {
+					v.Port.Port.ConfigState != engine.StateDropAll || owner != "cni:abc:eth1" {
 					t.Errorf("got %+v owner %q", v, owner)
 				}
 			}},

@@ -10,6 +10,7 @@ import (
 	"github.com/opavnic/opavnic/hfi/hfitest"
 	"github.com/opavnic/opavnic/vema"
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
@@ -19,14 +20,14 @@ const trapNodeLID = 0x10
 // newTrapNode starts a node (LID trapNodeLID) whose VNICs are made by
 // newDev, with its agent's trap_lid set to a fake FM's LID; the fake FM
 // receives the node's traps.
-func newTrapNode(t *testing.T, newDev func(vnicd.DeviceSpec) tap.Netdev) (*vnicd.Mgmt, *fakeFM) {
+func newTrapNode(t *testing.T, newDev func(engine.DeviceSpec) tap.Netdev) (*vnicd.Mgmt, *fakeFM) {
 	t.Helper()
 	n := hfitest.NewNetwork()
 	fm := newFakeFM(t, n)
 	h := hfi.New(n.Listen(tEPNode), hfi.Config{LID: trapNodeLID})
 	dir, _ := hfi.NewDirectory(map[uint32]netip.AddrPort{fmLID: tEPFM, trapNodeLID: tEPNode}, nil)
 	h.SetDirectory(dir)
-	e := vnicd.NewEngine(h, func(s vnicd.DeviceSpec) (tap.Netdev, error) { return newDev(s), nil }, nil)
+	e := engine.NewEngine(h, func(s engine.DeviceSpec) (tap.Netdev, error) { return newDev(s), nil }, nil)
 	t.Cleanup(func() { e.Close() })
 	m := vnicd.NewMgmt(e, vnicd.MgmtConfig{}, nil)
 	go h.Run(t.Context())

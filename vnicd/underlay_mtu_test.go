@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/vnicd/engine"
 )
 
 // warnMTU adds the underlay's IP header to a full-size packet. With the
@@ -41,10 +42,10 @@ func TestEthMTUThatFits(t *testing.T) {
 	for _, ipHdr := range []int{20, 40} {
 		for mtu := 1280; mtu <= 9000; mtu++ {
 			m := ethMTUThatFits(mtu, ipHdr)
-			if got := encap.VNICPacketLen(m+maxFrameOverMTU) + 8 + ipHdr; got > mtu {
+			if got := encap.VNICPacketLen(m+engine.MaxFrameOverMTU) + 8 + ipHdr; got > mtu {
 				t.Fatalf("underlay MTU %d, IP header %d: eth_mtu %d gives %d bytes, too many", mtu, ipHdr, m, got)
 			}
-			if got := encap.VNICPacketLen(m+1+maxFrameOverMTU) + 8 + ipHdr; got <= mtu {
+			if got := encap.VNICPacketLen(m+1+engine.MaxFrameOverMTU) + 8 + ipHdr; got <= mtu {
 				t.Fatalf("underlay MTU %d, IP header %d: eth_mtu %d, but %d fits too (%d bytes)", mtu, ipHdr, m, m+1, got)
 			}
 		}
@@ -52,7 +53,7 @@ func TestEthMTUThatFits(t *testing.T) {
 	if got := ethMTUThatFits(1400, 40); got != 1309 {
 		t.Errorf("underlay MTU 1400, IPv6: %d, want 1309", got)
 	}
-	if got := ethMTUThatFits(100, 40); got != MinEthMTU {
-		t.Errorf("underlay MTU 100: %d, want the smallest eth_mtu %d", got, MinEthMTU)
+	if got := ethMTUThatFits(100, 40); got != engine.MinEthMTU {
+		t.Errorf("underlay MTU 100: %d, want the smallest eth_mtu %d", got, engine.MinEthMTU)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/vema"
+	"github.com/opavnic/opavnic/vnicd/engine"
 )
 
 // EnginePorts is the VEMA agent's vema.PortController on top of an Engine:
@@ -14,10 +15,10 @@ import (
 // (reserved fields, the PCP->VL maps, the MAC table with masks, side bits
 // and digest, the gen counts) and converts to PortConfig for the engine.
 type EnginePorts struct {
-	e *Engine
+	e *engine.Engine
 	// netdev names, places and addresses the netdev of a vport the agent
 	// creates (from the config; IfName "" means vnic<vport>).
-	netdev func(vport uint8) NetdevConfig
+	netdev func(vport uint8) engine.NetdevConfig
 
 	mu      sync.Mutex
 	st      map[uint8]*vportState
@@ -67,9 +68,9 @@ const maxOwedMACs = 4
 var _ vema.PortController = (*EnginePorts)(nil)
 
 // NewEnginePorts returns the controller of e's ports.
-func NewEnginePorts(e *Engine, netdev func(vport uint8) NetdevConfig) *EnginePorts {
+func NewEnginePorts(e *engine.Engine, netdev func(vport uint8) engine.NetdevConfig) *EnginePorts {
 	if netdev == nil {
-		netdev = func(uint8) NetdevConfig { return NetdevConfig{} }
+		netdev = func(uint8) engine.NetdevConfig { return engine.NetdevConfig{} }
 	}
 	return &EnginePorts{e: e, netdev: netdev, st: map[uint8]*vportState{}}
 }
@@ -77,15 +78,15 @@ func NewEnginePorts(e *Engine, netdev func(vport uint8) NetdevConfig) *EnginePor
 // PortConfigFrom converts a VESWPortInfo into the engine's PortConfig: LIDs
 // in their 16B form (a 16B value stays as it is, as the kernel's cut to 24
 // bits keeps it; a 32-bit multicast LID is converted).
-func PortConfigFrom(v *vema.VESWPortInfo) PortConfig {
-	var c PortConfig
+func PortConfigFrom(v *vema.VESWPortInfo) engine.PortConfig {
+	var c engine.PortConfig
 	w, p := &v.VESW, &v.VPort
-	c.VESW = VESWConfig{FabricID: w.FabricID, VESWID: w.VESWID, DefPortMask: w.DefPortMask, PKey: w.PKey,
+	c.VESW = engine.VESWConfig{FabricID: w.FabricID, VESWID: w.VESWID, DefPortMask: w.DefPortMask, PKey: w.PKey,
 		McastDLID: w.UMcastDLID.To16B(), RC: w.RC, EthMTU: w.EthMTU}
 	for i, l := range w.UUcastDLID {
 		c.VESW.UcastDLID[i] = l.To16B()
 	}
-	c.Port = VPortConfig{PortNum: p.PortNum, BaseMAC: p.BaseMACAddr, ConfigState: p.ConfigState,
+	c.Port = engine.VPortConfig{PortNum: p.PortNum, BaseMAC: p.BaseMACAddr, ConfigState: p.ConfigState,
 		EncapSLID: p.EncapSLID.To16B(),
 		SC:        encap.SCMap{PCPToSCUC: p.PCPToSCUC, PCPToSCMC: p.PCPToSCMC, NonVLANUC: p.NonVLANSCUC, NonVLANMC: p.NonVLANSCMC},
 		PCPToVLUC: p.PCPToVLUC, PCPToVLMC: p.PCPToVLMC, NonVLANVL: [2]uint8{p.NonVLANVLUC, p.NonVLANVLMC}}
@@ -93,7 +94,7 @@ func PortConfigFrom(v *vema.VESWPortInfo) PortConfig {
 }
 
 // VESWPortInfoFrom is the Set a config's PortConfig makes (static mode).
-func VESWPortInfoFrom(c *PortConfig) vema.VESWPortInfo {
+func VESWPortInfoFrom(c *engine.PortConfig) vema.VESWPortInfo {
 	v := vema.PowerOnVESWPortInfo()
 	w, p := &v.VESW, &v.VPort
 	w.FabricID, w.VESWID, w.DefPortMask, w.PKey = c.VESW.FabricID, c.VESW.VESWID, c.VESW.DefPortMask, c.VESW.PKey
@@ -109,14 +110,14 @@ func VESWPortInfoFrom(c *PortConfig) vema.VESWPortInfo {
 
 // macEntries is the engine's view of a VEMA MAC table: source-MAC entries
 // left out (they never choose a DLID), in index order.
-func macEntries(t vema.MACTable) []MACEntry {
-	out := []MACEntry{}
+func macEntries(t vema.MACTable) []engine.MACEntry {
+	out := []engine.MACEntry{}
 	for _, idx := range slices.Sorted(maps.Keys(t.Entries)) {
 		e := t.Entries[idx]
 		if e.IsSourceMAC() {
 			continue
 		}
-		out = append(out, MACEntry{MAC: e.MAC, DLID: e.DLID()})
+		out = append(out, engine.MACEntry{MAC: e.MAC, DLID: e.DLID()})
 	}
 	return out
 }
@@ -131,7 +132,7 @@ func (c *EnginePorts) VESWPortInfo(vport uint8) (vema.VESWPortInfo, bool) {
 	}
 	info := s.info
 	info.VPort.OperState, info.VPort.EthLinkStatus = vema.StateDropAll, vema.EthLinkDown
-	if p.OperState() == StateForwarding {
+	if p.OperState() == engine.StateForwarding {
 		info.VPort.OperState, info.VPort.EthLinkStatus = vema.StateForwarding, vema.EthLinkUp
 	}
 	info.VPort.MaxMACTblEnt, info.VPort.MaxSMACEnt = vema.MACTableMaxEntries, vema.MaxSMACEntries
@@ -143,7 +144,7 @@ func (c *EnginePorts) VESWPortInfo(vport uint8) (vema.VESWPortInfo, bool) {
 func (c *EnginePorts) SetVESWPortInfo(vport uint8, info *vema.VESWPortInfo) error {
 	c.mu.Lock()
 	s := c.st[vport]
-	var macs []MACEntry
+	var macs []engine.MACEntry
 	if s != nil {
 		macs = macEntries(s.table)
 		s.applying = append(s.applying, info.VPort.BaseMACAddr)
@@ -314,4 +315,9 @@ func (c *EnginePorts) netdevMAC(vport uint8, mac [6]byte, initial bool) bool {
 	}
 	s.ucGen++
 	return true
+}
+
+// mcastLister is a netdev that reports its multicast list (the TAP does).
+type mcastLister interface {
+	McastMACs() ([][6]byte, error)
 }

@@ -58,6 +58,7 @@ import (
 
 	"github.com/opavnic/opavnic/internal/buildinfo"
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
 // socketDir is where vnicd puts its control socket by default
@@ -305,7 +306,7 @@ func ownNetNS(args *skel.CmdArgs) (bool, error) {
 }
 
 // removeTAP is vnicd.RemovePersistentTAP; tests replace it.
-var removeTAP = vnicd.RemovePersistentTAP
+var removeTAP = tap.RemovePersistent
 
 func cmdDel(args *skel.CmdArgs) error {
 	conf, err := parseConf(args.StdinData)
@@ -329,7 +330,7 @@ func cmdDel(args *skel.CmdArgs) error {
 		if own, _ := ownNetNS(args); own {
 			break
 		}
-		if err := removeTAP(args.Netns, args.IfName, claimedAlias); err != nil && !errors.Is(err, vnicd.ErrNotOurTAP) {
+		if err := removeTAP(args.Netns, args.IfName, claimedAlias); err != nil && !errors.Is(err, tap.ErrNotOurs) {
 			return fmt.Errorf("vnic-cni: %s does not answer, and removing %s: %w", where(conf), args.IfName, err)
 		}
 	case err != nil && !unreachable(err):

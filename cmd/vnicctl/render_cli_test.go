@@ -8,6 +8,7 @@ import (
 
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/engine"
 )
 
 // What vnicctl prints for answers a newcomer met: an empty list says so,
@@ -57,7 +58,7 @@ func TestCLIRendering(t *testing.T) {
 		raw.Counters[0]["name"] != "PortXmitData" || raw.Counters[0]["value"] != 8.0 {
 		t.Errorf("vnicctl --json hfi: counters not as {\"name\": ..., \"value\": ...} (%v): %s", err, stdout.String())
 	}
-	if b, _ := json.Marshal(vnicd.Counter{Name: "rx_packets", Value: 2}); string(b) != `{"name":"rx_packets","value":2}` {
+	if b, _ := json.Marshal(engine.Counter{Name: "rx_packets", Value: 2}); string(b) != `{"name":"rx_packets","value":2}` {
 		t.Errorf("a VNIC counter is %s; the two must agree", b)
 	}
 }
@@ -69,8 +70,8 @@ func TestCountersRaggedAnswer(t *testing.T) {
 	sock := serveControl(t, map[string]vnicd.Handler{
 		"counters": func(json.RawMessage) (any, error) {
 			return []vnicd.PortCounterSet{
-				{VPort: 0, IfName: "a0", Counters: []vnicd.Counter{{Name: "tx_packets", Value: 1}, {Name: "rx_packets", Value: 2}}},
-				{VPort: 1, IfName: "a1", Counters: []vnicd.Counter{{Name: "rx_packets", Value: 3}, {Name: "rx_new", Value: 4}}},
+				{VPort: 0, IfName: "a0", Counters: []engine.Counter{{Name: "tx_packets", Value: 1}, {Name: "rx_packets", Value: 2}}},
+				{VPort: 1, IfName: "a1", Counters: []engine.Counter{{Name: "rx_packets", Value: 3}, {Name: "rx_new", Value: 4}}},
 			}, nil
 		},
 	})

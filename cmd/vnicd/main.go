@@ -43,6 +43,7 @@ import (
 	"github.com/opavnic/opavnic/internal/buildinfo"
 	"github.com/opavnic/opavnic/vema/fm"
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/engine"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -123,7 +124,7 @@ func run(args []string) int {
 		defer pprof.StopCPUProfile()
 	}
 	log.Info("vnicd starting", zap.String("build", buildinfo.Read().String()), zap.String("config", *flags.Config))
-	d, err := vnicd.NewDaemon(cfg, vnicd.TAPFactory(log), log)
+	d, err := vnicd.NewDaemon(cfg, engine.TAPFactory(log), log)
 	if err != nil {
 		if errors.Is(err, os.ErrPermission) {
 			// Most often vnicd run as an ordinary user: say what it needs.
@@ -132,7 +133,7 @@ func run(args []string) int {
 		} else {
 			log.Error("cannot start", zap.Error(err))
 		}
-		if errors.Is(err, vnicd.ErrPortConfig) {
+		if errors.Is(err, engine.ErrPortConfig) {
 			return 2
 		}
 		return 1

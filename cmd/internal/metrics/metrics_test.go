@@ -30,6 +30,8 @@ import (
 	"github.com/opavnic/opavnic/internal/buildinfo"
 	"github.com/opavnic/opavnic/vema/fm"
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/engine"
+	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
 )
 
@@ -47,16 +49,16 @@ func scrape(t *testing.T) (map[string]*dto.MetricFamily, []byte) {
 	t.Helper()
 	n := hfitest.NewNetwork()
 	h := hfi.New(n.Listen(netip.MustParseAddrPort("10.0.0.1:4793")), hfi.Config{LID: 0x10, VerifyICRC: true})
-	e := vnicd.NewEngine(h, func(s vnicd.DeviceSpec) (vnicd.Device, error) {
+	e := engine.NewEngine(h, func(s engine.DeviceSpec) (tap.Netdev, error) {
 		port, _ := taptest.Pair(taptest.Options{Names: [2]string{"vnic0", "host0"}})
 		return port, nil
 	}, nil)
 	t.Cleanup(func() { e.Close() })
-	cfg := vnicd.PortConfig{
-		VESW: vnicd.VESWConfig{VESWID: 1, PKey: 0x8001, McastDLID: 0xF00001, EthMTU: 1500},
-		Port: vnicd.VPortConfig{EncapSLID: 0x10, BaseMAC: encap.MACForLID(0x10, 1), ConfigState: vnicd.StateForwarding},
+	cfg := engine.PortConfig{
+		VESW: engine.VESWConfig{VESWID: 1, PKey: 0x8001, McastDLID: 0xF00001, EthMTU: 1500},
+		Port: engine.VPortConfig{EncapSLID: 0x10, BaseMAC: encap.MACForLID(0x10, 1), ConfigState: engine.StateForwarding},
 	}
-	if err := e.SetPort(0, cfg, vnicd.NetdevConfig{}, nil); err != nil {
+	if err := e.SetPort(0, cfg, engine.NetdevConfig{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	e.Port(0).Counters.RxPackets.Add(7)
@@ -171,7 +173,7 @@ func TestExposition(t *testing.T) {
 		}
 	}
 	// Every kernel counter name is a counter family with the VNIC labels.
-	var zero vnicd.PortCounters
+	var zero engine.PortCounters
 	for _, c := range zero.Snapshot() {
 		if _, ok := find(mfs, "opavnic_vnic_"+c.Name+"_total", vnic); !ok {
 			t.Errorf("no opavnic_vnic_%s_total for vport 0", c.Name)

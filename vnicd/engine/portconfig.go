@@ -1,4 +1,4 @@
-package vnicd
+package engine
 
 import (
 	"net/netip"
@@ -61,3 +61,14 @@ type NetdevConfig struct {
 	NetNS     string         // "" means vnicd's own; a name under /var/run/netns, pid:N or a path
 	Addresses []netip.Prefix // set on the netdev after it comes up
 }
+
+// A vesw's eth_mtu: its default and bounds.
+const (
+	// DefaultEthMTU is a vesw's eth_mtu when the config gives none.
+	DefaultEthMTU = 1500
+	// MinEthMTU is the smallest eth_mtu (the IPv4 minimum).
+	MinEthMTU = 68
+	// MaxEthMTU is the largest eth_mtu: a full-size frame, MTU + 18 bytes
+	// (VLAN_ETH_HLEN, the receivers' oversize limit), must fit a 16B packet.
+	MaxEthMTU = encap.MaxFrameLen - MaxFrameOverMTU
+)

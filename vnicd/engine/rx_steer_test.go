@@ -1,11 +1,12 @@
-package vnicd_test
+package engine_test
 
 import (
 	"testing"
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi/hfitest"
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/engine"
+	"github.com/opavnic/opavnic/vnicd/engine/enginetest"
 )
 
 // TestRxSteeringRuns checks receive steering, which reuses its last lookup
@@ -15,19 +16,19 @@ import (
 // which its old vesw must find no port and its new one the port.
 func TestRxSteeringRuns(t *testing.T) {
 	n := hfitest.NewNetwork()
-	nd := newNode(t, n, tLIDA, tEPA)
+	nd := enginetest.NewNode(t, n, enginetest.LIDA, enginetest.EPA)
 	for vport, vesw := range []encap.VESWID{1, 2} {
-		if err := nd.engine.SetPort(uint8(vport), portConfig(tLIDA, vesw, 0x8001), vnicd.NetdevConfig{}, nil); err != nil {
+		if err := nd.Engine.SetPort(uint8(vport), enginetest.PortConfig(enginetest.LIDA, vesw, 0x8001), engine.NetdevConfig{}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	bcast := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-	frame := ethFrame(bcast, [6]byte{2, 0, 0, 0, 0, 9}, 100)
+	frame := enginetest.EthFrame(bcast, [6]byte{2, 0, 0, 0, 0, 9}, 100)
 	pkt := func(vesw encap.VESWID) []byte {
 		buf := make([]byte, encap.Headroom+len(frame)+encap.Tailroom)
 		copy(buf[encap.Headroom:], frame)
 		p, err := encap.EncapVNIC(buf, encap.Headroom, len(frame), &encap.VNICParams{
-			SLID: tLIDB, DLID: tLIDA, PKey: 0x8001, VESWID: vesw,
+			SLID: enginetest.LIDB, DLID: enginetest.LIDA, PKey: 0x8001, VESWID: vesw,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -38,14 +39,14 @@ func TestRxSteeringRuns(t *testing.T) {
 		t.Helper()
 		for _, v := range vesws {
 			p := pkt(v)
-			nd.engine.Receive(p, encap.Header16B(p), tEPB)
+			nd.Engine.Receive(p, encap.Header16B(p), enginetest.EPB)
 		}
-		nd.engine.Flush()
+		nd.Engine.Flush()
 	}
-	received := func(vport uint8) uint64 { return nd.engine.Port(vport).Counters.RxPackets.Load() }
+	received := func(vport uint8) uint64 { return nd.Engine.Port(vport).Counters.RxPackets.Load() }
 	expect := func(step string, p0, p1, noPort uint64) {
 		t.Helper()
-		if got0, got1, gotNo := received(0), received(1), nd.engine.RxNoPort.Load(); got0 != p0 || got1 != p1 || gotNo != noPort {
+		if got0, got1, gotNo := received(0), received(1), nd.Engine.RxNoPort.Load(); got0 != p0 || got1 != p1 || gotNo != noPort {
 			t.Fatalf("%s: port 0 got %d, port 1 %d, no port %d; want %d, %d, %d", step, got0, got1, gotNo, p0, p1, noPort)
 		}
 	}
@@ -53,7 +54,7 @@ func TestRxSteeringRuns(t *testing.T) {
 	expect("first batch", 4, 3, 2)
 	deliver(1)
 	expect("second batch", 5, 3, 2)
-	if err := nd.engine.SetPort(0, portConfig(tLIDA, 3, 0x8001), vnicd.NetdevConfig{}, nil); err != nil {
+	if err := nd.Engine.SetPort(0, enginetest.PortConfig(enginetest.LIDA, 3, 0x8001), engine.NetdevConfig{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	deliver(1, 3, 2, 1)

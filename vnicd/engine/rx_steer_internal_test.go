@@ -1,4 +1,4 @@
-package vnicd
+package engine
 
 import (
 	"net/netip"

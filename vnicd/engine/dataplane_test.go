@@ -1,6 +1,6 @@
 //go:build linux
 
-package vnicd_test
+package engine_test
 
 import (
 	"context"
@@ -17,7 +17,8 @@ import (
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/hfi/hfitest"
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/engine"
+	"github.com/opavnic/opavnic/vnicd/engine/enginetest"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 	"github.com/opavnic/opavnic/vnicd/tap"
 )
@@ -26,7 +27,7 @@ import (
 // socket (loopback) with its data plane in the poll loop, its TAPs in ns.
 type pollHost struct {
 	ns     *nstest.NS
-	engine *vnicd.Engine
+	engine *engine.Engine
 	tr     *hfi.UDP
 	done   chan error
 	stop   context.CancelFunc
@@ -36,12 +37,12 @@ type pollHost struct {
 // queue group on loopback, multiqueue TAPs).
 func newQueuedHost(t testing.TB, suffix string, queues int) *pollHost {
 	t.Helper()
-	return newQueuedHostWith(t, suffix, queues, vnicd.TAPFactory(nil))
+	return newQueuedHostWith(t, suffix, queues, engine.TAPFactory(nil))
 }
 
 // newQueuedHostWith is newQueuedHost with the ports' devices made by
 // factory.
-func newQueuedHostWith(t testing.TB, suffix string, queues int, factory vnicd.DeviceFactory) *pollHost {
+func newQueuedHostWith(t testing.TB, suffix string, queues int, factory engine.DeviceFactory) *pollHost {
 	t.Helper()
 	qs, err := hfi.ListenUDPQueues(netip.MustParseAddrPort("127.0.0.1:0"), 0, queues)
 	if err != nil {
@@ -53,7 +54,7 @@ func newQueuedHostWith(t testing.TB, suffix string, queues int, factory vnicd.De
 		more = append(more, q)
 	}
 	h := hfi.New(tr, hfi.Config{VerifyICRC: true})
-	e := vnicd.NewEngine(h, factory, nil)
+	e := engine.NewEngine(h, factory, nil)
 	if err := e.EnableQueues(more); err != nil {
 		for _, q := range qs {
 			q.Close()
@@ -93,9 +94,9 @@ func (ph *pollHost) halt(t testing.TB) {
 
 func (ph *pollHost) addPort(t testing.TB, vport uint8, lid uint32, vesw encap.VESWID, addr string) {
 	t.Helper()
-	nd := vnicd.NetdevConfig{IfName: "vnic" + string('0'+rune(vport)), NetNS: ph.ns.Path(),
+	nd := engine.NetdevConfig{IfName: "vnic" + string('0'+rune(vport)), NetNS: ph.ns.Path(),
 		Addresses: []netip.Prefix{netip.MustParsePrefix(addr)}}
-	if err := ph.engine.SetPort(vport, portConfig(lid, vesw, 0x8001), nd, nil); err != nil {
+	if err := ph.engine.SetPort(vport, enginetest.PortConfig(lid, vesw, 0x8001), nd, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -120,7 +121,7 @@ func newQueuedPair(t testing.TB, suffixA, suffixB string, queues int) (a, b *pol
 func pairUp(t testing.TB, a, b *pollHost) (*pollHost, *pollHost) {
 	t.Helper()
 	dir, err := hfi.NewDirectory(map[uint32]netip.AddrPort{lidA: a.tr.LocalAddr(), lidB: b.tr.LocalAddr()},
-		map[uint32][]uint32{tMcast: {lidA, lidB}})
+		map[uint32][]uint32{enginetest.Mcast: {lidA, lidB}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,9 +185,9 @@ func TestDataPlanePollLoop(t *testing.T) {
 
 	// A stopped loop returns nil, and its engine's ports close.
 	a.halt(t)
-	if err := a.engine.SetPort(2, portConfig(lidA, 3, 0x8001), vnicd.NetdevConfig{NetNS: a.ns.Path()}, nil); err == nil {
+	if err := a.engine.SetPort(2, enginetest.PortConfig(lidA, 3, 0x8001), engine.NetdevConfig{NetNS: a.ns.Path()}, nil); err == nil {
 		t.Error("SetPort after the data plane stopped succeeded")
-	} else if !errors.Is(err, vnicd.ErrDataPlaneStopped) {
+	} else if !errors.Is(err, engine.ErrDataPlaneStopped) {
 		t.Errorf("SetPort after the data plane stopped: %v", err)
 	}
 }
@@ -195,14 +196,14 @@ func TestDataPlanePollLoop(t *testing.T) {
 // that already exist, leave the engine with its goroutines.
 func TestEnablePollingRefusals(t *testing.T) {
 	n := hfitest.NewNetwork()
-	nd := newNode(t, n, tLIDA, tEPA)
-	if err := nd.engine.EnablePolling(); err == nil || nd.engine.Polling() {
-		t.Errorf("EnablePolling on an in-memory transport: %v, polling %v", err, nd.engine.Polling())
+	nd := enginetest.NewNode(t, n, enginetest.LIDA, enginetest.EPA)
+	if err := nd.Engine.EnablePolling(); err == nil || nd.Engine.Polling() {
+		t.Errorf("EnablePolling on an in-memory transport: %v, polling %v", err, nd.Engine.Polling())
 	}
 	// The engine still runs its goroutine per port and direction.
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- nd.engine.RunDataPlane(ctx) }()
+	go func() { done <- nd.Engine.RunDataPlane(ctx) }()
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("RunDataPlane without polling: %v", err)
@@ -213,20 +214,20 @@ func TestEnablePollingRefusals(t *testing.T) {
 // without the poll loop, is an error; 0 is always accepted.
 func TestSetBusyPollRefusals(t *testing.T) {
 	n := hfitest.NewNetwork()
-	nd := newNode(t, n, tLIDA, tEPA)
-	if err := nd.engine.SetBusyPoll(time.Millisecond); err == nil {
+	nd := enginetest.NewNode(t, n, enginetest.LIDA, enginetest.EPA)
+	if err := nd.Engine.SetBusyPoll(time.Millisecond); err == nil {
 		t.Error("SetBusyPoll(1ms) without the poll loop succeeded")
 	}
-	if err := nd.engine.SetBusyPoll(0); err != nil {
+	if err := nd.Engine.SetBusyPoll(0); err != nil {
 		t.Errorf("SetBusyPoll(0) without the poll loop: %v", err)
 	}
-	for _, d := range []time.Duration{-time.Microsecond, vnicd.MaxBusyPoll + 1} {
-		if err := nd.engine.SetBusyPoll(d); err == nil || !strings.Contains(err.Error(), "must be 0 (off) to 1s") {
+	for _, d := range []time.Duration{-time.Microsecond, engine.MaxBusyPoll + 1} {
+		if err := nd.Engine.SetBusyPoll(d); err == nil || !strings.Contains(err.Error(), "must be 0 (off) to 1s") {
 			t.Errorf("SetBusyPoll(%v): %v", d, err)
 		}
 	}
-	if nd.engine.BusyPolls() != 0 {
-		t.Errorf("BusyPolls without the poll loop = %d", nd.engine.BusyPolls())
+	if nd.Engine.BusyPolls() != 0 {
+		t.Errorf("BusyPolls without the poll loop = %d", nd.Engine.BusyPolls())
 	}
 }
 
@@ -280,7 +281,7 @@ func TestDataPlaneBusyPoll(t *testing.T) {
 	}
 
 	// A loop in the middle of its longest window still stops at once.
-	if err := a.engine.SetBusyPoll(vnicd.MaxBusyPoll); err != nil {
+	if err := a.engine.SetBusyPoll(engine.MaxBusyPoll); err != nil {
 		t.Fatal(err)
 	}
 	a.ns.PingWithin(t, "192.168.73.2", 5*time.Second)
@@ -324,19 +325,19 @@ func readableFD(t *testing.T) int {
 
 // polledEngineOn returns an engine with the poll loop, on a loopback UDP
 // transport, whose port 0 is dev; it is closed when the test ends.
-func polledEngineOn(t *testing.T, dev tap.Netdev) *vnicd.Engine {
+func polledEngineOn(t *testing.T, dev tap.Netdev) *engine.Engine {
 	t.Helper()
 	tr, err := hfi.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := hfi.New(tr, hfi.Config{LID: tLIDA})
-	e := vnicd.NewEngine(h, func(vnicd.DeviceSpec) (tap.Netdev, error) { return dev, nil }, nil)
+	h := hfi.New(tr, hfi.Config{LID: enginetest.LIDA})
+	e := engine.NewEngine(h, func(engine.DeviceSpec) (tap.Netdev, error) { return dev, nil }, nil)
 	t.Cleanup(func() { e.Close() })
 	if err := e.EnablePolling(); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.SetPort(0, portConfig(tLIDA, 1, 0x8001), vnicd.NetdevConfig{}, nil); err != nil {
+	if err := e.SetPort(0, enginetest.PortConfig(enginetest.LIDA, 1, 0x8001), engine.NetdevConfig{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -344,7 +345,7 @@ func polledEngineOn(t *testing.T, dev tap.Netdev) *vnicd.Engine {
 
 // runDataPlane runs e's poll loop until the returned stop is called (once),
 // which checks that the loop returned nil.
-func runDataPlane(t *testing.T, e *vnicd.Engine) (stop func()) {
+func runDataPlane(t *testing.T, e *engine.Engine) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -469,8 +470,8 @@ func TestDataPlaneDrainsPeerErrors(t *testing.T) {
 		t.Fatalf("setup: POLLERR %v, %d errors recorded; want an error queued, none recorded", pollErr(), tr.PeerErrorCount())
 	}
 
-	h := hfi.New(tr, hfi.Config{LID: tLIDA})
-	e := vnicd.NewEngine(h, func(vnicd.DeviceSpec) (tap.Netdev, error) { return nil, errors.New("no devices here") }, nil)
+	h := hfi.New(tr, hfi.Config{LID: enginetest.LIDA})
+	e := engine.NewEngine(h, func(engine.DeviceSpec) (tap.Netdev, error) { return nil, errors.New("no devices here") }, nil)
 	defer e.Close()
 	if err := e.EnablePolling(); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package vnicd_test
+package engine_test
 
 import (
 	"encoding/binary"
@@ -6,7 +6,8 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi/hfitest"
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/engine"
+	"github.com/opavnic/opavnic/vnicd/engine/enginetest"
 )
 
 // The kernel's netdev pads a frame shorter than 60 bytes with zeros before
@@ -15,18 +16,18 @@ import (
 // and the SC and RC choices read the padded frame (kernel-reference.md §2,
 // §2.7; DESIGN.md "pad to 60, pick DLID/SC/RC/entropy").
 func TestEncapShortFrameSeesPaddedFrame(t *testing.T) {
-	a := newNode(t, hfitest.NewNetwork(), tLIDA, tEPA)
-	cfg := portConfig(tLIDA, 1, 0x8001)
+	a := enginetest.NewNode(t, hfitest.NewNetwork(), enginetest.LIDA, enginetest.EPA)
+	cfg := enginetest.PortConfig(enginetest.LIDA, 1, 0x8001)
 	for i := range cfg.Port.SC.PCPToSCUC {
 		cfg.Port.SC.PCPToSCUC[i] = uint8(10 + i)
 	}
 	cfg.Port.SC.NonVLANUC = 3
 	cfg.VESW.RC = 1<<encap.RCIPv4 | 5<<encap.RCIPv4TCP
-	if err := a.engine.SetPort(0, cfg, vnicd.NetdevConfig{}, nil); err != nil {
+	if err := a.Engine.SetPort(0, cfg, engine.NetdevConfig{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	p := a.engine.Port(0)
-	dst, src := encap.MACForLID(tLIDB, 1), encap.MACForLID(tLIDA, 1)
+	p := a.Engine.Port(0)
+	dst, src := encap.MACForLID(enginetest.LIDB, 1), encap.MACForLID(enginetest.LIDA, 1)
 	head := func(n int, et uint16) []byte {
 		f := make([]byte, n)
 		copy(f, dst[:])
@@ -50,7 +51,7 @@ func TestEncapShortFrameSeesPaddedFrame(t *testing.T) {
 		{"ipv4 in padding", ipv4, 3, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			buf := make([]byte, vnicd.TxBufLen)
+			buf := make([]byte, engine.TxBufLen)
 			for i := range buf {
 				buf[i] = 0xEE // what the buffer held before: not zero
 			}
@@ -89,18 +90,18 @@ func TestEncapShortFrameSeesPaddedFrame(t *testing.T) {
 // and sent, a frame of 68 + 18 bytes is sent, a longer one is a counted
 // drop, never a write past the buffer.
 func TestEncapShortFrameTinyMTU(t *testing.T) {
-	a := newNode(t, hfitest.NewNetwork(), tLIDA, tEPA)
+	a := enginetest.NewNode(t, hfitest.NewNetwork(), enginetest.LIDA, enginetest.EPA)
 	for _, mtu := range []uint16{1, 20, 41, 42} {
-		cfg := portConfig(tLIDA, 1, 0x8001)
+		cfg := enginetest.PortConfig(enginetest.LIDA, 1, 0x8001)
 		cfg.VESW.EthMTU = mtu
-		if err := a.engine.SetPort(0, cfg, vnicd.NetdevConfig{}, nil); err != nil {
+		if err := a.Engine.SetPort(0, cfg, engine.NetdevConfig{}, nil); err != nil {
 			t.Fatal(err)
 		}
-		p := a.engine.Port(0)
-		maxFrame := vnicd.MinEthMTU + 18
-		frame := ethFrame(encap.MACForLID(tLIDB, 1), encap.MACForLID(tLIDA, 1), 100)
+		p := a.Engine.Port(0)
+		maxFrame := engine.MinEthMTU + 18
+		frame := enginetest.EthFrame(encap.MACForLID(enginetest.LIDB, 1), encap.MACForLID(enginetest.LIDA, 1), 100)
 		for _, n := range []int{14, maxFrame, maxFrame + 1} {
-			buf := make([]byte, vnicd.TxBufLenFor(maxFrame))
+			buf := make([]byte, engine.TxBufLenFor(maxFrame))
 			copy(buf[encap.Headroom:], frame[:n])
 			before := p.Counters.TxFifoErrors.Load()
 			pkt := p.EncapOne(buf, n)

@@ -1,36 +1,14 @@
-package vnicd
+package engine
 
 import (
 	"context"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/opavnic/opavnic/vnicd/tap"
 	"go.uber.org/zap"
 )
-
-// TAPFactory returns the DeviceFactory that makes real TAP netdevs: named as
-// the port's NetdevConfig says (vnic<vport> by default), with the port's MAC
-// and MTU, placed in its namespace, up, with its addresses.
-func TAPFactory(log *zap.Logger) DeviceFactory {
-	return func(s DeviceSpec) (tap.Netdev, error) {
-		name := s.Netdev.IfName
-		if name == "" {
-			name = fmt.Sprintf("vnic%d", s.VPort)
-		}
-		if s.Attach != "" {
-			return tap.Attach(tap.Config{Name: name, MAC: s.MAC, MTU: s.MTU, NetNS: s.Netdev.NetNS, Queues: s.Queues}, s.Attach)
-		}
-		t, err := tap.Open(tap.Config{
-			Name: name, MAC: s.MAC, MTU: s.MTU, NetNS: s.Netdev.NetNS, Addresses: s.Netdev.Addresses,
-			Queues: s.Queues,
-		})
-		if err != nil {
-			return nil, err
-		}
-		return t, nil
-	}
-}
 
 // linkWatcher is a Device that reports its netdev's state (the TAP does).
 type linkWatcher interface {
@@ -125,7 +103,7 @@ func (e *Engine) watchLink(p *Port, w linkWatcher) {
 			}
 			if first || ev.MAC != lastMAC {
 				if !first {
-					e.log.Info("netdev MAC changed", zap.Uint8("vnic", p.vport), zap.String("mac", netMAC(ev.MAC)))
+					e.log.Info("netdev MAC changed", zap.Uint8("vnic", p.vport), zap.Stringer("mac", net.HardwareAddr(ev.MAC[:])))
 				}
 				e.event(PortEvent{VPort: p.vport, Kind: EventMAC, MAC: ev.MAC, Initial: first})
 			}
@@ -248,4 +226,27 @@ func (e *Engine) event(ev PortEvent) {
 // mcastLister is a netdev that reports its multicast list (the TAP does).
 type mcastLister interface {
 	McastMACs() ([][6]byte, error)
+}
+
+// TAPFactory returns the DeviceFactory that makes real TAP netdevs: named as
+// the port's NetdevConfig says (vnic<vport> by default), with the port's MAC
+// and MTU, placed in its namespace, up, with its addresses.
+func TAPFactory(log *zap.Logger) DeviceFactory {
+	return func(s DeviceSpec) (tap.Netdev, error) {
+		name := s.Netdev.IfName
+		if name == "" {
+			name = fmt.Sprintf("vnic%d", s.VPort)
+		}
+		if s.Attach != "" {
+			return tap.Attach(tap.Config{Name: name, MAC: s.MAC, MTU: s.MTU, NetNS: s.Netdev.NetNS, Queues: s.Queues}, s.Attach)
+		}
+		t, err := tap.Open(tap.Config{
+			Name: name, MAC: s.MAC, MTU: s.MTU, NetNS: s.Netdev.NetNS, Addresses: s.Netdev.Addresses,
+			Queues: s.Queues,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return t, nil
+	}
 }

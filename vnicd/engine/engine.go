@@ -1,4 +1,4 @@
-package vnicd
+package engine
 
 import (
 	"errors"
@@ -149,9 +149,9 @@ func (e *Engine) SetPort(vport uint8, cfg PortConfig, nd NetdevConfig, macs []MA
 	if vport == 0xFF {
 		return fmt.Errorf("%w: vport index 255 is reserved", ErrPortConfig)
 	}
-	if cfg.VESW.EthMTU != 0 && int(cfg.VESW.EthMTU)+maxFrameOverMTU > encap.MaxFrameLen {
+	if cfg.VESW.EthMTU != 0 && int(cfg.VESW.EthMTU)+MaxFrameOverMTU > encap.MaxFrameLen {
 		return fmt.Errorf("%w: eth_mtu %d: a full frame (MTU+18) does not fit a 16B packet (max eth_mtu %d)",
-			ErrPortConfig, cfg.VESW.EthMTU, encap.MaxFrameLen-maxFrameOverMTU)
+			ErrPortConfig, cfg.VESW.EthMTU, encap.MaxFrameLen-MaxFrameOverMTU)
 	}
 	if cfg.VESW.EthMTU == 0 {
 		cfg.VESW.EthMTU = 1500
@@ -426,7 +426,7 @@ func (r *queueRx) Receive(pkt []byte, h encap.Header16B, _ netip.AddrPort) {
 	// histogram; a good frame is counted once the device took it (Flush),
 	// as the kernel counts none that it drops for want of room (rx_fifo).
 	n := len(frame)
-	if n > st.maxFrame || n > int(p.mtu.Load())+maxFrameOverMTU || n < encap.MinFrameLen {
+	if n > st.maxFrame || n > int(p.mtu.Load())+MaxFrameOverMTU || n < encap.MinFrameLen {
 		c.RxPackets.Add(1)
 		c.RxBytes.Add(uint64(n) + 4)
 		c.RxLen[lenBucket(n)].Add(1)

@@ -1,10 +1,8 @@
-package vnicd_test
+package engine_test
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
-	"net/netip"
 	"testing"
 	"time"
 
@@ -12,122 +10,38 @@ import (
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/hfi/hfitest"
 	"github.com/opavnic/opavnic/internal/race"
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/engine"
+	"github.com/opavnic/opavnic/vnicd/engine/enginetest"
 	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
 )
 
-// A two-node fabric in memory: HFIs joined by hfitest, ports on taptest
-// pairs. The test holds the "kernel" end of each pair.
-
-const (
-	tLIDA  = 0x10
-	tLIDB  = 0xABCDE
-	tMcast = 0xF00001
-)
-
-var (
-	tEPA = netip.MustParseAddrPort("10.0.0.1:4793")
-	tEPB = netip.MustParseAddrPort("10.0.0.2:4793")
-)
-
-type node struct {
-	hfi    *hfi.HFI
-	tr     *hfitest.Transport
-	engine *vnicd.Engine
-	host   map[uint8]*taptest.Device // the kernel side of each port's TAP
-}
-
-func newNode(t testing.TB, n *hfitest.Network, lid uint32, ep netip.AddrPort) *node {
-	t.Helper()
-	tr := n.Listen(ep)
-	h := hfi.New(tr, hfi.Config{LID: lid, VerifyICRC: true})
-	dir, err := hfi.NewDirectory(
-		map[uint32]netip.AddrPort{tLIDA: tEPA, tLIDB: tEPB},
-		map[uint32][]uint32{tMcast: {tLIDA, tLIDB}},
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.SetDirectory(dir)
-	nd := &node{hfi: h, tr: tr, host: map[uint8]*taptest.Device{}}
-	nd.engine = vnicd.NewEngine(h, func(s vnicd.DeviceSpec) (tap.Netdev, error) {
-		port, host := taptest.Pair(taptest.Options{})
-		nd.host[s.VPort] = host
-		return port, nil
-	}, nil)
-	t.Cleanup(func() { nd.engine.Close() })
-	return nd
-}
-
-func portConfig(lid uint32, vesw encap.VESWID, pkey encap.PKey) vnicd.PortConfig {
-	return vnicd.PortConfig{
-		VESW: vnicd.VESWConfig{VESWID: vesw, PKey: pkey, McastDLID: tMcast, EthMTU: 1500},
-		Port: vnicd.VPortConfig{EncapSLID: lid, BaseMAC: encap.MACForLID(encap.LID(lid), vesw), ConfigState: vnicd.StateForwarding},
-	}
-}
-
-// ethFrame builds an IPv4/UDP frame of n bytes from src to dst MAC.
-func ethFrame(dst, src [6]byte, n int) []byte {
-	f := make([]byte, n)
-	copy(f, dst[:])
-	copy(f[6:], src[:])
-	binary.BigEndian.PutUint16(f[12:], encap.EtherTypeIPv4)
-	f[14] = 0x45
-	f[14+9] = 17
-	for i := 14 + 20; i < n; i++ {
-		f[i] = byte(i)
-	}
-	return f
-}
-
-func readFrame(t testing.TB, d *taptest.Device) []byte {
-	t.Helper()
-	bufs := [][]byte{make([]byte, 20000)}
-	sizes := []int{0}
-	done := make(chan int, 1)
-	go func() {
-		n, _ := d.Read(bufs, sizes, 0)
-		done <- n
-	}()
-	select {
-	case n := <-done:
-		if n != 1 {
-			t.Fatalf("read %d frames", n)
-		}
-		return bufs[0][:sizes[0]]
-	case <-time.After(2 * time.Second):
-		t.Fatal("no frame within 2s")
-	}
-	return nil
-}
-
 func TestEngineUnicastAndBroadcast(t *testing.T) {
 	n := hfitest.NewNetwork()
-	a, b := newNode(t, n, tLIDA, tEPA), newNode(t, n, tLIDB, tEPB)
-	for _, nd := range []*node{a, b} {
-		if err := nd.engine.SetPort(0, portConfig(nd.hfi.LID(), 1, 0x8001), vnicd.NetdevConfig{}, nil); err != nil {
+	a, b := enginetest.NewNode(t, n, enginetest.LIDA, enginetest.EPA), enginetest.NewNode(t, n, enginetest.LIDB, enginetest.EPB)
+	for _, nd := range []*enginetest.Node{a, b} {
+		if err := nd.Engine.SetPort(0, enginetest.PortConfig(nd.HFI.LID(), 1, 0x8001), engine.NetdevConfig{}, nil); err != nil {
 			t.Fatal(err)
 		}
-		go nd.hfi.Run(t.Context())
+		go nd.HFI.Run(t.Context())
 	}
-	macA, macB := encap.MACForLID(tLIDA, 1), encap.MACForLID(tLIDB, 1)
-	f := ethFrame(macB, macA, 200)
-	if _, err := a.host[0].Write([][]byte{f}, 0); err != nil {
+	macA, macB := encap.MACForLID(enginetest.LIDA, 1), encap.MACForLID(enginetest.LIDB, 1)
+	f := enginetest.EthFrame(macB, macA, 200)
+	if _, err := a.Host[0].Write([][]byte{f}, 0); err != nil {
 		t.Fatal(err)
 	}
-	if got := readFrame(t, b.host[0]); !bytes.Equal(got, f) {
+	if got := enginetest.ReadFrame(t, b.Host[0]); !bytes.Equal(got, f) {
 		t.Fatalf("b got %d bytes, want the 200-byte frame", len(got))
 	}
-	bcast := ethFrame([6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, macB, 42) // a runt: padded to 60
-	if _, err := b.host[0].Write([][]byte{bcast}, 0); err != nil {
+	bcast := enginetest.EthFrame([6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, macB, 42) // a runt: padded to 60
+	if _, err := b.Host[0].Write([][]byte{bcast}, 0); err != nil {
 		t.Fatal(err)
 	}
-	got := readFrame(t, a.host[0])
+	got := enginetest.ReadFrame(t, a.Host[0])
 	if len(got) != 60 || !bytes.Equal(got[:42], bcast) || !bytes.Equal(got[42:], make([]byte, 18)) {
 		t.Fatalf("a got % x, want the broadcast zero-padded to 60", got)
 	}
-	ca, cb := a.engine.Port(0).Counters.Snapshot(), b.engine.Port(0).Counters.Snapshot()
+	ca, cb := a.Engine.Port(0).Counters.Snapshot(), b.Engine.Port(0).Counters.Snapshot()
 	want := map[string][2]uint64{ // a, b
 		"tx_packets": {1, 1}, "rx_packets": {1, 1}, "tx_unicast": {1, 0}, "tx_mcastbcast": {0, 1},
 		"rx_unicast": {0, 1}, "rx_mcastbcast": {1, 0}, "tx_bytes": {204, 64}, "rx_bytes": {64, 204},
@@ -147,39 +61,39 @@ func TestEngineUnicastAndBroadcast(t *testing.T) {
 
 func TestEngineDropStateAndDLIDZero(t *testing.T) {
 	n := hfitest.NewNetwork()
-	a := newNode(t, n, tLIDA, tEPA)
-	cfg := portConfig(tLIDA, 1, 0x8001)
-	cfg.Port.ConfigState = vnicd.StateDropAll
-	if err := a.engine.SetPort(0, cfg, vnicd.NetdevConfig{}, nil); err != nil {
+	a := enginetest.NewNode(t, n, enginetest.LIDA, enginetest.EPA)
+	cfg := enginetest.PortConfig(enginetest.LIDA, 1, 0x8001)
+	cfg.Port.ConfigState = engine.StateDropAll
+	if err := a.Engine.SetPort(0, cfg, engine.NetdevConfig{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	p := a.engine.Port(0)
-	buf := make([]byte, vnicd.TxBufLen)
-	f := ethFrame(encap.MACForLID(tLIDB, 1), encap.MACForLID(tLIDA, 1), 100)
+	p := a.Engine.Port(0)
+	buf := make([]byte, engine.TxBufLen)
+	f := enginetest.EthFrame(encap.MACForLID(enginetest.LIDB, 1), encap.MACForLID(enginetest.LIDA, 1), 100)
 	copy(buf[encap.Headroom:], f)
 	if p.EncapOne(buf, len(f)) != nil || p.Counters.TxDropState.Load() != 1 {
 		t.Fatal("a DROP_ALL port must drop and count tx_drop_state")
 	}
-	cfg.Port.ConfigState = vnicd.StateForwarding
-	if err := a.engine.SetPort(0, cfg, vnicd.NetdevConfig{}, nil); err != nil {
+	cfg.Port.ConfigState = engine.StateForwarding
+	if err := a.Engine.SetPort(0, cfg, engine.NetdevConfig{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	// A globally administered unicast MAC, no MAC table, no default port.
-	g := ethFrame([6]byte{0x00, 0x11, 0x22, 0x33, 0x44, 0x55}, encap.MACForLID(tLIDA, 1), 100)
+	g := enginetest.EthFrame([6]byte{0x00, 0x11, 0x22, 0x33, 0x44, 0x55}, encap.MACForLID(enginetest.LIDA, 1), 100)
 	copy(buf[encap.Headroom:], g)
 	if p.EncapOne(buf, len(g)) != nil || p.Counters.TxDLIDZero.Load() != 1 {
 		t.Fatal("unknown unicast with no default port must drop as tx_dlid_zero")
 	}
 	// The MAC table and the default port both give a DLID.
-	if err := a.engine.SetPort(0, cfg, vnicd.NetdevConfig{}, []vnicd.MACEntry{{MAC: [6]byte{0x00, 0x11, 0x22, 0x33, 0x44, 0x55}, DLID: tLIDB}}); err != nil {
+	if err := a.Engine.SetPort(0, cfg, engine.NetdevConfig{}, []engine.MACEntry{{MAC: [6]byte{0x00, 0x11, 0x22, 0x33, 0x44, 0x55}, DLID: enginetest.LIDB}}); err != nil {
 		t.Fatal(err)
 	}
-	if pkt := p.EncapOne(buf, len(g)); pkt == nil || encap.Header16B(pkt).DLID() != tLIDB {
+	if pkt := p.EncapOne(buf, len(g)); pkt == nil || encap.Header16B(pkt).DLID() != enginetest.LIDB {
 		t.Fatal("MAC table entry not used")
 	}
 	cfg.VESW.DefPortMask = 1 << 3
 	cfg.VESW.UcastDLID[3] = 0x4242
-	if err := a.engine.SetPort(0, cfg, vnicd.NetdevConfig{}, []vnicd.MACEntry{}); err != nil {
+	if err := a.Engine.SetPort(0, cfg, engine.NetdevConfig{}, []engine.MACEntry{}); err != nil {
 		t.Fatal(err)
 	}
 	if pkt := p.EncapOne(buf, len(g)); pkt == nil || encap.Header16B(pkt).DLID() != 0x4242 {
@@ -188,11 +102,11 @@ func TestEngineDropStateAndDLIDZero(t *testing.T) {
 }
 
 func TestEngineRejectsDuplicateVESW(t *testing.T) {
-	a := newNode(t, hfitest.NewNetwork(), tLIDA, tEPA)
-	if err := a.engine.SetPort(0, portConfig(tLIDA, 1, 0x8001), vnicd.NetdevConfig{}, nil); err != nil {
+	a := enginetest.NewNode(t, hfitest.NewNetwork(), enginetest.LIDA, enginetest.EPA)
+	if err := a.Engine.SetPort(0, enginetest.PortConfig(enginetest.LIDA, 1, 0x8001), engine.NetdevConfig{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.engine.SetPort(1, portConfig(tLIDA, 1, 0x8001), vnicd.NetdevConfig{}, nil); err == nil {
+	if err := a.Engine.SetPort(1, enginetest.PortConfig(enginetest.LIDA, 1, 0x8001), engine.NetdevConfig{}, nil); err == nil {
 		t.Fatal("two ports on one vesw must be refused")
 	}
 }
@@ -202,8 +116,8 @@ func TestEngineRejectsDuplicateVESW(t *testing.T) {
 // B's HFI receive checks, B's port receive checks and B's TAP write. No
 // goroutine is involved, so allocations are the path's own.
 type pipe struct {
-	a, b  *node
-	pa    *vnicd.Port
+	a, b  *enginetest.Node
+	pa    *engine.Port
 	sa    *hfi.Sender
 	buf   []byte
 	pkts  [][]byte
@@ -215,20 +129,20 @@ type pipe struct {
 
 func newPipe(t testing.TB, size int) *pipe {
 	n := hfitest.NewNetwork()
-	p := &pipe{a: newNode(t, n, tLIDA, tEPA), b: newNode(t, n, tLIDB, tEPB)}
-	for _, nd := range []*node{p.a, p.b} {
-		cfg := portConfig(nd.hfi.LID(), 1, 0x8001)
+	p := &pipe{a: enginetest.NewNode(t, n, enginetest.LIDA, enginetest.EPA), b: enginetest.NewNode(t, n, enginetest.LIDB, enginetest.EPB)}
+	for _, nd := range []*enginetest.Node{p.a, p.b} {
+		cfg := enginetest.PortConfig(nd.HFI.LID(), 1, 0x8001)
 		cfg.VESW.EthMTU = 9000 // jumbo, so that every benchmark size passes
-		if err := nd.engine.SetPort(0, cfg, vnicd.NetdevConfig{}, nil); err != nil {
+		if err := nd.Engine.SetPort(0, cfg, engine.NetdevConfig{}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Stop A's transmit goroutine's device reads from racing: the test
 	// drives A's path by hand and never writes to A's host end.
-	p.pa = p.a.engine.Port(0)
-	p.sa = p.a.hfi.NewSender()
-	p.buf = make([]byte, vnicd.TxBufLen)
-	p.frame = ethFrame(encap.MACForLID(tLIDB, 1), encap.MACForLID(tLIDA, 1), size)
+	p.pa = p.a.Engine.Port(0)
+	p.sa = p.a.HFI.NewSender()
+	p.buf = make([]byte, engine.TxBufLen)
+	p.frame = enginetest.EthFrame(encap.MACForLID(enginetest.LIDB, 1), encap.MACForLID(enginetest.LIDA, 1), size)
 	p.pkts = make([][]byte, 1)
 	p.msgs = make([]hfi.Message, 4)
 	for i := range p.msgs {
@@ -247,15 +161,15 @@ func (p *pipe) once(t testing.TB) {
 	}
 	p.pkts[0] = pkt
 	p.sa.Send(p.pkts)
-	k, err := p.b.tr.ReadBatch(p.msgs)
+	k, err := p.b.Tr.ReadBatch(p.msgs)
 	if err != nil || k != 1 {
 		t.Fatalf("wire: %d, %v", k, err)
 	}
-	p.b.hfi.ReceiveBatch(p.msgs[:k])
-	if q := p.b.host[0].Queued(); q != 1 { // never block on a dropped frame
+	p.b.HFI.ReceiveBatch(p.msgs[:k])
+	if q := p.b.Host[0].Queued(); q != 1 { // never block on a dropped frame
 		t.Fatalf("%d frames reached b's TAP, want 1", q)
 	}
-	if n, err := p.b.host[0].Read(p.rbufs, p.sizes, 0); err != nil || n != 1 || p.sizes[0] != len(p.frame) {
+	if n, err := p.b.Host[0].Read(p.rbufs, p.sizes, 0); err != nil || n != 1 || p.sizes[0] != len(p.frame) {
 		t.Fatalf("host read: %d, %v, size %d", n, err, p.sizes[0])
 	}
 }
@@ -296,21 +210,21 @@ func sizeName(n int) string {
 // device factory is not called.
 func TestEngineNoPortAfterClose(t *testing.T) {
 	n := hfitest.NewNetwork()
-	nd := newNode(t, n, tLIDA, tEPA)
-	cfg := portConfig(tLIDA, 1, 0x8001)
-	if err := nd.engine.SetPort(0, cfg, vnicd.NetdevConfig{}, nil); err != nil {
+	nd := enginetest.NewNode(t, n, enginetest.LIDA, enginetest.EPA)
+	cfg := enginetest.PortConfig(enginetest.LIDA, 1, 0x8001)
+	if err := nd.Engine.SetPort(0, cfg, engine.NetdevConfig{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := nd.engine.Close(); err != nil {
+	if err := nd.Engine.Close(); err != nil {
 		t.Fatal(err)
 	}
-	made := len(nd.host)
-	err := nd.engine.SetPort(1, portConfig(tLIDA, 2, 0x8001), vnicd.NetdevConfig{}, nil)
-	if !errors.Is(err, vnicd.ErrEngineClosed) {
+	made := len(nd.Host)
+	err := nd.Engine.SetPort(1, enginetest.PortConfig(enginetest.LIDA, 2, 0x8001), engine.NetdevConfig{}, nil)
+	if !errors.Is(err, engine.ErrEngineClosed) {
 		t.Errorf("SetPort after Close: %v, want ErrEngineClosed", err)
 	}
-	if ps := nd.engine.Ports(); len(ps) != 0 || len(nd.host) != made {
-		t.Errorf("after Close: %d ports, %d devices made (want 0, %d)", len(ps), len(nd.host), made)
+	if ps := nd.Engine.Ports(); len(ps) != 0 || len(nd.Host) != made {
+		t.Errorf("after Close: %d ports, %d devices made (want 0, %d)", len(ps), len(nd.Host), made)
 	}
 }
 
@@ -319,27 +233,27 @@ func TestEngineNoPortAfterClose(t *testing.T) {
 // to 68 + 18 bytes still pass both ways, and a longer one is oversize.
 func TestEthMTUBelowMinimum(t *testing.T) {
 	n := hfitest.NewNetwork()
-	a, b := newNode(t, n, tLIDA, tEPA), newNode(t, n, tLIDB, tEPB)
-	for _, nd := range []*node{a, b} {
-		pc := portConfig(nd.hfi.LID(), 1, 0x8001)
+	a, b := enginetest.NewNode(t, n, enginetest.LIDA, enginetest.EPA), enginetest.NewNode(t, n, enginetest.LIDB, enginetest.EPB)
+	for _, nd := range []*enginetest.Node{a, b} {
+		pc := enginetest.PortConfig(nd.HFI.LID(), 1, 0x8001)
 		pc.VESW.EthMTU = 40
-		if err := nd.engine.SetPort(0, pc, vnicd.NetdevConfig{}, nil); err != nil {
+		if err := nd.Engine.SetPort(0, pc, engine.NetdevConfig{}, nil); err != nil {
 			t.Fatal(err)
 		}
-		go nd.hfi.Run(t.Context())
+		go nd.HFI.Run(t.Context())
 	}
-	macA, macB := encap.MACForLID(tLIDA, 1), encap.MACForLID(tLIDB, 1)
-	f := ethFrame(macB, macA, 68+18)
-	if _, err := a.host[0].Write([][]byte{f}, 0); err != nil {
+	macA, macB := encap.MACForLID(enginetest.LIDA, 1), encap.MACForLID(enginetest.LIDB, 1)
+	f := enginetest.EthFrame(macB, macA, 68+18)
+	if _, err := a.Host[0].Write([][]byte{f}, 0); err != nil {
 		t.Fatal(err)
 	}
-	if got := readFrame(t, b.host[0]); !bytes.Equal(got, f) {
+	if got := enginetest.ReadFrame(t, b.Host[0]); !bytes.Equal(got, f) {
 		t.Fatalf("b got %d bytes, want the %d-byte frame", len(got), len(f))
 	}
-	if _, err := a.host[0].Write([][]byte{ethFrame(macB, macA, 68+18+1)}, 0); err != nil {
+	if _, err := a.Host[0].Write([][]byte{enginetest.EthFrame(macB, macA, 68+18+1)}, 0); err != nil {
 		t.Fatal(err)
 	}
-	c := &a.engine.Port(0).Counters
+	c := &a.Engine.Port(0).Counters
 	deadline := time.Now().Add(2 * time.Second)
 	for c.TxFifoErrors.Load() == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
@@ -355,34 +269,34 @@ func TestEthMTUBelowMinimum(t *testing.T) {
 // histogram or the unicast count. The frames around it are counted.
 func TestEngineRefusedFrameNotReceived(t *testing.T) {
 	n := hfitest.NewNetwork()
-	a := newNode(t, n, tLIDA, tEPA)
-	b := newNode(t, n, tLIDB, tEPB)
+	a := enginetest.NewNode(t, n, enginetest.LIDA, enginetest.EPA)
+	b := enginetest.NewNode(t, n, enginetest.LIDB, enginetest.EPB)
 	var host *taptest.Device
-	b.engine = vnicd.NewEngine(b.hfi, func(vnicd.DeviceSpec) (tap.Netdev, error) {
+	b.Engine = engine.NewEngine(b.HFI, func(engine.DeviceSpec) (tap.Netdev, error) {
 		port, h := taptest.Pair(taptest.Options{MaxFrame: 300}) // refuses longer frames
 		host = h
 		return port, nil
 	}, nil)
-	t.Cleanup(func() { b.engine.Close() })
-	for _, nd := range []*node{a, b} {
-		if err := nd.engine.SetPort(0, portConfig(nd.hfi.LID(), 1, 0x8001), vnicd.NetdevConfig{}, nil); err != nil {
+	t.Cleanup(func() { b.Engine.Close() })
+	for _, nd := range []*enginetest.Node{a, b} {
+		if err := nd.Engine.SetPort(0, enginetest.PortConfig(nd.HFI.LID(), 1, 0x8001), engine.NetdevConfig{}, nil); err != nil {
 			t.Fatal(err)
 		}
-		go nd.hfi.Run(t.Context())
+		go nd.HFI.Run(t.Context())
 	}
-	macA, macB := encap.MACForLID(tLIDA, 1), encap.MACForLID(tLIDB, 1)
+	macA, macB := encap.MACForLID(enginetest.LIDA, 1), encap.MACForLID(enginetest.LIDB, 1)
 	for _, size := range []int{200, 400, 260} {
-		if _, err := a.host[0].Write([][]byte{ethFrame(macB, macA, size)}, 0); err != nil {
+		if _, err := a.Host[0].Write([][]byte{enginetest.EthFrame(macB, macA, size)}, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := len(readFrame(t, host)); got != 200 {
+	if got := len(enginetest.ReadFrame(t, host)); got != 200 {
 		t.Fatalf("b's first frame has %d bytes, want 200", got)
 	}
-	if got := len(readFrame(t, host)); got != 260 {
+	if got := len(enginetest.ReadFrame(t, host)); got != 260 {
 		t.Fatalf("b's second frame has %d bytes, want 260 (the 400-byte one refused)", got)
 	}
-	c := &b.engine.Port(0).Counters
+	c := &b.Engine.Port(0).Counters
 	for deadline := time.Now().Add(2 * time.Second); c.RxFifoErrors.Load() == 0 && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}

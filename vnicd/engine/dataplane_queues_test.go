@@ -1,6 +1,6 @@
 //go:build linux
 
-package vnicd_test
+package engine_test
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 	"github.com/opavnic/opavnic/vnicd/tap"
 )
@@ -89,9 +89,9 @@ func testDataPlaneQueues(t *testing.T, qa, qb int) {
 func TestDataPlaneQueuesOneQueueDevice(t *testing.T) {
 	nstest.RequireRoot(t)
 	nstest.RequireTools(t, "ping")
-	single := func(s vnicd.DeviceSpec) (tap.Netdev, error) {
+	single := func(s engine.DeviceSpec) (tap.Netdev, error) {
 		s.Queues = 1
-		return vnicd.TAPFactory(nil)(s)
+		return engine.TAPFactory(nil)(s)
 	}
 	a, b := pairUp(t, newQueuedHost(t, "qsa", 2), newQueuedHostWith(t, "qsb", 2, single))
 	a.addPort(t, 0, lidA, 1, "192.168.75.1/24")

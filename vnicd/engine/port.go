@@ -1,4 +1,4 @@
-package vnicd
+package engine
 
 import (
 	"encoding/binary"
@@ -29,9 +29,9 @@ func txBufLen(maxFrame int) int {
 // a bad state is never spun on.
 const readErrorBackoff = 10 * time.Millisecond
 
-// maxFrameOverMTU is what a frame may add to the MTU: an Ethernet header with
+// MaxFrameOverMTU is what a frame may add to the MTU: an Ethernet header with
 // one VLAN tag (VLAN_ETH_HLEN). Receivers drop longer frames as oversize.
-const maxFrameOverMTU = 18
+const MaxFrameOverMTU = 18
 
 // portState is one immutable configuration of a port with everything the
 // data path derives from it. A change builds a new one and swaps it in, so
@@ -48,7 +48,7 @@ func newPortState(cfg PortConfig, macs []MACEntry) *portState {
 	s := &portState{
 		cfg:      cfg,
 		flows:    encap.NewFlowTable(cfg.VESW.DefPortMask),
-		maxFrame: max(int(cfg.VESW.EthMTU), MinEthMTU) + maxFrameOverMTU,
+		maxFrame: max(int(cfg.VESW.EthMTU), MinEthMTU) + MaxFrameOverMTU,
 		params: encap.VNICParams{
 			SLID:   cfg.Port.EncapSLID,
 			PKey:   cfg.VESW.PKey,
@@ -171,6 +171,9 @@ func (p *Port) Queues() int { return len(p.pq) }
 
 // Netdev returns the port's netdev.
 func (p *Port) Netdev() tap.Netdev { return p.dev }
+
+// NetdevConfig returns the netdev settings the port was made with.
+func (p *Port) NetdevConfig() NetdevConfig { return p.netdev }
 
 // NetNS returns the namespace the port's netdev is in, as the config or a
 // move named it ("" is vnicd's own).

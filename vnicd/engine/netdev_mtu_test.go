@@ -1,6 +1,6 @@
 //go:build linux
 
-package vnicd_test
+package engine_test
 
 import (
 	"net/netip"
@@ -12,7 +12,8 @@ import (
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/hfi/hfitest"
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/engine"
+	"github.com/opavnic/opavnic/vnicd/engine/enginetest"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
 
@@ -20,20 +21,20 @@ import (
 // with a directory of tLIDA and tLIDB) runs, and gives it vport 0 with pc
 // on a TAP in ns; it returns the engine, the HFI's transport (to inject
 // packets from tEPB) and the netdev.
-func tapPort(t *testing.T, ns *nstest.NS, pc vnicd.PortConfig) (*vnicd.Engine, *hfitest.Transport, netlink.Link) {
+func tapPort(t *testing.T, ns *nstest.NS, pc engine.PortConfig) (*engine.Engine, *hfitest.Transport, netlink.Link) {
 	t.Helper()
-	tr := hfitest.NewNetwork().Listen(tEPA)
-	h := hfi.New(tr, hfi.Config{LID: tLIDA, VerifyICRC: true})
-	dir, err := hfi.NewDirectory(map[uint32]netip.AddrPort{tLIDA: tEPA, tLIDB: tEPB}, nil)
+	tr := hfitest.NewNetwork().Listen(enginetest.EPA)
+	h := hfi.New(tr, hfi.Config{LID: enginetest.LIDA, VerifyICRC: true})
+	dir, err := hfi.NewDirectory(map[uint32]netip.AddrPort{enginetest.LIDA: enginetest.EPA, enginetest.LIDB: enginetest.EPB}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.SetDirectory(dir)
-	e := vnicd.NewEngine(h, vnicd.TAPFactory(nil), nil)
+	e := engine.NewEngine(h, engine.TAPFactory(nil), nil)
 	t.Cleanup(func() { e.Close() })
 	go h.Run(t.Context())
 	name := nstest.LinkName("m")
-	if err := e.SetPort(0, pc, vnicd.NetdevConfig{IfName: name, NetNS: ns.Name()}, nil); err != nil {
+	if err := e.SetPort(0, pc, engine.NetdevConfig{IfName: name, NetNS: ns.Name()}, nil); err != nil {
 		t.Fatal(err)
 	}
 	l, err := ns.Netlink().LinkByName(name)
@@ -51,7 +52,7 @@ func tapPort(t *testing.T, ns *nstest.NS, pc vnicd.PortConfig) (*vnicd.Engine, *
 // 18 as a transmit error.
 func TestNetdevMTUNotAboveEthMTU(t *testing.T) {
 	ns := nstest.NewTAPNS(t, "maxmtu")
-	pc := portConfig(tLIDA, 1, 0x8001)
+	pc := enginetest.PortConfig(enginetest.LIDA, 1, 0x8001)
 	e, _, l := tapPort(t, ns, pc)
 	name := l.Attrs().Name
 	time.Sleep(100 * time.Millisecond) // the link watcher has the first state
@@ -71,7 +72,7 @@ func TestNetdevMTUNotAboveEthMTU(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond)
-	if err := e.SetPort(0, pc, vnicd.NetdevConfig{}, nil); err != nil {
+	if err := e.SetPort(0, pc, engine.NetdevConfig{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond)
@@ -86,21 +87,21 @@ func TestNetdevMTUNotAboveEthMTU(t *testing.T) {
 // lowers a VNIC's MTU gets no longer frames; one that fits still passes.
 func TestRxOversizeAgainstNetdevMTU(t *testing.T) {
 	ns := nstest.NewTAPNS(t, "rxmtu")
-	pc := portConfig(tLIDA, 1, 0x8001)
+	pc := enginetest.PortConfig(enginetest.LIDA, 1, 0x8001)
 	e, tr, l := tapPort(t, ns, pc)
 	if err := ns.Netlink().LinkSetMTU(l, 1400); err != nil {
 		t.Fatal(err)
 	}
 	c := &e.Port(0).Counters
 	send := func(size int) {
-		dst, src := encap.MACForLID(tLIDA, 1), encap.MACForLID(tLIDB, 1)
+		dst, src := encap.MACForLID(enginetest.LIDA, 1), encap.MACForLID(enginetest.LIDB, 1)
 		buf := make([]byte, encap.Headroom+size+encap.Tailroom)
-		copy(buf[encap.Headroom:], ethFrame(dst, src, size))
-		pkt, err := encap.EncapVNIC(buf, encap.Headroom, size, &encap.VNICParams{SLID: tLIDB, DLID: tLIDA, PKey: 0x8001, VESWID: 1})
+		copy(buf[encap.Headroom:], enginetest.EthFrame(dst, src, size))
+		pkt, err := encap.EncapVNIC(buf, encap.Headroom, size, &encap.VNICParams{SLID: enginetest.LIDB, DLID: enginetest.LIDA, PKey: 0x8001, VESWID: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr.Inject(tEPB, pkt)
+		tr.Inject(enginetest.EPB, pkt)
 	}
 	// The watcher sees the new MTU a moment later: send until a frame one
 	// byte too long is counted (at most 2 s).
@@ -130,10 +131,10 @@ func TestRxOversizeAgainstNetdevMTU(t *testing.T) {
 // did, instead of failing: a TAP refuses an MTU below 68.
 func TestNetdevEthMTUBelowMinimum(t *testing.T) {
 	ns := nstest.NewTAPNS(t, "minmtu")
-	pc := portConfig(tLIDA, 1, 0x8001)
+	pc := enginetest.PortConfig(enginetest.LIDA, 1, 0x8001)
 	pc.VESW.EthMTU = 40
 	_, _, l := tapPort(t, ns, pc)
-	if got := nstest.LinkMTU(t, ns, l.Attrs().Name); got != vnicd.MinEthMTU {
-		t.Errorf("netdev MTU %d, want %d", got, vnicd.MinEthMTU)
+	if got := nstest.LinkMTU(t, ns, l.Attrs().Name); got != engine.MinEthMTU {
+		t.Errorf("netdev MTU %d, want %d", got, engine.MinEthMTU)
 	}
 }
