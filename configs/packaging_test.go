@@ -20,7 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/opavnic/opavnic/vema/fm"
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/config"
 )
 
 // manifests decodes every document of every YAML file under k8s/.
@@ -130,7 +130,7 @@ func TestK8sManifests(t *testing.T) {
 	t.Setenv("NODE_NAME", "node-1")
 	t.Setenv("HOST_IP", "192.0.2.1")
 	t.Setenv("OPAFM_ADDRESS", "192.0.2.10:4794")
-	vc, err := vnicd.ParseConfig([]byte(get(kinds["ConfigMap/vnicd-config"], "data", "vnicd.yaml").(string)))
+	vc, err := config.Parse([]byte(get(kinds["ConfigMap/vnicd-config"], "data", "vnicd.yaml").(string)))
 	if err != nil {
 		t.Errorf("vnicd-config: %v", err)
 	} else if vc.Node.Name != "node-1" || !vc.Node.Managed() {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/internal/statefile"
+	"github.com/opavnic/opavnic/vnicd/config"
 	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
 )
@@ -432,70 +433,6 @@ func pickPort(node string, vesw uint16, want *uint8, ports []candidate, joined b
 		ErrNoFreePort, vesw, len(on), plural, node, strings.Join(whys, "; "))
 }
 
-// claimRequest is vnic_add's arguments in managed mode.
-type claimRequest struct {
-	vesw      uint16
-	vport     *uint8
-	pkey      *encap.PKey
-	ethMTU    *uint16
-	mcastDLID *uint32
-	netdev    engine.NetdevConfig // IfName "" keeps the port's name
-	owner     string
-}
-
-// claimFromArgs checks vnic_add's JSON arguments for a claim: vesw and
-// netns are required; pkey, eth_mtu and mcast_dlid, when given, are checked
-// against the port the EM made; mac and config_state are the EM's to set.
-func claimFromArgs(args []byte) (claimRequest, error) {
-	a, err := decodeVNICAdd(args)
-	if err != nil {
-		return claimRequest{}, err
-	}
-	if a.MAC.Present() {
-		return claimRequest{}, errors.New("mac: the EM sets the MACs of a managed node's ports; give the member a mac in the fabric config")
-	}
-	if a.ConfigState.Present() {
-		return claimRequest{}, errors.New("config_state: the EM sets the state of a managed node's ports")
-	}
-	ck := &checker{}
-	var r claimRequest
-	if ck.Required(a.VESW, "vnic.vesw.id") {
-		r.vesw = uint16(ck.Ranged(a.VESW, "vnic.vesw.id", 1, uint64(encap.VESWIDMask), 0, false))
-	}
-	if a.VPort.Present() {
-		v := uint8(ck.Ranged(a.VPort, "vnic.vport", 0, MaxVPort, 0, false))
-		r.vport = &v
-	}
-	if a.PKey.Present() {
-		v := encap.PKey(ck.Ranged(a.PKey, "vnic.vesw.pkey", 0, 0xFFFF, 0, true))
-		r.pkey = &v
-	}
-	if a.EthMTU.Present() {
-		v := uint16(ck.Ranged(a.EthMTU, "vnic.vesw.eth_mtu", engine.MinEthMTU, engine.MaxEthMTU, engine.DefaultEthMTU, false))
-		r.ethMTU = &v
-	}
-	if a.McastDLID.Present() {
-		v := ck.MulticastLID(a.McastDLID, "vnic.vesw.mcast_dlid")
-		r.mcastDLID = &v
-	}
-	r.netdev = ck.buildNetdev(&rawPort{IfName: a.IfName, NetNS: a.NetNS, Addresses: a.Addresses}, "vnic.port", 0)
-	if !a.IfName.Present() {
-		r.netdev.IfName = ""
-	}
-	if !ck.Failed() && r.netdev.NetNS == "" {
-		ck.Failf("vnic.port.netns", a.NetNS, "required on a managed node: a claim moves one of the EM's ports into a namespace")
-	}
-	owner, _ := ck.Text(a.Owner, "vnic.owner")
-	if len(owner) > maxOwner || hasControl(owner) {
-		ck.Failf("vnic.owner", a.Owner, "longer than %d bytes or has a control character", maxOwner)
-	}
-	r.owner = owner
-	if ck.Failed() {
-		return claimRequest{}, fmt.Errorf("%s: %s", argName(ck.First().Field), ck.First().Reason)
-	}
-	return r, nil
-}
-
 // claimTag is the alias a claimed TAP carries: AttachTAP takes over only a
 // netdev with it.
 func (d *Daemon) claimTag(vport uint8) string {
@@ -507,7 +444,7 @@ func (d *Daemon) hostPort(vport uint8) bool {
 	if _, ok := d.cfg.Netdevs[vport]; ok {
 		return true
 	}
-	return slices.ContainsFunc(d.cfg.VNICs, func(v VNICConfig) bool { return v.VPort == vport })
+	return slices.ContainsFunc(d.cfg.VNICs, func(v config.VNICConfig) bool { return v.VPort == vport })
 }
 
 // candidates describes this node's ports for pickPort.
@@ -533,7 +470,7 @@ func (d *Daemon) setPersist(p *engine.Port, on bool) error {
 
 // claimAdd is vnic_add on a managed node.
 func (d *Daemon) claimAdd(deadline time.Time, args json.RawMessage) (any, error) {
-	r, err := claimFromArgs(args)
+	r, err := config.ClaimFromArgs(args)
 	if err != nil {
 		return nil, err
 	}
@@ -542,12 +479,12 @@ func (d *Daemon) claimAdd(deadline time.Time, args json.RawMessage) (any, error)
 	if err := startBy(deadline); err != nil {
 		return nil, err
 	}
-	if r.owner != "" {
-		if vps := d.claims.owned(func(o string) bool { return o == r.owner }); len(vps) > 0 {
-			return nil, fmt.Errorf("owner: %q already holds vport %d", r.owner, vps[0])
+	if r.Owner != "" {
+		if vps := d.claims.owned(func(o string) bool { return o == r.Owner }); len(vps) > 0 {
+			return nil, fmt.Errorf("owner: %q already holds vport %d", r.Owner, vps[0])
 		}
 	}
-	vport, err := pickPort(d.cfg.Node.Name, r.vesw, r.vport, d.candidates(), d.mgmt.joined())
+	vport, err := pickPort(d.cfg.Node.Name, r.VESW, r.VPort, d.candidates(), d.mgmt.joined())
 	if err != nil {
 		return nil, err
 	}
@@ -557,28 +494,28 @@ func (d *Daemon) claimAdd(deadline time.Time, args json.RawMessage) (any, error)
 	}
 	pc := p.Config()
 	switch {
-	case r.pkey != nil && *r.pkey != pc.VESW.PKey:
-		return nil, fmt.Errorf("pkey: %v, but the EM gave vesw %d pkey %v on this node", *r.pkey, r.vesw, pc.VESW.PKey)
-	case r.ethMTU != nil && *r.ethMTU != pc.VESW.EthMTU:
-		return nil, fmt.Errorf("eth_mtu: %d, but the EM gave vesw %d eth_mtu %d on this node", *r.ethMTU, r.vesw, pc.VESW.EthMTU)
-	case r.mcastDLID != nil && *r.mcastDLID != pc.VESW.McastDLID&encap.LID16BMask:
-		return nil, fmt.Errorf("mcast_dlid: 0x%06X, but the EM gave vesw %d mcast_dlid 0x%06X on this node", *r.mcastDLID, r.vesw, pc.VESW.McastDLID)
+	case r.PKey != nil && *r.PKey != pc.VESW.PKey:
+		return nil, fmt.Errorf("pkey: %v, but the EM gave vesw %d pkey %v on this node", *r.PKey, r.VESW, pc.VESW.PKey)
+	case r.EthMTU != nil && *r.EthMTU != pc.VESW.EthMTU:
+		return nil, fmt.Errorf("eth_mtu: %d, but the EM gave vesw %d eth_mtu %d on this node", *r.EthMTU, r.VESW, pc.VESW.EthMTU)
+	case r.McastDLID != nil && *r.McastDLID != pc.VESW.McastDLID&encap.LID16BMask:
+		return nil, fmt.Errorf("mcast_dlid: 0x%06X, but the EM gave vesw %d mcast_dlid 0x%06X on this node", *r.McastDLID, r.VESW, pc.VESW.McastDLID)
 	}
-	nsDev, nsIno, err := netnsID(r.netdev.NetNS)
+	nsDev, nsIno, err := netnsID(r.Netdev.NetNS)
 	if err != nil {
-		return nil, fmt.Errorf("netns: %q: %w", r.netdev.NetNS, err)
+		return nil, fmt.Errorf("netns: %q: %w", r.Netdev.NetNS, err)
 	}
 	home := p.Netdev().Name()
-	ifname := r.netdev.IfName
+	ifname := r.Netdev.IfName
 	if ifname == "" {
 		ifname = home
 	}
-	c := Claim{VPort: vport, VESW: r.vesw, Owner: r.owner, NetNS: r.netdev.NetNS, IfName: ifname, Home: home,
+	c := Claim{VPort: vport, VESW: r.VESW, Owner: r.Owner, NetNS: r.Netdev.NetNS, IfName: ifname, Home: home,
 		NSDev: nsDev, NSIno: nsIno}
-	for _, a := range r.netdev.Addresses {
+	for _, a := range r.Netdev.Addresses {
 		c.Addresses = append(c.Addresses, a.String())
 	}
-	if err := d.engine.MovePort(vport, r.netdev.NetNS, ifname, r.netdev.Addresses); err != nil {
+	if err := d.engine.MovePort(vport, r.Netdev.NetNS, ifname, r.Netdev.Addresses); err != nil {
 		return nil, err
 	}
 	c.IfName = p.Netdev().Name()
@@ -609,7 +546,7 @@ func (d *Daemon) claimAdd(deadline time.Time, args json.RawMessage) (any, error)
 	if err := d.setPersist(p, true); err != nil {
 		return undo(err)
 	}
-	d.log.Info("port claimed", zap.Uint8("vnic", vport), zap.Uint16("vesw", r.vesw), zap.String("ifname", c.IfName),
+	d.log.Info("port claimed", zap.Uint8("vnic", vport), zap.Uint16("vesw", r.VESW), zap.String("ifname", c.IfName),
 		zap.String("netns", c.NetNS), zap.String("owner", c.Owner))
 	s, _ := d.status(vport)
 	return s, nil
@@ -623,8 +560,8 @@ func (d *Daemon) claimDel(a VNICDelArgs) (any, error) {
 	switch {
 	case a.VPort != nil:
 		vp := *a.VPort
-		if vp < 0 || vp > MaxVPort {
-			return nil, fmt.Errorf("vport: %d is out of range 0..%d", vp, MaxVPort)
+		if vp < 0 || vp > config.MaxVPort {
+			return nil, fmt.Errorf("vport: %d is out of range 0..%d", vp, config.MaxVPort)
 		}
 		if _, _, ok := d.claims.get(uint8(vp)); !ok {
 			return nil, fmt.Errorf("vport %d is not claimed (a managed node's ports are the EM's)", vp)
@@ -768,7 +705,7 @@ func (d *Daemon) loadClaimsOnStart() {
 	kept := 0
 	for _, c := range cs {
 		dev, ino, err := netnsID(c.NetNS)
-		if err != nil || dev != c.NSDev || ino != c.NSIno || c.VPort > MaxVPort {
+		if err != nil || dev != c.NSDev || ino != c.NSIno || c.VPort > config.MaxVPort {
 			d.log.Info("claim of the last run ended: its namespace is gone", zap.Uint8("vnic", c.VPort),
 				zap.String("owner", c.Owner), zap.String("netns", c.NetNS))
 			continue

@@ -16,6 +16,7 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/config"
 	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
@@ -95,7 +96,7 @@ func newFakeNodeConfig(t *testing.T, cfgText string) *fakeNode {
 
 // configFreePort parses cfgText with PORT replaced by a UDP port on
 // 127.0.0.1 that was free a moment ago.
-func configFreePort(t *testing.T, cfgText string) *vnicd.Config {
+func configFreePort(t *testing.T, cfgText string) *config.Config {
 	t.Helper()
 	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
@@ -103,7 +104,7 @@ func configFreePort(t *testing.T, cfgText string) *vnicd.Config {
 	}
 	port := pc.LocalAddr().(*net.UDPAddr).Port
 	pc.Close()
-	cfg, err := vnicd.ParseConfig([]byte(strings.ReplaceAll(cfgText, "PORT", strconv.Itoa(port))))
+	cfg, err := config.Parse([]byte(strings.ReplaceAll(cfgText, "PORT", strconv.Itoa(port))))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/opavnic/opavnic/vnicd/config"
 )
 
 func TestPickPort(t *testing.T) {
@@ -69,17 +71,17 @@ func TestPickPort(t *testing.T) {
 }
 
 func TestClaimFromArgs(t *testing.T) {
-	r, err := claimFromArgs([]byte(`{"vesw": 1, "pkey": "0x8001", "eth_mtu": 1400, "mcast_dlid": "0xF00001", "ifname": "eth0",
+	r, err := config.ClaimFromArgs([]byte(`{"vesw": 1, "pkey": "0x8001", "eth_mtu": 1400, "mcast_dlid": "0xF00001", "ifname": "eth0",
 		"netns": "/var/run/netns/c1", "addresses": ["10.1.0.5/24"], "owner": "cni:red:c1:eth0", "vport": 3}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.vesw != 1 || *r.pkey != 0x8001 || *r.ethMTU != 1400 || *r.mcastDLID != 0xF00001 || *r.vport != 3 ||
-		r.netdev.IfName != "eth0" || r.netdev.NetNS != "/var/run/netns/c1" || len(r.netdev.Addresses) != 1 || r.owner != "cni:red:c1:eth0" {
+	if r.VESW != 1 || *r.PKey != 0x8001 || *r.EthMTU != 1400 || *r.McastDLID != 0xF00001 || *r.VPort != 3 ||
+		r.Netdev.IfName != "eth0" || r.Netdev.NetNS != "/var/run/netns/c1" || len(r.Netdev.Addresses) != 1 || r.Owner != "cni:red:c1:eth0" {
 		t.Errorf("request %+v", r)
 	}
-	r, err = claimFromArgs([]byte(`{"vesw": "0x2", "netns": "pid:12"}`))
-	if err != nil || r.vesw != 2 || r.pkey != nil || r.ethMTU != nil || r.mcastDLID != nil || r.vport != nil || r.netdev.IfName != "" {
+	r, err = config.ClaimFromArgs([]byte(`{"vesw": "0x2", "netns": "pid:12"}`))
+	if err != nil || r.VESW != 2 || r.PKey != nil || r.EthMTU != nil || r.McastDLID != nil || r.VPort != nil || r.Netdev.IfName != "" {
 		t.Errorf("minimal request %+v, %v", r, err)
 	}
 	for _, tc := range []struct{ args, err string }{
@@ -94,7 +96,7 @@ func TestClaimFromArgs(t *testing.T) {
 		{`{"vesw": 1, "netns": "c1", "mcast_dlid": "0x10"}`, "mcast_dlid:"},
 		{`{"vesw": 1, "netns": "c1", "bogus": 1}`, "bogus: unknown field"},
 	} {
-		if _, err := claimFromArgs([]byte(tc.args)); err == nil || !strings.Contains(err.Error(), tc.err) {
+		if _, err := config.ClaimFromArgs([]byte(tc.args)); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%s: %v; want %q", tc.args, err, tc.err)
 		}
 	}

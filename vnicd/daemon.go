@@ -17,6 +17,7 @@ import (
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/vema"
+	"github.com/opavnic/opavnic/vnicd/config"
 	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
 )
@@ -24,7 +25,7 @@ import (
 // Daemon is a running vnicd in static mode: the HFI on its UDP socket, the
 // engine with its ports, and the control socket.
 type Daemon struct {
-	cfg    *Config
+	cfg    *config.Config
 	log    *zap.Logger
 	hfi    *hfi.HFI
 	engine *engine.Engine
@@ -49,7 +50,7 @@ var startRemoveTAP = tap.RemovePersistent
 // NewDaemon brings a node up from its config: it binds the HFI's socket,
 // installs the directory, creates every VNIC's netdev and opens the control
 // socket. Whatever it made is undone if a later step fails.
-func NewDaemon(cfg *Config, newDevice engine.DeviceFactory, log *zap.Logger) (_ *Daemon, err error) {
+func NewDaemon(cfg *config.Config, newDevice engine.DeviceFactory, log *zap.Logger) (_ *Daemon, err error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -118,7 +119,7 @@ func NewDaemon(cfg *Config, newDevice engine.DeviceFactory, log *zap.Logger) (_ 
 				zap.Int("gomaxprocs", runtime.GOMAXPROCS(0)), zap.Int("queues", d.engine.Queues()))
 		}
 	}
-	mc := cfg.MgmtConfig()
+	mc := mgmtConfig(cfg)
 	mc.Netdev = d.netdevFor
 	d.mgmt = NewMgmt(d.engine, mc, log)
 	d.engine.SetEventHook(func(ev engine.PortEvent) {
@@ -522,46 +523,12 @@ func (d *Daemon) watchMisrouted(ctx context.Context) {
 }
 
 // MgmtConfig is the management plane's part of the config.
-func (c *Config) MgmtConfig() MgmtConfig {
+func mgmtConfig(c *config.Config) MgmtConfig {
 	return MgmtConfig{
 		NodeGUID: c.Node.GUID, PortGUID: c.Node.GUID, Description: c.Node.Name,
 		FM: c.Node.FabricManager, FMLID: c.Node.FMLID.To16B(), Trusted: c.TrustedManagers,
 		SubnetPrefix: c.Node.SubnetPrefix, Netdev: c.NetdevFor,
 	}
-}
-
-// NetdevFor is the netdev of vport: from vnics, else from netdevs, else
-// vnic<vport> in vnicd's own namespace.
-func (c *Config) NetdevFor(vport uint8) engine.NetdevConfig {
-	for _, v := range c.VNICs {
-		if v.VPort == vport {
-			return v.Netdev
-		}
-	}
-	if n, ok := c.Netdevs[vport]; ok {
-		return n
-	}
-	return engine.NetdevConfig{IfName: fmt.Sprintf("vnic%d", vport)}
-}
-
-// Directory builds the HFI directory of a config: every peer and the node
-// itself, and the multicast groups; in managed mode, the FM too.
-func (c *Config) Directory() (*hfi.Directory, error) {
-	eps := make(map[uint32]netip.AddrPort, len(c.Peers)+1)
-	for _, p := range c.Peers {
-		eps[p.LID.To16B()] = p.Addr
-	}
-	if c.Node.Managed() {
-		eps[c.Node.FMLID.To16B()] = c.Node.FabricManager
-	}
-	if c.Node.LID != 0 && c.Node.Listen.Addr().IsValid() && !c.Node.Listen.Addr().IsUnspecified() {
-		eps[c.Node.LID.To16B()] = c.Node.Listen
-	}
-	groups := make(map[uint32][]uint32, len(c.Multicast))
-	for _, g := range c.Multicast {
-		groups[g.LID] = g.Members
-	}
-	return hfi.NewDirectory(eps, groups)
 }
 
 // warnMTU warns when a full-size packet plus UDP/IP headers exceeds the
@@ -572,7 +539,7 @@ func (d *Daemon) warnMTU() {
 		d.log.Debug("underlay MTU not checked", zap.Error(err))
 		return
 	}
-	ipHdr := d.cfg.underlayIPHeaderLen()
+	ipHdr := d.cfg.UnderlayIPHeaderLen()
 	for _, v := range d.cfg.VNICs {
 		pkt := encap.VNICPacketLen(int(v.Port.VESW.EthMTU)+engine.MaxFrameOverMTU) + 8 + ipHdr
 		if mtu := link.Attrs().MTU; pkt > mtu {
@@ -594,21 +561,6 @@ func ethMTUThatFits(mtu, ipHdr int) int {
 		m-- // at most 7 steps: the pad is under 8 bytes
 	}
 	return max(m, engine.MinEthMTU)
-}
-
-// underlayIPHeaderLen is the IP header of the underlay's datagrams: 40
-// bytes for IPv6, 20 for IPv4. The family is the listen address's, or with
-// the unspecified [::] (dual-stack, the default) the first peer's, whose
-// route warnMTU checks.
-func (c *Config) underlayIPHeaderLen() int {
-	a := c.Node.Listen.Addr()
-	if a == netip.IPv6Unspecified() && len(c.Peers) > 0 {
-		a = c.Peers[0].Addr.Addr()
-	}
-	if a.Is6() && !a.Is4In6() {
-		return 40
-	}
-	return 20
 }
 
 func (d *Daemon) underlayLink() (netlink.Link, error) { return underlayLinkOf(d.cfg, false) }

@@ -16,6 +16,7 @@ import (
 	"github.com/opavnic/opavnic/hfi/hfitest"
 	"github.com/opavnic/opavnic/vema"
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/config"
 	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
@@ -144,7 +145,7 @@ func TestLimitVNICsAgent(t *testing.T) {
 // in use", vport 255 is out of range, and the 255 stay.
 func TestLimitRuntimeVNICs(t *testing.T) {
 	sock := startFakeDaemonBatch(t, fakeStatic, 1)
-	for i := 1; i <= vnicd.MaxVPort; i++ {
+	for i := 1; i <= config.MaxVPort; i++ {
 		var st vnicd.VNICStatus
 		if err := vnicd.Call(sock, "vnic_add", vnicd.VNICAddArgs{VESW: 100 + i, PKey: "0x8001", Owner: fmt.Sprintf("o%d", i)}, &st); err != nil || st.VPort != uint8(i) {
 			t.Fatalf("vnic_add %d: %+v %v", i, st, err)
@@ -323,11 +324,11 @@ func TestLimitNodeConfig(t *testing.T) {
 		{"mac_table", node + peers(1) + macTable(2048), node + peers(1) + macTable(2049), "vnics[0].port.mac_table[2048]", "more than 2048 entries"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := vnicd.ParseConfig([]byte(tc.ok)); err != nil {
+			if _, err := config.Parse([]byte(tc.ok)); err != nil {
 				t.Fatalf("at the bound: %v", err)
 			}
-			_, err := vnicd.ParseConfig([]byte(tc.over))
-			var ce *vnicd.ConfigError
+			_, err := config.Parse([]byte(tc.over))
+			var ce *config.Error
 			if !errors.As(err, &ce) || ce.Field != tc.field || !strings.Contains(ce.Reason, tc.why) {
 				t.Fatalf("one past the bound: %v; want field %s, %q", err, tc.field, tc.why)
 			}

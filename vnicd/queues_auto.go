@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"unsafe"
 
+	"github.com/opavnic/opavnic/vnicd/config"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -54,7 +55,7 @@ var startProcs = runtime.GOMAXPROCS(0)
 // GOMAXPROCS before the daemon raises it for the queues: the CPUs of its
 // affinity mask, or its cgroup's CPU limit if lower) and the underlay
 // device (underlayLinkOf), with the reason.
-func resolveQueues(cfg *Config) (int, string) {
+func resolveQueues(cfg *config.Config) (int, string) {
 	if cfg.Node.Queues > 0 {
 		return cfg.Node.Queues, "node.queues"
 	}
@@ -69,7 +70,7 @@ func resolveQueues(cfg *Config) (int, string) {
 // one that routes to the first peer; with orFM, in managed mode and
 // without peers, the one that routes to the fabric manager. nil when there
 // is none of these.
-func underlayLinkOf(cfg *Config, orFM bool) (netlink.Link, error) {
+func underlayLinkOf(cfg *config.Config, orFM bool) (netlink.Link, error) {
 	if cfg.Node.UnderlayInterface != "" {
 		return netlink.LinkByName(cfg.Node.UnderlayInterface)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/config"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
 
@@ -56,9 +57,9 @@ func TestDeviceGRO(t *testing.T) {
 	nstest.RequireTools(t, "ip", "ethtool")
 	a, b := nstest.NewNS(t, "groa"), nstest.NewNS(t, "grob")
 	dev, _ := nstest.Veth(t, a, b, netip.MustParsePrefix("10.209.0.1/24"), netip.MustParsePrefix("10.209.0.2/24"), 1500)
-	cfg := &vnicd.Config{}
-	cfg.Node.Queues = vnicd.QueuesAuto
-	cfg.Peers = []vnicd.Peer{{LID: 2, Addr: netip.MustParseAddrPort("10.209.0.2:4793")}}
+	cfg := &config.Config{}
+	cfg.Node.Queues = config.QueuesAuto
+	cfg.Peers = []config.Peer{{LID: 2, Addr: netip.MustParseAddrPort("10.209.0.2:4793")}}
 	wantAuto := min(vnicd.StartProcs, vnicd.MaxAutoQueues)
 	for _, gro := range []string{"off", "on", "off"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

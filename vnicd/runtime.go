@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/opavnic/opavnic/encap"
-	"github.com/opavnic/opavnic/internal/yamlcfg"
+	"github.com/opavnic/opavnic/vnicd/config"
 	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
 )
@@ -41,9 +41,6 @@ import (
 // entry. The entry is saved before the TAP is made persistent, so a crash
 // in between leaves an entry without a TAP (dropped at the next start),
 // never a persistent TAP without an entry.
-
-// maxOwner bounds the owner tag of a runtime VNIC.
-const maxOwner = 512
 
 // VNICAddArgs are the arguments of vnic_add. Numbers may be JSON numbers or
 // strings ("0x8001"); everything but VESW and PKey is optional.
@@ -80,101 +77,6 @@ type VNICGCArgs struct {
 // VNICDeleted is the answer of vnic_del and vnic_gc.
 type VNICDeleted struct {
 	Deleted []VNICStatus `json:"deleted"`
-}
-
-// rawVNICAdd is vnic_add's arguments as the config checker reads them.
-type rawVNICAdd struct {
-	VPort       leaf `yaml:"vport"`
-	VESW        leaf `yaml:"vesw"`
-	PKey        leaf `yaml:"pkey"`
-	EthMTU      leaf `yaml:"eth_mtu"`
-	McastDLID   leaf `yaml:"mcast_dlid"`
-	MAC         leaf `yaml:"mac"`
-	IfName      leaf `yaml:"ifname"`
-	NetNS       leaf `yaml:"netns"`
-	Addresses   leaf `yaml:"addresses"`
-	ConfigState leaf `yaml:"config_state"`
-	Owner       leaf `yaml:"owner"`
-}
-
-// argName maps a config field path of buildVNIC to vnic_add's argument.
-func argName(field string) string {
-	if f, ok := strings.CutPrefix(field, "vnic.vesw."); ok {
-		if f == "id" {
-			return "vesw"
-		}
-		return f
-	}
-	if f, ok := strings.CutPrefix(field, "vnic.port."); ok {
-		return f
-	}
-	return strings.TrimPrefix(field, "vnic.")
-}
-
-// decodeVNICAdd decodes vnic_add's JSON arguments (JSON is YAML) into the
-// raw tree the config checker reads, refusing unknown fields.
-func decodeVNICAdd(args []byte) (rawVNICAdd, error) {
-	var a rawVNICAdd
-	if len(bytes.TrimSpace(args)) == 0 {
-		args = []byte("{}")
-	}
-	if err := yamlcfg.DecodeText(args, &a, "the arguments must be an object"); err != nil {
-		// The arguments are one line of JSON (vnicctl's flags, say): the
-		// field, if any, without the line.
-		var e *yamlcfg.Error
-		if errors.As(err, &e) && e.Field != "" {
-			return a, fmt.Errorf("bad arguments: %s: %s", e.Field, e.Reason)
-		}
-		return a, fmt.Errorf("bad arguments: %w", err)
-	}
-	return a, nil
-}
-
-// VNICFromArgs checks the JSON arguments of vnic_add against the config c
-// (its LID, peers and multicast groups) with the checks a vnics entry gets.
-// free picks the vport when the arguments name none. What involves the
-// running VNICs (a vport, vesw or ifname in use) is the caller's to check.
-func (c *Config) VNICFromArgs(args []byte, free func() (uint8, bool)) (VNICConfig, string, error) {
-	a, err := decodeVNICAdd(args)
-	if err != nil {
-		return VNICConfig{}, "", err
-	}
-	ck := &checker{}
-	var vport uint8
-	if a.VPort.Present() {
-		vport = uint8(ck.Ranged(a.VPort, "vnic.vport", 0, MaxVPort, 0, false))
-	} else {
-		v, ok := free()
-		if !ok {
-			return VNICConfig{}, "", errors.New("vport: every vport 0..254 is in use")
-		}
-		vport = v
-	}
-	owner, _ := ck.Text(a.Owner, "vnic.owner")
-	if len(owner) > maxOwner || hasControl(owner) {
-		ck.Failf("vnic.owner", a.Owner, "longer than %d bytes or has a control character", maxOwner)
-	}
-	ck.Required(a.VESW, "vnic.vesw.id")
-	r := rawVNIC{
-		VESW: rawVESW{ID: a.VESW, PKey: a.PKey, EthMTU: a.EthMTU, McastDLID: a.McastDLID, ConfigState: a.ConfigState},
-		Port: rawPort{MAC: a.MAC, IfName: a.IfName, NetNS: a.NetNS, Addresses: a.Addresses},
-	}
-	known := map[uint32]string{uint32(c.Node.LID): "node.lid"}
-	for _, p := range c.Peers {
-		known[uint32(p.LID)] = "peers"
-	}
-	groups := map[uint32][]uint32{}
-	for _, g := range c.Multicast {
-		groups[g.LID] = g.Members
-	}
-	v := VNICConfig{}
-	if !ck.Failed() {
-		v = ck.buildVNIC(&r, "vnic", vport, c.Node.LID, known, groups)
-	}
-	if ck.Failed() {
-		return VNICConfig{}, "", fmt.Errorf("%s: %s", argName(ck.First().Field), ck.First().Reason)
-	}
-	return v, owner, nil
 }
 
 // runtimeVNIC is a VNIC made by vnic_add.
@@ -397,8 +299,8 @@ func (d *Daemon) addRuntime(args json.RawMessage, saved *RuntimeEntry) (VNICStat
 		if saved != nil {
 			return saved.VPort, true
 		}
-		for i := 0; i <= MaxVPort; i++ {
-			if !inUse(uint8(i)) && !slices.ContainsFunc(d.cfg.VNICs, func(c VNICConfig) bool { return c.VPort == uint8(i) }) {
+		for i := 0; i <= config.MaxVPort; i++ {
+			if !inUse(uint8(i)) && !slices.ContainsFunc(d.cfg.VNICs, func(c config.VNICConfig) bool { return c.VPort == uint8(i) }) {
 				return uint8(i), true
 			}
 		}
@@ -418,9 +320,9 @@ func (d *Daemon) addRuntime(args json.RawMessage, saved *RuntimeEntry) (VNICStat
 	if saved != nil && v.VPort != saved.VPort {
 		return VNICStatus{}, fmt.Errorf("vport: the arguments name vport %d, the state file %d", v.VPort, saved.VPort)
 	}
-	key := netdevKey(v.Netdev.NetNS, v.Netdev.IfName)
+	key := config.NetdevKey(v.Netdev.NetNS, v.Netdev.IfName)
 	for _, p := range d.engine.Ports() {
-		if netdevKey(p.NetNS(), p.Netdev().Name()) == key {
+		if config.NetdevKey(p.NetNS(), p.Netdev().Name()) == key {
 			return VNICStatus{}, fmt.Errorf("ifname: %q is vport %d's, in the same network namespace", v.Netdev.IfName, p.VPort())
 		}
 		if c := p.Config().VESW.VESWID & encap.VESWIDMask; c == v.Port.VESW.VESWID&encap.VESWIDMask {
@@ -529,9 +431,9 @@ func (d *Daemon) readRuntimeOnStart() ([]RuntimeEntry, int) {
 	}
 	var out []RuntimeEntry
 	for _, e := range es {
-		i := slices.IndexFunc(d.cfg.VNICs, func(v VNICConfig) bool {
+		i := slices.IndexFunc(d.cfg.VNICs, func(v config.VNICConfig) bool {
 			nd := d.cfg.NetdevFor(v.VPort)
-			return e.IfName != "" && netdevKey(nd.NetNS, nd.IfName) == netdevKey(e.NetNS, e.IfName)
+			return e.IfName != "" && config.NetdevKey(nd.NetNS, nd.IfName) == config.NetdevKey(e.NetNS, e.IfName)
 		})
 		if i < 0 {
 			out = append(out, e)
@@ -572,7 +474,7 @@ func (d *Daemon) loadRuntimeOnStart(es []RuntimeEntry, dropped int) {
 				continue
 			}
 		}
-		if e.VPort > MaxVPort {
+		if e.VPort > config.MaxVPort {
 			log.Warn("runtime VNIC of the last run dropped: its vport is out of range")
 			continue
 		}
@@ -674,8 +576,8 @@ func (d *Daemon) vnicDel(args json.RawMessage) (any, error) {
 	switch {
 	case a.VPort != nil:
 		vp := *a.VPort
-		if vp < 0 || vp > MaxVPort {
-			return nil, fmt.Errorf("vport: %d is out of range 0..%d", vp, MaxVPort)
+		if vp < 0 || vp > config.MaxVPort {
+			return nil, fmt.Errorf("vport: %d is out of range 0..%d", vp, config.MaxVPort)
 		}
 		if _, ok := d.rt.get(uint8(vp)); !ok {
 			if d.engine.Port(uint8(vp)) != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/config"
 	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
@@ -50,7 +51,7 @@ func startFakeDaemonAt(t testing.TB, sock, cfgText string, batch int, made func(
 	port := pc.LocalAddr().(*net.UDPAddr).Port
 	pc.Close()
 	cfgText = strings.ReplaceAll(cfgText, "PORT", strconv.Itoa(port))
-	cfg, err := vnicd.ParseConfig([]byte(cfgText + fmt.Sprintf("control: {socket: %q}\n", sock)))
+	cfg, err := config.Parse([]byte(cfgText + fmt.Sprintf("control: {socket: %q}\n", sock)))
 	if err != nil {
 		t.Fatal(err)
 	}

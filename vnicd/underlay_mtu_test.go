@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/vnicd/config"
 	"github.com/opavnic/opavnic/vnicd/engine"
 )
 
@@ -23,11 +24,11 @@ func TestUnderlayIPHeaderLen(t *testing.T) {
 		{"IPv4 listen", "node: {name: a, lid: 2, listen: '10.0.0.2'}\npeers: [{lid: 3, address: '10.0.0.3'}]\n", 20},
 		{"IPv6 listen", "node: {name: a, lid: 2, listen: 'fd00::2'}\npeers: [{lid: 3, address: 'fd00::3'}]\n", 40},
 	} {
-		cfg, err := ParseConfig([]byte(tc.text))
+		cfg, err := config.Parse([]byte(tc.text))
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if got := cfg.underlayIPHeaderLen(); got != tc.want {
+		if got := cfg.UnderlayIPHeaderLen(); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
 		}
 	}

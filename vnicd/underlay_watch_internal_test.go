@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/opavnic/opavnic/hfi"
+	"github.com/opavnic/opavnic/vnicd/config"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
 
@@ -132,7 +133,7 @@ func TestUnroutedPeers(t *testing.T) {
 			return err
 		}
 		h.SetDirectory(dir)
-		d := &Daemon{cfg: &Config{Peers: []Peer{{LID: 0x12, Name: "host-b"}}}, hfi: h}
+		d := &Daemon{cfg: &config.Config{Peers: []config.Peer{{LID: 0x12, Name: "host-b"}}}, hfi: h}
 		got := d.unroutedPeers()
 		want := []string{
 			"LID 0x12 (host-b) at 10.99.0.2:4793: connect: network is unreachable",
@@ -256,7 +257,7 @@ func TestNamePeerErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.SetDirectory(dir)
-	d := &Daemon{cfg: &Config{Node: NodeConfig{FabricManager: fm}, Peers: []Peer{{LID: 0x12, Name: "host-b"}}}, hfi: h}
+	d := &Daemon{cfg: &config.Config{Node: config.NodeConfig{FabricManager: fm}, Peers: []config.Peer{{LID: 0x12, Name: "host-b"}}}, hfi: h}
 	now := time.Unix(1e9, 0)
 	e := hfi.PeerError{Error: "connection refused", Reason: "ICMP port unreachable", From: b.Addr(), Count: 3,
 		First: now.Add(-40 * time.Second), Last: now.Add(-time.Second)}

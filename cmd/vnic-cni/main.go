@@ -58,12 +58,13 @@ import (
 
 	"github.com/opavnic/opavnic/internal/buildinfo"
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/config"
 	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
 // socketDir is where vnicd puts its control socket by default
 // (vnicd.DefaultControlSocket); a variable for the tests.
-var socketDir = vnicd.DefaultControlDir
+var socketDir = config.DefaultControlDir
 
 // socketGlob matches vnicd's default socket names in socketDir, and not the
 // opafm's (opafm-<name>.sock) that may be beside them.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/config"
 )
 
 // listFlag collects a repeatable flag.
@@ -110,8 +111,8 @@ func parseVNICDel(args []string, stderr io.Writer) (vnicd.VNICDelArgs, error) {
 		err = errors.New("vnic del takes one VPORT or --owner OWNER")
 	case fs.NArg() == 1:
 		n, perr := strconv.Atoi(fs.Arg(0))
-		if perr != nil || n < 0 || n > vnicd.MaxVPort {
-			err = fmt.Errorf("VPORT %q is not a number 0..%d", fs.Arg(0), vnicd.MaxVPort)
+		if perr != nil || n < 0 || n > config.MaxVPort {
+			err = fmt.Errorf("VPORT %q is not a number 0..%d", fs.Arg(0), config.MaxVPort)
 		}
 		a.VPort = &n
 	}

@@ -43,6 +43,7 @@ import (
 	"github.com/opavnic/opavnic/internal/buildinfo"
 	"github.com/opavnic/opavnic/vema/fm"
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/config"
 	"github.com/opavnic/opavnic/vnicd/engine"
 )
 
@@ -58,7 +59,7 @@ func run(args []string) int {
 		return code
 	}
 	defer log.Sync() //nolint:errcheck
-	cfg, err := vnicd.LoadConfig(*flags.Config)
+	cfg, err := config.Load(*flags.Config)
 	if err != nil {
 		flags.ConfigError(log, "vnicd", err)
 		return 2

@@ -1,6 +1,10 @@
 package engine
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/opavnic/opavnic/vnicd/tap"
+)
 
 // PortCounters are a VNIC port's counters, kept as the kernel's opa_vnic kept
 // them (kernel-reference.md §2.7, §3, §5): the base counts are atomic; the
@@ -51,11 +55,8 @@ func lenBucket(n int) int {
 	return 0
 }
 
-// Counter is one named counter reading.
-type Counter struct {
-	Name  string `json:"name"`
-	Value uint64 `json:"value"`
-}
+// Counter is one named counter, as ethtool -S shows it.
+type Counter = tap.Counter
 
 // Snapshot returns the counters of the kernel's ethtool -S (the 39 entries of
 // opa_vnic_ethtool.c's vnic_gstrings_stats), in its order,
@@ -65,43 +66,43 @@ func (c *PortCounters) Snapshot() []Counter {
 	rxErr := c.RxFifoErrors.Load() + c.RxBadVESWID.Load() + c.RxDropState.Load() + c.RxOversize.Load() +
 		c.RxRunt.Load() + c.RxBadPKey.Load()
 	out := []Counter{
-		{"rx_packets", c.RxPackets.Load()},
-		{"tx_packets", c.TxPackets.Load()},
-		{"rx_bytes", c.RxBytes.Load()},
-		{"tx_bytes", c.TxBytes.Load()},
-		{"rx_errors", rxErr},
-		{"tx_errors", txErr},
-		{"rx_dropped", rxErr},
-		{"tx_dropped", txErr},
-		{"tx_unicast", c.TxUnicast.Load()},
-		{"tx_mcastbcast", c.TxMcastBcast.Load()},
-		{"tx_untagged", c.TxUntagged.Load()},
-		{"tx_vlan", c.TxVLAN.Load()},
+		{Name: "rx_packets", Value: c.RxPackets.Load()},
+		{Name: "tx_packets", Value: c.TxPackets.Load()},
+		{Name: "rx_bytes", Value: c.RxBytes.Load()},
+		{Name: "tx_bytes", Value: c.TxBytes.Load()},
+		{Name: "rx_errors", Value: rxErr},
+		{Name: "tx_errors", Value: txErr},
+		{Name: "rx_dropped", Value: rxErr},
+		{Name: "tx_dropped", Value: txErr},
+		{Name: "tx_unicast", Value: c.TxUnicast.Load()},
+		{Name: "tx_mcastbcast", Value: c.TxMcastBcast.Load()},
+		{Name: "tx_untagged", Value: c.TxUntagged.Load()},
+		{Name: "tx_vlan", Value: c.TxVLAN.Load()},
 	}
 	for i, name := range txLenNames {
-		out = append(out, Counter{name, c.TxLen[i].Load()})
+		out = append(out, Counter{Name: name, Value: c.TxLen[i].Load()})
 	}
 	out = append(out,
-		Counter{"rx_unicast", c.RxUnicast.Load()},
-		Counter{"rx_mcastbcast", c.RxMcastBcast.Load()},
-		Counter{"rx_untagged", c.RxUntagged.Load()},
-		Counter{"rx_vlan", c.RxVLAN.Load()},
+		Counter{Name: "rx_unicast", Value: c.RxUnicast.Load()},
+		Counter{Name: "rx_mcastbcast", Value: c.RxMcastBcast.Load()},
+		Counter{Name: "rx_untagged", Value: c.RxUntagged.Load()},
+		Counter{Name: "rx_vlan", Value: c.RxVLAN.Load()},
 	)
 	for i, name := range rxLenNames {
-		out = append(out, Counter{name, c.RxLen[i].Load()})
+		out = append(out, Counter{Name: name, Value: c.RxLen[i].Load()})
 	}
 	return append(out,
-		Counter{"rx_fifo_errors", c.RxFifoErrors.Load()},
-		Counter{"rx_length_errors", c.RxOversize.Load() + c.RxRunt.Load()},
-		Counter{"tx_fifo_errors", c.TxFifoErrors.Load()},
-		Counter{"tx_carrier_errors", c.TxCarrierErrors.Load()},
-		Counter{"tx_dlid_zero", c.TxDLIDZero.Load()},
-		Counter{"tx_drop_state", c.TxDropState.Load()},
-		Counter{"rx_drop_state", c.RxDropState.Load()},
-		Counter{"rx_oversize", c.RxOversize.Load()},
-		Counter{"rx_runt", c.RxRunt.Load()},
-		Counter{"rx_bad_veswid", c.RxBadVESWID.Load()},
-		Counter{"rx_bad_pkey", c.RxBadPKey.Load()},
+		Counter{Name: "rx_fifo_errors", Value: c.RxFifoErrors.Load()},
+		Counter{Name: "rx_length_errors", Value: c.RxOversize.Load() + c.RxRunt.Load()},
+		Counter{Name: "tx_fifo_errors", Value: c.TxFifoErrors.Load()},
+		Counter{Name: "tx_carrier_errors", Value: c.TxCarrierErrors.Load()},
+		Counter{Name: "tx_dlid_zero", Value: c.TxDLIDZero.Load()},
+		Counter{Name: "tx_drop_state", Value: c.TxDropState.Load()},
+		Counter{Name: "rx_drop_state", Value: c.RxDropState.Load()},
+		Counter{Name: "rx_oversize", Value: c.RxOversize.Load()},
+		Counter{Name: "rx_runt", Value: c.RxRunt.Load()},
+		Counter{Name: "rx_bad_veswid", Value: c.RxBadVESWID.Load()},
+		Counter{Name: "rx_bad_pkey", Value: c.RxBadPKey.Load()},
 	)
 }
 

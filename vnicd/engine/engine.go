@@ -59,6 +59,23 @@ type (
 	}
 )
 
+// The TAP has every optional ability; a change of signature on either side
+// must not make one silently absent.
+var (
+	_ macSetter       = (*tap.TAP)(nil)
+	_ mtuSetter       = (*tap.TAP)(nil)
+	_ carrierSetter   = (*tap.TAP)(nil)
+	_ netnsMover      = (*tap.TAP)(nil)
+	_ netnsReporter   = (*tap.TAP)(nil)
+	_ offloadReporter = (*tap.TAP)(nil)
+	_ persister       = (*tap.TAP)(nil)
+	_ linkWatcher     = (*tap.TAP)(nil)
+	_ follower        = (*tap.TAP)(nil)
+	_ mcastLister     = (*tap.TAP)(nil)
+	_ pollDevice      = (*tap.TAP)(nil)
+	_ queuedDevice    = (*tap.TAP)(nil)
+)
+
 // Engine is the VNIC side of one HFI: its ports, their transmit goroutines,
 // and the receiver for L4 0x78 that steers packets to ports by vesw_id.
 type Engine struct {

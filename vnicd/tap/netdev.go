@@ -47,8 +47,9 @@ type Netdev interface {
 	Close() error
 }
 
-// Counter is one named counter of a netdev (TAP.OffloadCounters).
+// Counter is one named counter, as ethtool -S shows it
+// (TAP.OffloadCounters, and a VNIC port's counters).
 type Counter struct {
-	Name  string
-	Value uint64
+	Name  string `json:"name"`
+	Value uint64 `json:"value"`
 }

@@ -613,12 +613,12 @@ func (q *Queue) frameIn(b []byte) {
 // metrics show them after a port's kernel counters.
 func (t *TAP) OffloadCounters() []Counter {
 	return []Counter{
-		{"tx_tso_superframes", t.TxSuperFrames.Load()},
-		{"tx_tso_segments", t.TxSegments.Load()},
-		{"tx_uso_superframes", t.TxUSOSuperFrames.Load()},
-		{"tx_uso_segments", t.TxUSOSegments.Load()},
-		{"rx_coalesced", t.RxCoalesced.Load()},
-		{"offload_drops", t.OffloadDrops.Load()},
+		{Name: "tx_tso_superframes", Value: t.TxSuperFrames.Load()},
+		{Name: "tx_tso_segments", Value: t.TxSegments.Load()},
+		{Name: "tx_uso_superframes", Value: t.TxUSOSuperFrames.Load()},
+		{Name: "tx_uso_segments", Value: t.TxUSOSegments.Load()},
+		{Name: "rx_coalesced", Value: t.RxCoalesced.Load()},
+		{Name: "offload_drops", Value: t.OffloadDrops.Load()},
 	}
 }
 

@@ -1,4 +1,4 @@
-package vnicd
+package config
 
 import (
 	"path/filepath"
@@ -8,13 +8,13 @@ import (
 
 // Every vnicd config the demo and the docs ship must load as it is.
 func TestShippedConfigsLoad(t *testing.T) {
-	files, _ := filepath.Glob("../configs/demo/*host*.yaml")
-	files = append(files, "../configs/vnicd.example.yaml")
+	files, _ := filepath.Glob("../../configs/demo/*host*.yaml")
+	files = append(files, "../../configs/vnicd.example.yaml")
 	if len(files) < 5 {
 		t.Fatalf("found only %v", files)
 	}
 	for _, f := range files {
-		cfg, err := LoadConfig(f)
+		cfg, err := Load(f)
 		if err != nil {
 			t.Errorf("%s: %v", f, err)
 			continue

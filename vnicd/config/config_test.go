@@ -1,4 +1,4 @@
-package vnicd
+package config
 
 import (
 	"errors"
@@ -262,7 +262,7 @@ func TestParseConfigErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := parseConfig([]byte(tt.yaml), noEnv)
-			var ce *ConfigError
+			var ce *Error
 			if !errors.As(err, &ce) {
 				t.Fatalf("err = %v (%T), want a *ConfigError", err, err)
 			}
@@ -282,7 +282,7 @@ func TestParseConfigManyVNICs(t *testing.T) {
 		fmt.Fprintf(&b, "  - {vesw: {id: %d, pkey: 0x8001}, port: {ifname: v%d}}\n", i+1, i)
 	}
 	_, err := parseConfig([]byte(withVNICs(b.String())), noEnv)
-	var ce *ConfigError
+	var ce *Error
 	if !errors.As(err, &ce) || ce.Field != "vnics[255].vport" {
 		t.Fatalf("err = %v, want vnics[255].vport", err)
 	}
@@ -296,13 +296,13 @@ func TestParseConfigManyVNICs(t *testing.T) {
 
 func TestConfigErrorFormat(t *testing.T) {
 	for _, tt := range []struct {
-		err  ConfigError
+		err  Error
 		want string
 	}{
-		{ConfigError{Field: "vnics[1].vesw.eth_mtu", Reason: "bad"}, "config: vnics[1].vesw.eth_mtu: bad"},
-		{ConfigError{Field: "node.lid", Reason: "bad", Line: 3}, "config: node.lid: bad (line 3)"},
-		{ConfigError{Reason: "bad", Line: 3}, "config: line 3: bad"},
-		{ConfigError{Reason: "bad"}, "config: bad"},
+		{Error{Field: "vnics[1].vesw.eth_mtu", Reason: "bad"}, "config: vnics[1].vesw.eth_mtu: bad"},
+		{Error{Field: "node.lid", Reason: "bad", Line: 3}, "config: node.lid: bad (line 3)"},
+		{Error{Reason: "bad", Line: 3}, "config: line 3: bad"},
+		{Error{Reason: "bad"}, "config: bad"},
 	} {
 		if got := tt.err.Error(); got != tt.want {
 			t.Errorf("Error() = %q, want %q", got, tt.want)
@@ -310,7 +310,7 @@ func TestConfigErrorFormat(t *testing.T) {
 	}
 	// Lines point at the value.
 	_, err := parseConfig([]byte("node:\n  name: a\n  lid: 0\n"), noEnv)
-	var ce *ConfigError
+	var ce *Error
 	if !errors.As(err, &ce) || ce.Line != 3 {
 		t.Errorf("err = %v, want line 3", err)
 	}
@@ -614,7 +614,7 @@ func TestParseConfigNetdevPlacement(t *testing.T) {
 func TestParseConfigEnvError(t *testing.T) {
 	lookup := func(string) (string, bool) { return "", false }
 	_, err := parseConfig([]byte("node: {name: a, lid: 1}\n\npeers: [{lid: ${UNSET}}]\n"), lookup)
-	var ce *ConfigError
+	var ce *Error
 	if !errors.As(err, &ce) || ce.Line != 3 || ce.Field != "" || !strings.Contains(ce.Reason, "UNSET is not set") {
 		t.Errorf("err = %#v, want line 3, UNSET is not set", err)
 	}
@@ -623,7 +623,7 @@ func TestParseConfigEnvError(t *testing.T) {
 func TestParseConfigEnv(t *testing.T) {
 	t.Setenv("OPAVNIC_TEST_LID", "0xC000")
 	t.Setenv("OPAVNIC_TEST_NAME", "from-env")
-	c, err := ParseConfig([]byte("node: {name: ${OPAVNIC_TEST_NAME}, lid: ${OPAVNIC_TEST_LID}, listen: \"${OPAVNIC_TEST_UNSET:-10.0.0.1}\"}"))
+	c, err := Parse([]byte("node: {name: ${OPAVNIC_TEST_NAME}, lid: ${OPAVNIC_TEST_LID}, listen: \"${OPAVNIC_TEST_UNSET:-10.0.0.1}\"}"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -634,7 +634,7 @@ func TestParseConfigEnv(t *testing.T) {
 
 func loadDemo(t *testing.T, host string) *Config {
 	t.Helper()
-	c, err := LoadConfig(filepath.Join("..", "configs", "demo", "host-"+host+".yaml"))
+	c, err := Load(filepath.Join("..", "..", "configs", "demo", "host-"+host+".yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -729,7 +729,7 @@ func TestDemoMACsRoute(t *testing.T) {
 }
 
 func TestExampleConfig(t *testing.T) {
-	c, err := LoadConfig(filepath.Join("..", "configs", "vnicd.example.yaml"))
+	c, err := Load(filepath.Join("..", "..", "configs", "vnicd.example.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -753,15 +753,15 @@ vnics:
 
 func TestMarshalRoundTrip(t *testing.T) {
 	files := []string{
-		filepath.Join("..", "configs", "vnicd.example.yaml"),
-		filepath.Join("..", "configs", "demo", "host-a.yaml"),
-		filepath.Join("..", "configs", "demo", "host-b.yaml"),
-		filepath.Join("..", "configs", "demo", "managed-host-a.yaml"),
-		filepath.Join("..", "configs", "demo", "managed-host-b.yaml"),
+		filepath.Join("..", "..", "configs", "vnicd.example.yaml"),
+		filepath.Join("..", "..", "configs", "demo", "host-a.yaml"),
+		filepath.Join("..", "..", "configs", "demo", "host-b.yaml"),
+		filepath.Join("..", "..", "configs", "demo", "managed-host-a.yaml"),
+		filepath.Join("..", "..", "configs", "demo", "managed-host-b.yaml"),
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			c, err := LoadConfig(f)
+			c, err := Load(f)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -839,7 +839,7 @@ func roundTrip(t *testing.T, c *Config, lookup func(string) (string, bool)) {
 }
 
 func TestLoadConfigMissingFile(t *testing.T) {
-	_, err := LoadConfig(filepath.Join(t.TempDir(), "nope.yaml"))
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("err = %v, want fs.ErrNotExist", err)
 	}
@@ -856,7 +856,7 @@ func TestSummary(t *testing.T) {
 }
 
 func TestSummaryManaged(t *testing.T) {
-	c, err := LoadConfig("../configs/demo/managed-host-a.yaml")
+	c, err := Load("../../configs/demo/managed-host-a.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -888,7 +888,7 @@ func fuzzEnv(k string) (string, bool) {
 
 func FuzzParseConfig(f *testing.F) {
 	for _, p := range []string{"vnicd.example.yaml", "demo/host-a.yaml", "demo/host-b.yaml", "demo/managed-host-a.yaml", "demo/managed-host-b.yaml"} {
-		b, err := os.ReadFile(filepath.Join("..", "configs", p))
+		b, err := os.ReadFile(filepath.Join("..", "..", "configs", p))
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -909,7 +909,7 @@ func FuzzParseConfig(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := parseConfig(data, fuzzEnv)
 		if err != nil {
-			var ce *ConfigError
+			var ce *Error
 			if !errors.As(err, &ce) {
 				t.Fatalf("error %v (%T) is not a *ConfigError", err, err)
 			}
@@ -929,8 +929,8 @@ func TestParseConfigPeerAtOwnListen(t *testing.T) {
 		"port":      "node: {name: a, lid: 2, listen: '10.0.0.2:5000'}\npeers: [{lid: 3, address: '10.0.0.2:5000'}]\n",
 		"v4-mapped": "node: {name: a, lid: 2, listen: '10.0.0.2'}\npeers: [{lid: 3, address: '[::ffff:10.0.0.2]:4793'}]\n",
 	} {
-		_, err := ParseConfig([]byte(text))
-		var ce *ConfigError
+		_, err := Parse([]byte(text))
+		var ce *Error
 		if !errors.As(err, &ce) || ce.Field != "peers[0].address" || !strings.Contains(ce.Reason, "node.listen") {
 			t.Errorf("%s: %v; want an error at peers[0].address naming node.listen", name, err)
 		}
@@ -939,16 +939,16 @@ func TestParseConfigPeerAtOwnListen(t *testing.T) {
 		"other port":  "node: {name: a, lid: 2, listen: '10.0.0.2:5000'}\npeers: [{lid: 3, address: '10.0.0.2'}]\n",
 		"unspecified": "node: {name: a, lid: 2, listen: ':4793'}\npeers: [{lid: 3, address: '10.0.0.2'}]\n",
 	} {
-		if _, err := ParseConfig([]byte(text)); err != nil {
+		if _, err := Parse([]byte(text)); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
 }
 func TestNetdevKeyPID(t *testing.T) {
-	if netdevKey("pid:12", "eth0") != netdevKey("/proc/12/ns/net", "eth0") {
+	if NetdevKey("pid:12", "eth0") != NetdevKey("/proc/12/ns/net", "eth0") {
 		t.Error("pid:12 and /proc/12/ns/net are different keys")
 	}
-	if netdevKey("pid:12", "eth0") == netdevKey("pid:13", "eth0") {
+	if NetdevKey("pid:12", "eth0") == NetdevKey("pid:13", "eth0") {
 		t.Error("pid:12 and pid:13 are the same key")
 	}
 }

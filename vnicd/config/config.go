@@ -1,4 +1,4 @@
-package vnicd
+package config
 
 // Static-mode configuration: the YAML file a node's vnicd starts from, its
 // environment expansion, defaults and validation. configs/README.md is the
@@ -153,10 +153,10 @@ type VNICConfig struct {
 	MACTable []engine.MACEntry   // nil when there are none
 }
 
-// ConfigError is a config that cannot be used: which field, why, and where.
+// Error is a config that cannot be used: which field, why, and where.
 // Everything ParseConfig and LoadConfig reject comes out as one (except the
 // file read error of LoadConfig); find it with errors.As.
-type ConfigError struct {
+type Error struct {
 	// Field is the path of the offending field, such as
 	// "vnics[1].vesw.eth_mtu"; "" for a problem with the text itself (YAML
 	// syntax, an environment variable).
@@ -169,7 +169,7 @@ type ConfigError struct {
 
 // Error returns "config: <field>: <reason>", with " (line N)" when the line
 // is known; without a field, "config: line N: <reason>".
-func (e *ConfigError) Error() string {
+func (e *Error) Error() string {
 	return "config: " + (&yamlcfg.Error{Field: e.Field, Reason: e.Reason, Line: e.Line}).Error()
 }
 
@@ -177,27 +177,27 @@ func (e *ConfigError) Error() string {
 func configError(err error) error {
 	var e *yamlcfg.Error
 	if errors.As(err, &e) {
-		return &ConfigError{Field: e.Field, Reason: e.Reason, Line: e.Line}
+		return &Error{Field: e.Field, Reason: e.Reason, Line: e.Line}
 	}
 	return err
 }
 
-// LoadConfig reads and parses the config file at path. A read error is
+// Load reads and parses the config file at path. A read error is
 // returned as os.ReadFile gives it (it names the file); everything else is a
 // *ConfigError, which does not name the file.
-func LoadConfig(path string) (*Config, error) {
+func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return ParseConfig(data)
+	return Parse(data)
 }
 
-// ParseConfig parses a config file's text: it expands ${NAME} and
+// Parse parses a config file's text: it expands ${NAME} and
 // ${NAME:-default} from the process environment, decodes the YAML (unknown
 // fields are errors), applies the defaults and validates everything. The
 // error is a *ConfigError.
-func ParseConfig(data []byte) (*Config, error) {
+func Parse(data []byte) (*Config, error) {
 	return parseConfig(data, os.LookupEnv)
 }
 
@@ -650,10 +650,10 @@ func (c *checker) buildSocket(l leaf, nodeName string) string {
 	return s
 }
 
-// netdevKey names an ifname within its namespace, for duplicate detection:
+// NetdevKey names an ifname within its namespace, for duplicate detection:
 // "" is vnicd's own namespace, a name is a file in /var/run/netns, and
 // /var/run/netns/x is taken as /run/netns/x.
-func netdevKey(netns, ifname string) string {
+func NetdevKey(netns, ifname string) string {
 	switch {
 	case netns == "":
 	case strings.HasPrefix(netns, tap.NetNSPIDPrefix):
@@ -675,7 +675,7 @@ func (c *checker) buildVNICs(raw []rawVNIC, cfg *Config, known map[uint32]string
 	vesws := map[encap.VESWID]string{}
 	ifnames := map[string]string{}
 	if cfg.Node.UnderlayInterface != "" {
-		ifnames[netdevKey("", cfg.Node.UnderlayInterface)] = "node.underlay_interface"
+		ifnames[NetdevKey("", cfg.Node.UnderlayInterface)] = "node.underlay_interface"
 	}
 	for i := range raw {
 		r := &raw[i]
@@ -694,7 +694,7 @@ func (c *checker) buildVNICs(raw []rawVNIC, cfg *Config, known map[uint32]string
 			c.Failf(path+".vesw.id", r.VESW.ID, "vesw %d is also used by %s", v.Port.VESW.VESWID, prev)
 		}
 		vesws[v.Port.VESW.VESWID] = path
-		key := netdevKey(v.Netdev.NetNS, v.Netdev.IfName)
+		key := NetdevKey(v.Netdev.NetNS, v.Netdev.IfName)
 		if prev := ifnames[key]; prev != "" {
 			c.Failf(path+".port.ifname", r.Port.IfName, "%q is also %s, in the same network namespace", v.Netdev.IfName, prev)
 		}
@@ -947,7 +947,7 @@ func (c *Config) marshalQueues() *yaml.Node {
 }
 
 // Marshal returns c as a config file with every default written out, which
-// ParseConfig reads back to an equal Config. Text that looks like an
+// Parse reads back to an equal Config. Text that looks like an
 // environment reference (${) is escaped as $${.
 func (c *Config) Marshal() ([]byte, error) {
 	node := mapping(
@@ -1281,9 +1281,9 @@ func (c *checker) buildNetdevs(raw map[string]rawNetdev, managed bool, underlay 
 	}
 	out := map[uint8]engine.NetdevConfig{}
 	leaves := map[uint8]netdevEntry{}
-	ifnames := map[string]string{} // netdevKey -> path, as buildVNICs checks vnics'
+	ifnames := map[string]string{} // NetdevKey -> path, as buildVNICs checks vnics'
 	if underlay != "" {
-		ifnames[netdevKey("", underlay)] = "node.underlay_interface"
+		ifnames[NetdevKey("", underlay)] = "node.underlay_interface"
 	}
 	for _, k := range sortedKeys(raw) {
 		path := "netdevs." + k
@@ -1309,7 +1309,7 @@ func (c *checker) buildNetdevs(raw map[string]rawNetdev, managed bool, underlay 
 			continue
 		}
 		nd := c.buildNetdev(&rawPort{IfName: r.IfName, NetNS: r.NetNS, Addresses: r.Addresses}, path, v)
-		key := netdevKey(nd.NetNS, nd.IfName)
+		key := NetdevKey(nd.NetNS, nd.IfName)
 		if prev := ifnames[key]; prev != "" {
 			c.Failf(path+".ifname", r.IfName, "%q is also %s, in the same network namespace", nd.IfName, prev)
 		}
@@ -1327,7 +1327,7 @@ func (c *checker) checkNetdevsVsVNICs(cfg *Config, leaves map[uint8]netdevEntry)
 	ifnames := map[string]string{}
 	vports := map[uint8]bool{}
 	for i, v := range cfg.VNICs {
-		ifnames[netdevKey(v.Netdev.NetNS, v.Netdev.IfName)] = fmt.Sprintf("vnics[%d].port.ifname", i)
+		ifnames[NetdevKey(v.Netdev.NetNS, v.Netdev.IfName)] = fmt.Sprintf("vnics[%d].port.ifname", i)
 		vports[v.VPort] = true
 	}
 	for _, vp := range sortedKeys(cfg.Netdevs) {
@@ -1335,7 +1335,7 @@ func (c *checker) checkNetdevsVsVNICs(cfg *Config, leaves map[uint8]netdevEntry)
 		if vports[vp] {
 			continue // the vnics[] entry names this vport's netdev (NetdevFor)
 		}
-		if prev := ifnames[netdevKey(nd.NetNS, nd.IfName)]; prev != "" {
+		if prev := ifnames[NetdevKey(nd.NetNS, nd.IfName)]; prev != "" {
 			c.Failf("netdevs."+leaves[vp].key+".ifname", leaves[vp].ifname, "%q is also %s, in the same network namespace", nd.IfName, prev)
 			return
 		}

@@ -1,4 +1,4 @@
-package vnicd
+package config
 
 import (
 	"os"
@@ -16,7 +16,7 @@ var reDocCode = regexp.MustCompile("`([^`]+)`")
 // vnicd reads: every key has its row (or, inside a mapping one row or
 // section describes, its mention there), and every row is a key.
 func TestConfigDocumented(t *testing.T) {
-	b, err := os.ReadFile("../configs/README.md")
+	b, err := os.ReadFile("../../configs/README.md")
 	if err != nil {
 		t.Fatal(err)
 	}

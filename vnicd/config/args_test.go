@@ -1,4 +1,4 @@
-package vnicd
+package config
 
 import (
 	"net/netip"

@@ -1,4 +1,4 @@
-package vnicd
+package config
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 )
 
 func TestParseConfigManaged(t *testing.T) {
-	cfg, err := ParseConfig([]byte(`
+	cfg, err := Parse([]byte(`
 node:
   name: host-c
   fabric_manager: 10.0.0.100
@@ -46,13 +46,13 @@ netdevs:
 		"bad netdevs ifname":      {"node: {name: a, fabric_manager: '10.0.0.1'}\nnetdevs: {1: {ifname: 'a b'}}", "netdevs.1.ifname"},
 		"netdevs in static mode":  {"node: {name: a, lid: 2}\nnetdevs: {0: {ifname: a}}", "netdevs.0"},
 	} {
-		_, err := ParseConfig([]byte(c.text))
-		var ce *ConfigError
+		_, err := Parse([]byte(c.text))
+		var ce *Error
 		if !errors.As(err, &ce) || ce.Field != c.field {
 			t.Errorf("%s: %v, want an error at %s", name, err, c.field)
 		}
 	}
-	cfg, err = ParseConfig([]byte("node: {name: a, lid: 2}\ntrusted_managers: ['10.0.0.2:4000']"))
+	cfg, err = Parse([]byte("node: {name: a, lid: 2}\ntrusted_managers: ['10.0.0.2:4000']"))
 	if err != nil || len(cfg.TrustedManagers) != 1 || cfg.TrustedManagers[0].Port() != 4000 {
 		t.Fatalf("trusted: %v %v", err, cfg)
 	}
@@ -77,8 +77,8 @@ func TestParseConfigNetdevsConflicts(t *testing.T) {
 		"a vnics port": {"netdevs:\n  1: {ifname: vnic0}\nvnics:\n  - vesw: {id: 1, pkey: 0x8001}\n",
 			"netdevs.1.ifname", `"vnic0" is also vnics[0].port.ifname`},
 	} {
-		_, err := ParseConfig([]byte(managed + c.text))
-		var ce *ConfigError
+		_, err := Parse([]byte(managed + c.text))
+		var ce *Error
 		if !errors.As(err, &ce) || ce.Field != c.field || !strings.Contains(ce.Reason, c.reason) {
 			t.Errorf("%s: %v; want an error at %s with %q", name, err, c.field, c.reason)
 		}
@@ -89,7 +89,7 @@ func TestParseConfigNetdevsConflicts(t *testing.T) {
 		"two namespaces": "netdevs:\n  1: {ifname: x, netns: c1}\n  2: {ifname: x, netns: c2}\n  0x3: {ifname: x}\n",
 		"same vport":     "netdevs:\n  0: {ifname: vnic0}\nvnics:\n  - vesw: {id: 1, pkey: 0x8001}\n",
 	} {
-		if _, err := ParseConfig([]byte(managed + text)); err != nil {
+		if _, err := Parse([]byte(managed + text)); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -105,8 +105,8 @@ func TestParseConfigManagedFMLIDClash(t *testing.T) {
 		"node.lid fm_lid": {"node: {name: a, lid: 0x20, fm_lid: 0x20, listen: '10.0.0.2', fabric_manager: '10.0.0.1'}\n", "node.lid"},
 		"peers[].lid":     {"node: {name: a, lid: 2, fabric_manager: '10.0.0.1'}\npeers: [{lid: 3, address: '10.0.0.4'}, {lid: 1, address: '10.0.0.3'}]\n", "peers[1].lid"},
 	} {
-		cfg, err := ParseConfig([]byte(c.text))
-		var ce *ConfigError
+		cfg, err := Parse([]byte(c.text))
+		var ce *Error
 		if !errors.As(err, &ce) || ce.Field != c.field || !strings.Contains(ce.Reason, "node.fm_lid") {
 			if err == nil {
 				dir, _ := cfg.Directory()
@@ -119,7 +119,7 @@ func TestParseConfigManagedFMLIDClash(t *testing.T) {
 		}
 	}
 	// In static mode node.fm_lid means nothing, and LID 1 is any node's.
-	if _, err := ParseConfig([]byte("node: {name: a, lid: 1}\npeers: [{lid: 2, address: '10.0.0.3'}]\n")); err != nil {
+	if _, err := Parse([]byte("node: {name: a, lid: 1}\npeers: [{lid: 2, address: '10.0.0.3'}]\n")); err != nil {
 		t.Error(err)
 	}
 }
@@ -135,7 +135,7 @@ func TestParseConfigManagedLIDZero(t *testing.T) {
 		"node: {name: a, fabric_manager: '10.0.0.1', lid: 0}",
 		"node: {name: a, fabric_manager: '10.0.0.1', lid: 0x0}",
 	} {
-		cfg, err := ParseConfig([]byte(text))
+		cfg, err := Parse([]byte(text))
 		if err != nil {
 			t.Errorf("%s: %v", text, err)
 			continue
@@ -147,13 +147,13 @@ func TestParseConfigManagedLIDZero(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if back, err := ParseConfig(out); err != nil || back.Node.LID != 0 {
+		if back, err := Parse(out); err != nil || back.Node.LID != 0 {
 			t.Errorf("%s: marshalled back: %v %v", text, err, back)
 		}
 	}
 	// A static node still needs a real LID.
-	var ce *ConfigError
-	if _, err := ParseConfig([]byte("node: {name: a, lid: 0}")); !errors.As(err, &ce) || ce.Field != "node.lid" {
+	var ce *Error
+	if _, err := Parse([]byte("node: {name: a, lid: 0}")); !errors.As(err, &ce) || ce.Field != "node.lid" {
 		t.Errorf("static lid 0: %v, want an error at node.lid", err)
 	}
 }
