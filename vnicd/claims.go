@@ -17,6 +17,7 @@ import (
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/internal/statefile"
 	"github.com/opavnic/opavnic/vnicd/config"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
 )
@@ -57,49 +58,14 @@ import (
 // namespace is gone, whose netdev is gone, or whose port the EM makes on
 // another vesw ends, and the port is made afresh in vnicd's namespace.
 
-// ErrNoFreePort is wrapped by vnic_add's error in managed mode when the vesw
-// has no port this node can give a container.
-var ErrNoFreePort = errors.New("no free port")
-
-// Claim is a container's hold on an EM-created port.
-type Claim struct {
-	VPort uint8  `json:"vport"`
-	VESW  uint16 `json:"vesw"`
-	Owner string `json:"owner,omitempty"`
-	// NetNS and IfName are where the netdev is while claimed (NetNS as the
-	// caller named it: a name, pid:N or a path).
-	NetNS  string `json:"netns"`
-	IfName string `json:"ifname"`
-	// Home is the netdev's name in vnicd's namespace, where the end of the
-	// claim puts it back.
-	Home string `json:"home"`
-	// Addresses are those vnic_add set (the CNI plugin sets its IPAM's
-	// itself).
-	Addresses []string `json:"addresses,omitempty"`
-	// NSDev and NSIno identify the namespace (its nsfs inode), so that a
-	// namespace path that names another namespace after a restart is not
-	// taken for the claim's.
-	NSDev uint64 `json:"ns_dev"`
-	NSIno uint64 `json:"ns_ino"`
-	// State is "active" (the port runs in the namespace) or "pending"
-	// (after a restart, until the EM makes the port again); answers only.
-	State string `json:"state,omitempty"`
-}
-
-// Claim states.
-const (
-	ClaimActive  = "active"
-	ClaimPending = "pending"
-)
-
 // claimsVersion is the state file's format.
 const claimsVersion = 1
 
 // claimsFile is the state file's content.
 type claimsFile struct {
-	Version int     `json:"version"`
-	Node    string  `json:"node"`
-	Claims  []Claim `json:"claims"`
+	Version int         `json:"version"`
+	Node    string      `json:"node"`
+	Claims  []ctl.Claim `json:"claims"`
 }
 
 // ClaimsPath is the state file of a control socket's claims: the socket's
@@ -121,7 +87,7 @@ func statePath(socket, suffix string) string {
 // factory takes a pending claim (takePending) when the EM makes its port.
 type claimTable struct {
 	mu      sync.Mutex
-	m       map[uint8]*Claim
+	m       map[uint8]*ctl.Claim
 	pending map[uint8]bool
 	offVESW map[uint8]bool // logged: the EM took the port off its vesw
 
@@ -131,21 +97,21 @@ type claimTable struct {
 }
 
 func newClaimTable(path, node string) *claimTable {
-	return &claimTable{m: map[uint8]*Claim{}, pending: map[uint8]bool{}, offVESW: map[uint8]bool{}, path: path, node: node}
+	return &claimTable{m: map[uint8]*ctl.Claim{}, pending: map[uint8]bool{}, offVESW: map[uint8]bool{}, path: path, node: node}
 }
 
 // get returns vport's claim and whether it is pending.
-func (t *claimTable) get(vport uint8) (Claim, bool, bool) {
+func (t *claimTable) get(vport uint8) (ctl.Claim, bool, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c, ok := t.m[vport]
 	if !ok {
-		return Claim{}, false, false
+		return ctl.Claim{}, false, false
 	}
 	return *c, t.pending[vport], true
 }
 
-func (t *claimTable) put(c Claim, pending bool) {
+func (t *claimTable) put(c ctl.Claim, pending bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c.State = ""
@@ -156,7 +122,7 @@ func (t *claimTable) put(c Claim, pending bool) {
 
 // update changes vport's active claim with f, if there is one, and
 // reports whether there was.
-func (t *claimTable) update(vport uint8, f func(*Claim)) bool {
+func (t *claimTable) update(vport uint8, f func(*ctl.Claim)) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c, ok := t.m[vport]
@@ -189,12 +155,12 @@ func (t *claimTable) dropPending(vport uint8) bool {
 }
 
 // takePending marks vport's pending claim active and returns it.
-func (t *claimTable) takePending(vport uint8) (Claim, bool) {
+func (t *claimTable) takePending(vport uint8) (ctl.Claim, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c, ok := t.m[vport]
 	if !ok || !t.pending[vport] {
-		return Claim{}, false
+		return ctl.Claim{}, false
 	}
 	t.pending[vport] = false
 	return *c, true
@@ -215,19 +181,19 @@ func (t *claimTable) noteOffVESW(vport uint8, off bool) bool {
 }
 
 // list returns every claim with its state, by vport.
-func (t *claimTable) list() []Claim {
+func (t *claimTable) list() []ctl.Claim {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make([]Claim, 0, len(t.m))
+	out := make([]ctl.Claim, 0, len(t.m))
 	for vp, c := range t.m {
 		cc := *c
-		cc.State = ClaimActive
+		cc.State = ctl.ClaimActive
 		if t.pending[vp] {
-			cc.State = ClaimPending
+			cc.State = ctl.ClaimPending
 		}
 		out = append(out, cc)
 	}
-	slices.SortFunc(out, func(a, b Claim) int { return int(a.VPort) - int(b.VPort) })
+	slices.SortFunc(out, func(a, b ctl.Claim) int { return int(a.VPort) - int(b.VPort) })
 	return out
 }
 
@@ -330,7 +296,7 @@ func setAside(path string) []zap.Field {
 }
 
 // loadClaims reads a state file; a missing file is no claims.
-func loadClaims(path string) ([]Claim, error) {
+func loadClaims(path string) ([]ctl.Claim, error) {
 	b, err := readStateFile(path, "claims")
 	if b == nil || err != nil {
 		return nil, err
@@ -339,7 +305,7 @@ func loadClaims(path string) ([]Claim, error) {
 }
 
 // parseClaims decodes a state file's bytes (path is for the errors).
-func parseClaims(b []byte, path string) ([]Claim, error) {
+func parseClaims(b []byte, path string) ([]ctl.Claim, error) {
 	var f claimsFile
 	if err := decodeStateFile(b, path, "claims", &f, func() int { return f.Version }, claimsVersion); err != nil {
 		return nil, err
@@ -401,7 +367,7 @@ func pickPort(node string, vesw uint16, want *uint8, ports []candidate, joined b
 		case ports[i].vesw != vesw:
 			return 0, fmt.Errorf("vport: vport %d is on vesw %d, not vesw %d", *want, ports[i].vesw, vesw)
 		case ports[i].host || ports[i].claimed:
-			return 0, fmt.Errorf("%w: %s", ErrNoFreePort, ports[i].why())
+			return 0, fmt.Errorf("%w: %s", ctl.ErrNoFreePort, ports[i].why())
 		}
 		return *want, nil
 	}
@@ -413,13 +379,13 @@ func pickPort(node string, vesw uint16, want *uint8, ports []candidate, joined b
 	switch {
 	case len(on) == 0 && !joined:
 		return 0, fmt.Errorf("%w: vesw %d has no port on node %s: this node has not been configured by the fabric manager yet (not joined, or the FM is unreachable); try again",
-			ErrNoFreePort, vesw, node)
+			ctl.ErrNoFreePort, vesw, node)
 	case len(ports) == 0:
 		return 0, fmt.Errorf("%w: vesw %d has no port on node %s: the EM has made no port on this node yet (it has not configured the node yet: try again; or the fabric config has no member on this node)",
-			ErrNoFreePort, vesw, node)
+			ctl.ErrNoFreePort, vesw, node)
 	case len(on) == 0:
 		return 0, fmt.Errorf("%w: vesw %d has no port on node %s: the EM made none (the fabric config has no member of vesw %d on this node)",
-			ErrNoFreePort, vesw, node, vesw)
+			ctl.ErrNoFreePort, vesw, node, vesw)
 	}
 	whys := make([]string, len(on))
 	for i, p := range on {
@@ -430,7 +396,7 @@ func pickPort(node string, vesw uint16, want *uint8, ports []candidate, joined b
 		plural = ""
 	}
 	return 0, fmt.Errorf("%w: vesw %d has %d port%s on node %s: %s (a node has one port per vesw, so each vesw takes one container per node)",
-		ErrNoFreePort, vesw, len(on), plural, node, strings.Join(whys, "; "))
+		ctl.ErrNoFreePort, vesw, len(on), plural, node, strings.Join(whys, "; "))
 }
 
 // claimTag is the alias a claimed TAP carries: AttachTAP takes over only a
@@ -476,7 +442,7 @@ func (d *Daemon) claimAdd(deadline time.Time, args json.RawMessage) (any, error)
 	}
 	d.rt.op.Lock()
 	defer d.rt.op.Unlock()
-	if err := startBy(deadline); err != nil {
+	if err := ctl.StartBy(deadline); err != nil {
 		return nil, err
 	}
 	if r.Owner != "" {
@@ -510,7 +476,7 @@ func (d *Daemon) claimAdd(deadline time.Time, args json.RawMessage) (any, error)
 	if ifname == "" {
 		ifname = home
 	}
-	c := Claim{VPort: vport, VESW: r.VESW, Owner: r.Owner, NetNS: r.Netdev.NetNS, IfName: ifname, Home: home,
+	c := ctl.Claim{VPort: vport, VESW: r.VESW, Owner: r.Owner, NetNS: r.Netdev.NetNS, IfName: ifname, Home: home,
 		NSDev: nsDev, NSIno: nsIno}
 	for _, a := range r.Netdev.Addresses {
 		c.Addresses = append(c.Addresses, a.String())
@@ -553,7 +519,7 @@ func (d *Daemon) claimAdd(deadline time.Time, args json.RawMessage) (any, error)
 }
 
 // claimDel is vnic_del on a managed node.
-func (d *Daemon) claimDel(a VNICDelArgs) (any, error) {
+func (d *Daemon) claimDel(a ctl.VNICDelArgs) (any, error) {
 	d.rt.op.Lock()
 	defer d.rt.op.Unlock()
 	var vports []uint8
@@ -574,7 +540,7 @@ func (d *Daemon) claimDel(a VNICDelArgs) (any, error) {
 }
 
 // claimGC is vnic_gc on a managed node.
-func (d *Daemon) claimGC(a VNICGCArgs) (any, error) {
+func (d *Daemon) claimGC(a ctl.VNICGCArgs) (any, error) {
 	d.rt.op.Lock()
 	defer d.rt.op.Unlock()
 	return d.release(d.claims.owned(func(o string) bool {
@@ -585,8 +551,8 @@ func (d *Daemon) claimGC(a VNICGCArgs) (any, error) {
 // release ends the claims of vports; d.rt.op is held. Ending a claim never
 // fails: a netdev that cannot go back home is removed (the EM makes the
 // port again when it finds it gone).
-func (d *Daemon) release(vports []uint8) VNICDeleted {
-	out := VNICDeleted{Deleted: []VNICStatus{}}
+func (d *Daemon) release(vports []uint8) ctl.VNICDeleted {
+	out := ctl.VNICDeleted{Deleted: []ctl.VNICStatus{}}
 	for _, vp := range vports {
 		c, _, ok := d.claims.get(vp)
 		if !ok {
@@ -594,7 +560,7 @@ func (d *Daemon) release(vports []uint8) VNICDeleted {
 		}
 		s, ok := d.status(vp)
 		if !ok || !d.claimActive(vp) {
-			s = VNICStatus{VPort: vp, IfName: c.IfName, NetNS: c.NetNS, VESW: c.VESW, Owner: c.Owner}
+			s = ctl.VNICStatus{VPort: vp, IfName: c.IfName, NetNS: c.NetNS, VESW: c.VESW, Owner: c.Owner}
 		}
 		d.endClaim(c, "released")
 		out.Deleted = append(out.Deleted, s)
@@ -616,7 +582,7 @@ func (d *Daemon) claimActive(vport uint8) bool {
 // back to vnicd's namespace under its home name (or vnic%d if another
 // netdev took that name meanwhile), not persistent any more. The caller
 // saves the claims.
-func (d *Daemon) endClaim(c Claim, why string) {
+func (d *Daemon) endClaim(c ctl.Claim, why string) {
 	log := d.log.With(zap.Uint8("vnic", c.VPort), zap.Uint16("vesw", c.VESW), zap.String("owner", c.Owner),
 		zap.String("ifname", c.IfName), zap.String("netns", c.NetNS))
 	if d.claims.dropPending(c.VPort) {
@@ -729,7 +695,7 @@ func (d *Daemon) reconcileClaims() {
 	defer d.rt.op.Unlock()
 	changed := false
 	for _, c := range d.claims.list() {
-		if c.State != ClaimActive {
+		if c.State != ctl.ClaimActive {
 			continue
 		}
 		p := d.engine.Port(c.VPort)

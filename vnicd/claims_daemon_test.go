@@ -17,6 +17,7 @@ import (
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/config"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
@@ -200,19 +201,19 @@ func (n *fakeNode) emSet(vport uint8, vesw uint16) {
 	}
 }
 
-func (n *fakeNode) claims() []vnicd.Claim {
+func (n *fakeNode) claims() []ctl.Claim {
 	n.t.Helper()
-	var cs []vnicd.Claim
-	if err := vnicd.Call(n.sock, "claims", nil, &cs); err != nil {
+	var cs []ctl.Claim
+	if err := ctl.Call(n.sock, "claims", nil, &cs); err != nil {
 		n.t.Fatal(err)
 	}
 	return cs
 }
 
 // waitClaims waits (at most 5 s) until the claims answer ok.
-func (n *fakeNode) waitClaims(what string, ok func([]vnicd.Claim) bool) {
+func (n *fakeNode) waitClaims(what string, ok func([]ctl.Claim) bool) {
 	n.t.Helper()
-	var cs []vnicd.Claim
+	var cs []ctl.Claim
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if cs = n.claims(); ok(cs) {
 			return
@@ -238,8 +239,8 @@ func TestClaimsManaged(t *testing.T) {
 	n.emSet(2, 3) // the host's (netdevs.2)
 	c1 := nsFile(t, "c1")
 
-	var st vnicd.VNICStatus
-	err := vnicd.Call(n.sock, "vnic_add", vnicd.VNICAddArgs{VESW: 1, PKey: "0x8001", EthMTU: 1400, McastDLID: "0xF00001",
+	var st ctl.VNICStatus
+	err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", EthMTU: 1400, McastDLID: "0xF00001",
 		IfName: "eth0", NetNS: c1, Addresses: []string{"10.1.0.5/24"}, Owner: "cni:red:c1:eth0"}, &st)
 	if err != nil {
 		t.Fatal(err)
@@ -251,24 +252,24 @@ func TestClaimsManaged(t *testing.T) {
 	if on, tag := n.dev(0).Persistent(); !on || tag != "opavnic:m:vport0" {
 		t.Errorf("claimed netdev persistent %v, tag %q", on, tag)
 	}
-	if cs := n.claims(); len(cs) != 1 || cs[0].State != vnicd.ClaimActive || cs[0].Home != "vnic0" || cs[0].IfName != "eth0" {
+	if cs := n.claims(); len(cs) != 1 || cs[0].State != ctl.ClaimActive || cs[0].Home != "vnic0" || cs[0].IfName != "eth0" {
 		t.Errorf("claims %+v", cs)
 	}
 	for _, tc := range []struct {
-		args vnicd.VNICAddArgs
+		args ctl.VNICAddArgs
 		err  string
 	}{
-		{vnicd.VNICAddArgs{VESW: 1, NetNS: c1, IfName: "eth1"}, "no free port: vesw 1 has 1 port on node m: vport 0, claimed by cni:red:c1:eth0"},
-		{vnicd.VNICAddArgs{VESW: 3, NetNS: c1}, "vport 2, kept for the host"},
-		{vnicd.VNICAddArgs{VESW: 9, NetNS: c1}, "vesw 9 has no port on node m: this node has not been configured by the fabric manager yet"},
-		{vnicd.VNICAddArgs{VESW: 2, PKey: "0x8001", NetNS: c1}, "pkey: 0x8001, but the EM gave vesw 2 pkey 0x8002"},
-		{vnicd.VNICAddArgs{VESW: 2, EthMTU: 1500, NetNS: c1}, "eth_mtu: 1500, but the EM gave vesw 2 eth_mtu 1400"},
-		{vnicd.VNICAddArgs{VESW: 2, NetNS: c1, Owner: "cni:red:c1:eth0"}, `owner: "cni:red:c1:eth0" already holds vport 0`},
-		{vnicd.VNICAddArgs{VESW: 2, NetNS: c1, MAC: "02:00:00:00:00:09"}, "mac: the EM sets"},
-		{vnicd.VNICAddArgs{VESW: 2}, "netns: required"},
-		{vnicd.VNICAddArgs{VESW: 2, NetNS: filepath.Join(t.TempDir(), "gone")}, "netns:"},
+		{ctl.VNICAddArgs{VESW: 1, NetNS: c1, IfName: "eth1"}, "no free port: vesw 1 has 1 port on node m: vport 0, claimed by cni:red:c1:eth0"},
+		{ctl.VNICAddArgs{VESW: 3, NetNS: c1}, "vport 2, kept for the host"},
+		{ctl.VNICAddArgs{VESW: 9, NetNS: c1}, "vesw 9 has no port on node m: this node has not been configured by the fabric manager yet"},
+		{ctl.VNICAddArgs{VESW: 2, PKey: "0x8001", NetNS: c1}, "pkey: 0x8001, but the EM gave vesw 2 pkey 0x8002"},
+		{ctl.VNICAddArgs{VESW: 2, EthMTU: 1500, NetNS: c1}, "eth_mtu: 1500, but the EM gave vesw 2 eth_mtu 1400"},
+		{ctl.VNICAddArgs{VESW: 2, NetNS: c1, Owner: "cni:red:c1:eth0"}, `owner: "cni:red:c1:eth0" already holds vport 0`},
+		{ctl.VNICAddArgs{VESW: 2, NetNS: c1, MAC: "02:00:00:00:00:09"}, "mac: the EM sets"},
+		{ctl.VNICAddArgs{VESW: 2}, "netns: required"},
+		{ctl.VNICAddArgs{VESW: 2, NetNS: filepath.Join(t.TempDir(), "gone")}, "netns:"},
 	} {
-		if err := vnicd.Call(n.sock, "vnic_add", tc.args, nil); err == nil || !strings.Contains(err.Error(), tc.err) {
+		if err := ctl.Call(n.sock, "vnic_add", tc.args, nil); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("vnic_add %+v: %v; want %q", tc.args, err, tc.err)
 		}
 	}
@@ -283,8 +284,8 @@ func TestClaimsManaged(t *testing.T) {
 
 	// DEL by owner ends the claim: home under its old name, not persistent;
 	// a second DEL deletes nothing and succeeds.
-	var del vnicd.VNICDeleted
-	if err := vnicd.Call(n.sock, "vnic_del", vnicd.VNICDelArgs{Owner: "cni:red:c1:eth0"}, &del); err != nil ||
+	var del ctl.VNICDeleted
+	if err := ctl.Call(n.sock, "vnic_del", ctl.VNICDelArgs{Owner: "cni:red:c1:eth0"}, &del); err != nil ||
 		len(del.Deleted) != 1 || del.Deleted[0].Owner != "cni:red:c1:eth0" || del.Deleted[0].VPort != 0 {
 		t.Fatalf("vnic_del: %+v, %v", del, err)
 	}
@@ -294,11 +295,11 @@ func TestClaimsManaged(t *testing.T) {
 	if on, _ := n.dev(0).Persistent(); on {
 		t.Error("released netdev still persistent")
 	}
-	if err := vnicd.Call(n.sock, "vnic_del", vnicd.VNICDelArgs{Owner: "cni:red:c1:eth0"}, &del); err != nil || len(del.Deleted) != 0 {
+	if err := ctl.Call(n.sock, "vnic_del", ctl.VNICDelArgs{Owner: "cni:red:c1:eth0"}, &del); err != nil || len(del.Deleted) != 0 {
 		t.Errorf("second vnic_del: %+v, %v", del, err)
 	}
 	one := 1
-	if err := vnicd.Call(n.sock, "vnic_del", vnicd.VNICDelArgs{VPort: &one}, nil); err == nil || !strings.Contains(err.Error(), "vport 1 is not claimed") {
+	if err := ctl.Call(n.sock, "vnic_del", ctl.VNICDelArgs{VPort: &one}, nil); err == nil || !strings.Contains(err.Error(), "vport 1 is not claimed") {
 		t.Errorf("vnic_del of an unclaimed vport: %v", err)
 	}
 	if cs := n.claims(); len(cs) != 0 {
@@ -306,18 +307,18 @@ func TestClaimsManaged(t *testing.T) {
 	}
 
 	// The EM moves a claimed port to another vesw: the claim ends.
-	if err := vnicd.Call(n.sock, "vnic_add", vnicd.VNICAddArgs{VESW: 1, NetNS: c1, Owner: "o2"}, &st); err != nil || st.IfName != "vnic0" {
+	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, NetNS: c1, Owner: "o2"}, &st); err != nil || st.IfName != "vnic0" {
 		t.Fatalf("claim keeping the name: %+v, %v", st, err)
 	}
 	n.emSet(0, 4)
-	n.waitClaims("after the EM moved vport 0 to vesw 4", func(cs []vnicd.Claim) bool { return len(cs) == 0 })
+	n.waitClaims("after the EM moved vport 0 to vesw 4", func(cs []ctl.Claim) bool { return len(cs) == 0 })
 	if d := n.dev(0); d.NetNS() != "" {
 		t.Errorf("netdev of a port moved to another vesw stays in %q", d.NetNS())
 	}
 
 	// The EM takes a claimed port off its vesw (DeleteVESW): it stays in
 	// the container; back on the same vesw, the claim goes on.
-	if err := vnicd.Call(n.sock, "vnic_add", vnicd.VNICAddArgs{VESW: 2, NetNS: c1, IfName: "net1", Owner: "o3"}, &st); err != nil {
+	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 2, NetNS: c1, IfName: "net1", Owner: "o3"}, &st); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.d.EMDeleteVESW(1); err != nil {
@@ -331,13 +332,13 @@ func TestClaimsManaged(t *testing.T) {
 	}
 
 	// GC keeps the listed owners and ends the others.
-	if err := vnicd.Call(n.sock, "vnic_add", vnicd.VNICAddArgs{VESW: 4, NetNS: c1, Owner: "cni:x:keep:eth0"}, nil); err != nil {
+	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 4, NetNS: c1, Owner: "cni:x:keep:eth0"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := vnicd.Call(n.sock, "vnic_gc", vnicd.VNICGCArgs{Prefix: "cni:x:", Keep: []string{"cni:x:keep:eth0"}}, &del); err != nil || len(del.Deleted) != 0 {
+	if err := ctl.Call(n.sock, "vnic_gc", ctl.VNICGCArgs{Prefix: "cni:x:", Keep: []string{"cni:x:keep:eth0"}}, &del); err != nil || len(del.Deleted) != 0 {
 		t.Errorf("gc keeping the only one: %+v, %v", del, err)
 	}
-	if err := vnicd.Call(n.sock, "vnic_gc", vnicd.VNICGCArgs{Prefix: "cni:x:"}, &del); err != nil ||
+	if err := ctl.Call(n.sock, "vnic_gc", ctl.VNICGCArgs{Prefix: "cni:x:"}, &del); err != nil ||
 		len(del.Deleted) != 1 || del.Deleted[0].Owner != "cni:x:keep:eth0" {
 		t.Errorf("gc: %+v, %v", del, err)
 	}
@@ -356,12 +357,12 @@ func TestClaimsRestart(t *testing.T) {
 	n.emSet(1, 2)
 	n.emSet(3, 5)
 	c1, c2, c3 := nsFile(t, "c1"), nsFile(t, "c2"), nsFile(t, "c3")
-	for _, a := range []vnicd.VNICAddArgs{
+	for _, a := range []ctl.VNICAddArgs{
 		{VESW: 1, NetNS: c1, IfName: "eth0", Owner: "keep"},
 		{VESW: 2, NetNS: c2, IfName: "eth0", Owner: "ns-gone"},
 		{VESW: 5, NetNS: c3, IfName: "eth0", Owner: "vesw-changes"},
 	} {
-		if err := vnicd.Call(n.sock, "vnic_add", a, nil); err != nil {
+		if err := ctl.Call(n.sock, "vnic_add", a, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -370,11 +371,11 @@ func TestClaimsRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.start()
-	if cs := n.claims(); len(cs) != 2 || cs[0].Owner != "keep" || cs[0].State != vnicd.ClaimPending || cs[1].Owner != "vesw-changes" {
+	if cs := n.claims(); len(cs) != 2 || cs[0].Owner != "keep" || cs[0].State != ctl.ClaimPending || cs[1].Owner != "vesw-changes" {
 		t.Fatalf("claims after the restart: %+v", cs)
 	}
-	var vs []vnicd.VNICStatus
-	if err := vnicd.Call(n.sock, "vnics", nil, &vs); err != nil || len(vs) != 0 {
+	var vs []ctl.VNICStatus
+	if err := ctl.Call(n.sock, "vnics", nil, &vs); err != nil || len(vs) != 0 {
 		t.Fatalf("ports before the EM: %+v, %v", vs, err)
 	}
 	// A pending claim holds its vport: no second claim on it meanwhile.
@@ -386,13 +387,13 @@ func TestClaimsRestart(t *testing.T) {
 		attaches[0].Netdev.NetNS != c1 || attaches[0].Netdev.IfName != "eth0" {
 		t.Errorf("attach requests %+v", attaches)
 	}
-	if cs := n.claims(); len(cs) != 1 || cs[0].Owner != "keep" || cs[0].State != vnicd.ClaimActive {
+	if cs := n.claims(); len(cs) != 1 || cs[0].Owner != "keep" || cs[0].State != ctl.ClaimActive {
 		t.Errorf("claims once the EM made the ports: %+v", cs)
 	}
 	if len(removed) != 1 || removed[0] != c3+"/eth0" {
 		t.Errorf("netdevs removed: %v; want the one of the claim whose vesw changed", removed)
 	}
-	if err := vnicd.Call(n.sock, "vnics", nil, &vs); err != nil || len(vs) != 3 || vs[0].Owner != "keep" || vs[0].NetNS != c1 ||
+	if err := ctl.Call(n.sock, "vnics", nil, &vs); err != nil || len(vs) != 3 || vs[0].Owner != "keep" || vs[0].NetNS != c1 ||
 		vs[0].IfName != "eth0" || vs[1].NetNS != "" || vs[2].VESW != 6 || vs[2].NetNS != "" {
 		t.Errorf("ports after the EM: %+v, %v", vs, err)
 	}
@@ -411,14 +412,14 @@ func TestClaimsRestart(t *testing.T) {
 	// A pending claim ended by DEL before the EM made its port: its netdev
 	// is deleted where it is.
 	n.setAttachOK(true)
-	if err := vnicd.Call(n.sock, "vnic_add", vnicd.VNICAddArgs{VESW: 1, NetNS: c1, Owner: "late"}, nil); err != nil {
+	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, NetNS: c1, Owner: "late"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	n.halt()
 	_, before := n.record()
 	n.start()
-	var del vnicd.VNICDeleted
-	if err := vnicd.Call(n.sock, "vnic_del", vnicd.VNICDelArgs{Owner: "late"}, &del); err != nil || len(del.Deleted) != 1 {
+	var del ctl.VNICDeleted
+	if err := ctl.Call(n.sock, "vnic_del", ctl.VNICDelArgs{Owner: "late"}, &del); err != nil || len(del.Deleted) != 1 {
 		t.Fatalf("DEL of a pending claim: %+v, %v", del, err)
 	}
 	_, removed = n.record()
@@ -435,7 +436,7 @@ func TestClaimNoPortMessages(t *testing.T) {
 	c1 := nsFile(t, "c1")
 	add := func(what, want string) {
 		t.Helper()
-		err := vnicd.Call(n.sock, "vnic_add", vnicd.VNICAddArgs{VESW: 9, NetNS: c1}, nil)
+		err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 9, NetNS: c1}, nil)
 		if err == nil || !strings.Contains(err.Error(), "no free port: vesw 9 has no port on node m: "+want) {
 			t.Errorf("%s: %v; want %q", what, err, want)
 		}
@@ -449,7 +450,7 @@ func TestClaimNoPortMessages(t *testing.T) {
 
 	m := newFakeNode(t)
 	m.d.HeardFromSM(0x11)
-	if err := vnicd.Call(m.sock, "vnic_add", vnicd.VNICAddArgs{VESW: 9, NetNS: c1}, nil); err == nil ||
+	if err := ctl.Call(m.sock, "vnic_add", ctl.VNICAddArgs{VESW: 9, NetNS: c1}, nil); err == nil ||
 		!strings.Contains(err.Error(), "the EM has made no port on this node yet") {
 		t.Errorf("joined, no port: %v", err)
 	}
@@ -473,7 +474,7 @@ func TestClaimsUnreadableFileKept(t *testing.T) {
 		t.Fatalf("claims after the restart: %+v", cs)
 	}
 	n.emSet(0, 1)
-	if err := vnicd.Call(n.sock, "vnic_add", vnicd.VNICAddArgs{VESW: 1, NetNS: nsFile(t, "c1"), IfName: "eth0", Owner: "new"}, nil); err != nil {
+	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, NetNS: nsFile(t, "c1"), IfName: "eth0", Owner: "new"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(vnicd.ClaimsPath(n.sock) + ".bad"); err != nil || string(b) != bad {
@@ -489,7 +490,7 @@ func TestClaimRenamedOrMovedRestart(t *testing.T) {
 	n := newFakeNode(t)
 	n.emSet(0, 1)
 	c1, c2 := nsFile(t, "c1"), nsFile(t, "c2")
-	if err := vnicd.Call(n.sock, "vnic_add", vnicd.VNICAddArgs{VESW: 1, NetNS: c1, IfName: "eth0", Owner: "o"}, nil); err != nil {
+	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, NetNS: c1, IfName: "eth0", Owner: "o"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	n.mu.Lock()
@@ -510,7 +511,7 @@ func TestClaimRenamedOrMovedRestart(t *testing.T) {
 	if len(attaches) != 1 || attaches[0].Netdev.NetNS != c2 || attaches[0].Netdev.IfName != "lan0" {
 		t.Errorf("attach requests %+v, want lan0 in %s", attaches, c2)
 	}
-	if cs := n.claims(); len(cs) != 1 || cs[0].State != vnicd.ClaimActive || cs[0].IfName != "lan0" {
+	if cs := n.claims(); len(cs) != 1 || cs[0].State != ctl.ClaimActive || cs[0].IfName != "lan0" {
 		t.Errorf("claims after the restart: %+v", cs)
 	}
 }

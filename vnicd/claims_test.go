@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/opavnic/opavnic/vnicd/config"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 )
 
 func TestPickPort(t *testing.T) {
@@ -57,7 +58,7 @@ func TestPickPort(t *testing.T) {
 				t.Errorf("got vport %d, %v; want %d", got, err, tc.vport)
 			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 				t.Errorf("got %d, %v; want an error with %q", got, err, tc.err)
-			case tc.err != "" && strings.HasPrefix(tc.err, "no free port") && !errors.Is(err, ErrNoFreePort):
+			case tc.err != "" && strings.HasPrefix(tc.err, "no free port") && !errors.Is(err, ctl.ErrNoFreePort):
 				t.Errorf("%v does not wrap ErrNoFreePort", err)
 			}
 		})
@@ -124,8 +125,8 @@ func TestClaimsStateFile(t *testing.T) {
 	if cs, err := loadClaims(path); err != nil || cs != nil {
 		t.Fatalf("no file: %v, %v", cs, err)
 	}
-	a := Claim{VPort: 0, VESW: 1, Owner: "cni:red:c1:eth0", NetNS: "/var/run/netns/c1", IfName: "eth0", Home: "vnic0", NSDev: 4, NSIno: 4026532000}
-	b := Claim{VPort: 3, VESW: 2, NetNS: "pid:77", IfName: "net1", Home: "vnic3", Addresses: []string{"10.2.0.1/24"}}
+	a := ctl.Claim{VPort: 0, VESW: 1, Owner: "cni:red:c1:eth0", NetNS: "/var/run/netns/c1", IfName: "eth0", Home: "vnic0", NSDev: 4, NSIno: 4026532000}
+	b := ctl.Claim{VPort: 3, VESW: 2, NetNS: "pid:77", IfName: "net1", Home: "vnic3", Addresses: []string{"10.2.0.1/24"}}
 	tab.put(b, false)
 	tab.put(a, true)
 	if err := tab.save(); err != nil {
@@ -135,10 +136,10 @@ func TestClaimsStateFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(cs, []Claim{a, b}) {
-		t.Errorf("read back %+v, want %+v", cs, []Claim{a, b})
+	if !reflect.DeepEqual(cs, []ctl.Claim{a, b}) {
+		t.Errorf("read back %+v, want %+v", cs, []ctl.Claim{a, b})
 	}
-	if l := tab.list(); l[0].State != ClaimPending || l[1].State != ClaimActive {
+	if l := tab.list(); l[0].State != ctl.ClaimPending || l[1].State != ctl.ClaimActive {
 		t.Errorf("states %+v", l)
 	}
 	tab.drop(0)

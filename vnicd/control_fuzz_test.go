@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 )
 
 // FuzzControlRequest writes arbitrary bytes to a running daemon's control
@@ -50,14 +50,14 @@ func FuzzControlRequest(f *testing.F) {
 		if n := bytes.Count(resp, []byte("\n")); n != 1 || resp[len(resp)-1] != '\n' {
 			t.Fatalf("request %q: answer is not one line: %q", req, resp)
 		}
-		var r vnicd.Response
+		var r ctl.Response
 		if err := json.Unmarshal(resp, &r); err != nil {
 			t.Fatalf("request %q: answer is not JSON: %q", req, resp)
 		}
 		if r.OK == (r.Error != "") {
 			t.Fatalf("request %q: ok=%v with error %q", req, r.OK, r.Error)
 		}
-		if err := vnicd.Call(sock, "vnics", nil, new([]vnicd.VNICStatus)); err != nil {
+		if err := ctl.Call(sock, "vnics", nil, new([]ctl.VNICStatus)); err != nil {
 			t.Fatalf("after request %q the daemon does not answer: %v", req, err)
 		}
 	})

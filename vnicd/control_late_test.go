@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/engine"
 )
 
@@ -21,32 +21,32 @@ func TestVNICAddTooLateNotStarted(t *testing.T) {
 		if s.Netdev.IfName == "slow" {
 			select {
 			case <-release:
-			case <-time.After(2 * vnicd.ControlTimeout):
+			case <-time.After(2 * ctl.Timeout):
 			}
 		}
 	})
 	first := make(chan error, 1)
 	go func() {
-		first <- vnicd.Call(sock, "vnic_add", vnicd.VNICAddArgs{VESW: 1, PKey: "0x8001", IfName: "slow", Owner: "cni:n:c1:slow"}, nil)
+		first <- ctl.Call(sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", IfName: "slow", Owner: "cni:n:c1:slow"}, nil)
 	}()
 	time.Sleep(100 * time.Millisecond) // the first holds the daemon
 	start := time.Now()
 	second := make(chan error, 1)
 	go func() {
-		second <- vnicd.Call(sock, "vnic_add", vnicd.VNICAddArgs{VESW: 2, PKey: "0x8002", IfName: "late", Owner: "cni:n:c2:late"}, nil)
+		second <- ctl.Call(sock, "vnic_add", ctl.VNICAddArgs{VESW: 2, PKey: "0x8002", IfName: "late", Owner: "cni:n:c2:late"}, nil)
 	}()
 	// Hold the daemon until the second request has 0.9 s left.
-	time.Sleep(vnicd.ControlTimeout - vnicd.LateMargin + 600*time.Millisecond - time.Since(start))
+	time.Sleep(ctl.Timeout - ctl.LateMargin + 600*time.Millisecond - time.Since(start))
 	close(release)
 	if err := <-first; err != nil {
 		t.Fatalf("the vnic_add that held the daemon: %v", err)
 	}
 	err := <-second
-	if err == nil || !strings.Contains(err.Error(), vnicd.ErrLate.Error()) || !strings.HasPrefix(vnicd.ErrLate.Error(), vnicd.BusyPrefix) {
-		t.Fatalf("the vnic_add whose turn came %v after it was sent: %v; want %v", time.Since(start).Round(time.Millisecond), err, vnicd.ErrLate)
+	if err == nil || !strings.Contains(err.Error(), ctl.ErrLate.Error()) || !strings.HasPrefix(ctl.ErrLate.Error(), ctl.BusyPrefix) {
+		t.Fatalf("the vnic_add whose turn came %v after it was sent: %v; want %v", time.Since(start).Round(time.Millisecond), err, ctl.ErrLate)
 	}
-	var vs []vnicd.VNICStatus
-	if err := vnicd.Call(sock, "vnics", nil, &vs); err != nil {
+	var vs []ctl.VNICStatus
+	if err := ctl.Call(sock, "vnics", nil, &vs); err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range vs {

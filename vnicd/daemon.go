@@ -18,6 +18,7 @@ import (
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/vema"
 	"github.com/opavnic/opavnic/vnicd/config"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
 )
@@ -30,7 +31,7 @@ type Daemon struct {
 	hfi    *hfi.HFI
 	engine *engine.Engine
 	mgmt   *Mgmt
-	ctl    *ControlServer
+	ctl    *ctl.Server
 	rt     runtimeVNICs // VNICs of vnic_add (runtime.go)
 	claims *claimTable  // managed mode: ports claimed by containers (claims.go)
 	// removeTAP deletes a claimed netdev (or a runtime VNIC's) left in a namespace
@@ -148,7 +149,7 @@ func NewDaemon(cfg *config.Config, newDevice engine.DeviceFactory, log *zap.Logg
 			return nil, err
 		}
 	}
-	d.ctl, err = ListenControl(cfg.Control.Socket, log)
+	d.ctl, err = ctl.Listen(cfg.Control.Socket, log)
 	if err != nil {
 		return nil, err
 	}
@@ -565,72 +566,6 @@ func ethMTUThatFits(mtu, ipHdr int) int {
 
 func (d *Daemon) underlayLink() (netlink.Link, error) { return underlayLinkOf(d.cfg, false) }
 
-// VNICStatus is one line of `vnicctl vnics`.
-type VNICStatus struct {
-	VPort       uint8  `json:"vport"`
-	IfName      string `json:"ifname"`
-	NetNS       string `json:"netns,omitempty"`
-	MAC         string `json:"mac"`
-	VESW        uint16 `json:"vesw_id"`
-	PKey        string `json:"pkey"`
-	EthMTU      uint16 `json:"eth_mtu"`
-	SLID        string `json:"encap_slid"`
-	McastDLID   string `json:"mcast_dlid"`
-	ConfigState string `json:"config_state"`
-	OperState   string `json:"oper_state"`
-	LinkUp      bool   `json:"link_up"`
-	// Addresses are those vnicd set on the netdev.
-	Addresses []string `json:"addresses,omitempty"`
-	// Owner tags a VNIC made by vnic_add (runtime.go).
-	Owner string `json:"owner,omitempty"`
-}
-
-// PortCounterSet is the counters of one port.
-type PortCounterSet struct {
-	VPort    uint8            `json:"vport"`
-	IfName   string           `json:"ifname"`
-	Counters []engine.Counter `json:"counters"`
-}
-
-// HFIStatus is the answer to the "hfi" command.
-type HFIStatus struct {
-	Node       string `json:"node"`
-	LID        string `json:"lid"`
-	Extended   bool   `json:"extended_lid"`
-	State      string `json:"state"`
-	Listen     string `json:"listen"`
-	VerifyICRC bool   `json:"verify_icrc"`
-	BusyPoll   string `json:"busy_poll"` // the window in effect (Engine.BusyPoll)
-	// FabricManager is node.fabric_manager (managed mode), and
-	// FabricManagerError the last error the kernel reported for datagrams
-	// to it, if one came after the FM was last heard from and in the last
-	// hfi.PeerErrorQuiet: "connection refused (ICMP port unreachable from
-	// 10.0.0.3), ..." when no FM listens there.
-	FabricManager      string             `json:"fabric_manager,omitempty"`
-	FabricManagerError string             `json:"fabric_manager_error,omitempty"`
-	Counters           []hfi.CounterValue `json:"counters"`
-}
-
-// FabricEntry is one directory entry.
-type FabricEntry struct {
-	LID      string `json:"lid"`
-	Endpoint string `json:"endpoint,omitempty"`
-	// The traffic with a unicast LID other than this port's (hfi.PeerTraffic):
-	// 16B packets and their bytes received from it and sent to it, and how
-	// long ago the last packet from it came ("4s ago"; "never").
-	RxPackets *uint64 `json:"rx_packets,omitempty"`
-	RxBytes   *uint64 `json:"rx_bytes,omitempty"`
-	TxPackets *uint64 `json:"tx_packets,omitempty"`
-	TxBytes   *uint64 `json:"tx_bytes,omitempty"`
-	LastRx    string  `json:"last_rx,omitempty"`
-	Members   string  `json:"members,omitempty"`
-	// Error is the last error the kernel reported for datagrams sent to
-	// the endpoint, if one came in the last hfi.PeerErrorQuiet:
-	// "connection refused (ICMP port unreachable from 10.0.0.2), 12 times
-	// since 40s ago, last 1s ago".
-	Error string `json:"error,omitempty"`
-}
-
 func stateName(s uint8) string {
 	switch s {
 	case engine.StateForwarding:
@@ -660,10 +595,10 @@ func (d *Daemon) registerControl() {
 				return nil, fmt.Errorf("bad arguments: %w", err)
 			}
 		}
-		out := []PortCounterSet{}
+		out := []ctl.PortCounterSet{}
 		for _, p := range d.engine.Ports() {
 			if a.VPort == nil || *a.VPort == int(p.VPort()) {
-				out = append(out, PortCounterSet{VPort: p.VPort(), IfName: p.Netdev().Name(), Counters: p.AllCounters()})
+				out = append(out, ctl.PortCounterSet{VPort: p.VPort(), IfName: p.Netdev().Name(), Counters: ctlCounters(p.AllCounters())})
 			}
 		}
 		if a.VPort != nil && len(out) == 0 {
@@ -690,9 +625,9 @@ func (d *Daemon) registerControl() {
 			}
 		}
 		lid := encap.LIDFrom16B(d.hfi.LID())
-		st := HFIStatus{
+		st := ctl.HFIStatus{
 			Node: d.cfg.Node.Name, LID: lid.String(), Extended: lid.IsExtended(), State: d.hfi.State().String(),
-			Listen: d.hfi.Transport().LocalAddr().String(), VerifyICRC: d.cfg.Node.VerifyICRC, BusyPoll: d.engine.BusyPoll().String(), Counters: cs,
+			Listen: d.hfi.Transport().LocalAddr().String(), VerifyICRC: d.cfg.Node.VerifyICRC, BusyPoll: d.engine.BusyPoll().String(), Counters: ctlCounters(cs),
 		}
 		if fm := d.cfg.Node.FabricManager; fm.IsValid() {
 			st.FabricManager = fm.String()
@@ -734,11 +669,11 @@ func (d *Daemon) registerControl() {
 }
 
 // VNICStatuses describes every port of e.
-func VNICStatuses(e *engine.Engine) []VNICStatus {
-	out := []VNICStatus{} // [] in JSON, not null, when there is none
+func VNICStatuses(e *engine.Engine) []ctl.VNICStatus {
+	out := []ctl.VNICStatus{} // [] in JSON, not null, when there is none
 	for _, p := range e.Ports() {
 		c := p.Config()
-		out = append(out, VNICStatus{
+		out = append(out, ctl.VNICStatus{
 			VPort: p.VPort(), IfName: p.Netdev().Name(), NetNS: p.NetNS(),
 			MAC:  netMAC(c.Port.BaseMAC),
 			VESW: uint16(c.VESW.VESWID), PKey: c.VESW.PKey.String(), EthMTU: c.VESW.EthMTU,
@@ -758,13 +693,13 @@ func VNICStatuses(e *engine.Engine) []VNICStatus {
 // kernel reported errors for its endpoint (hfi.HFI.PeerErrors) in the
 // hfi.PeerErrorQuiet before now and since the last packet from it, the
 // last.
-func FabricEntries(h *hfi.HFI, now time.Time) []FabricEntry {
-	var out []FabricEntry
+func FabricEntries(h *hfi.HFI, now time.Time) []ctl.FabricEntry {
+	var out []ctl.FabricEntry
 	d := h.Directory()
 	eps := d.Endpoints()
 	byEP := hfi.RecentPeerErrors(h.PeerErrors(), now)
 	for _, lid := range sortedKeys(eps) {
-		fe := FabricEntry{LID: encap.LIDFrom16B(lid).String(), Endpoint: eps[lid].String()}
+		fe := ctl.FabricEntry{LID: encap.LIDFrom16B(lid).String(), Endpoint: eps[lid].String()}
 		var heard time.Time
 		if t, ok := h.PeerTraffic(lid); ok && lid != h.LID() {
 			rp, rb, tp, tb := t.RxPkts.Load(), t.RxBytes.Load(), t.TxPkts.Load(), t.TxBytes.Load()
@@ -791,7 +726,7 @@ func FabricEntries(h *hfi.HFI, now time.Time) []FabricEntry {
 			}
 			s += encap.LID(m).String()
 		}
-		out = append(out, FabricEntry{LID: fmt.Sprintf("0x%06X", mlid), Members: s})
+		out = append(out, ctl.FabricEntry{LID: fmt.Sprintf("0x%06X", mlid), Members: s})
 	}
 	return out
 }
@@ -800,25 +735,12 @@ func netMAC(m [6]byte) string {
 	return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5])
 }
 
-// VESWStatus is one line of `vnicctl vesws`: the vesw config of a local port.
-type VESWStatus struct {
-	VPort        uint8    `json:"vport"`
-	IfName       string   `json:"ifname"`
-	VESWID       uint16   `json:"vesw_id"`
-	FabricID     uint16   `json:"fabric_id"`
-	PKey         string   `json:"pkey"`
-	McastDLID    string   `json:"mcast_dlid"`
-	DefaultPorts []string `json:"default_ports"` // "index:dlid"
-	RC           string   `json:"rc"`
-	EthMTU       uint16   `json:"eth_mtu"`
-}
-
 // VESWStatuses describes the vesw of every port of e.
-func VESWStatuses(e *engine.Engine) []VESWStatus {
-	out := []VESWStatus{}
+func VESWStatuses(e *engine.Engine) []ctl.VESWStatus {
+	out := []ctl.VESWStatus{}
 	for _, p := range e.Ports() {
 		c := p.Config().VESW
-		s := VESWStatus{VPort: p.VPort(), IfName: p.Netdev().Name(), VESWID: uint16(c.VESWID), FabricID: c.FabricID,
+		s := ctl.VESWStatus{VPort: p.VPort(), IfName: p.Netdev().Name(), VESWID: uint16(c.VESWID), FabricID: c.FabricID,
 			PKey: c.PKey.String(), McastDLID: fmt.Sprintf("0x%06X", c.McastDLID), RC: fmt.Sprintf("0x%08X", c.RC),
 			EthMTU: c.EthMTU, DefaultPorts: []string{}}
 		for i := range c.UcastDLID {
@@ -831,22 +753,21 @@ func VESWStatuses(e *engine.Engine) []VESWStatus {
 	return out
 }
 
-// PathStatus is the answer to the "path" command: an SA PathRecord.
-type PathStatus struct {
-	SGID     string `json:"sgid"`
-	DGID     string `json:"dgid"`
-	SLID     string `json:"slid"`
-	DLID     string `json:"dlid"`
-	HopLimit uint8  `json:"hop_limit"`
-	PKey     string `json:"pkey"`
-	MTU      uint8  `json:"mtu"`
-	Rate     uint8  `json:"rate"`
-	SL       uint8  `json:"sl"`
-}
-
 // PathStatusOf describes a path record.
-func PathStatusOf(r *vema.PathRecord) PathStatus {
-	return PathStatus{SGID: netip.AddrFrom16(r.SGID).String(), DGID: netip.AddrFrom16(r.DGID).String(),
+func PathStatusOf(r *vema.PathRecord) ctl.PathStatus {
+	return ctl.PathStatus{SGID: netip.AddrFrom16(r.SGID).String(), DGID: netip.AddrFrom16(r.DGID).String(),
 		SLID: r.SLID.String(), DLID: r.DLID.String(), HopLimit: r.HopLimit, PKey: r.PKey.String(),
 		MTU: r.MTU, Rate: r.Rate, SL: r.SL}
+}
+
+// ctlCounters is counters as the control protocol carries them.
+func ctlCounters[C ~struct {
+	Name  string `json:"name"`
+	Value uint64 `json:"value"`
+}](cs []C) []ctl.Counter {
+	out := make([]ctl.Counter, len(cs))
+	for i, c := range cs {
+		out[i] = ctl.Counter(c)
+	}
+	return out
 }

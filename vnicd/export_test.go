@@ -61,9 +61,6 @@ func (m *Mgmt) HeardFromSM(lid uint32) {
 	m.lastSM.Store(time.Now().UnixNano())
 }
 
-// ControlTimeout is how long a control connection may take.
-const ControlTimeout = controlTimeout
-
 // NetdevPlaced tells the daemon that vport's netdev is now ifname in netns,
 // renamed or moved by hand, as the port's link watcher does (EventPlace).
 func (d *Daemon) NetdevPlaced(vport uint8, ifname, netns string) {

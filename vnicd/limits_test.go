@@ -17,6 +17,7 @@ import (
 	"github.com/opavnic/opavnic/vema"
 	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/config"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
@@ -146,24 +147,24 @@ func TestLimitVNICsAgent(t *testing.T) {
 func TestLimitRuntimeVNICs(t *testing.T) {
 	sock := startFakeDaemonBatch(t, fakeStatic, 1)
 	for i := 1; i <= config.MaxVPort; i++ {
-		var st vnicd.VNICStatus
-		if err := vnicd.Call(sock, "vnic_add", vnicd.VNICAddArgs{VESW: 100 + i, PKey: "0x8001", Owner: fmt.Sprintf("o%d", i)}, &st); err != nil || st.VPort != uint8(i) {
+		var st ctl.VNICStatus
+		if err := ctl.Call(sock, "vnic_add", ctl.VNICAddArgs{VESW: 100 + i, PKey: "0x8001", Owner: fmt.Sprintf("o%d", i)}, &st); err != nil || st.VPort != uint8(i) {
 			t.Fatalf("vnic_add %d: %+v %v", i, st, err)
 		}
 	}
 	for _, tc := range []struct {
-		args vnicd.VNICAddArgs
+		args ctl.VNICAddArgs
 		err  string
 	}{
-		{vnicd.VNICAddArgs{VESW: 99, PKey: "0x8001"}, "vport: every vport 0..254 is in use"},
-		{vnicd.VNICAddArgs{VPort: 255, VESW: 99, PKey: "0x8001"}, "vport: 255 is out of range"},
+		{ctl.VNICAddArgs{VESW: 99, PKey: "0x8001"}, "vport: every vport 0..254 is in use"},
+		{ctl.VNICAddArgs{VPort: 255, VESW: 99, PKey: "0x8001"}, "vport: 255 is out of range"},
 	} {
-		if err := vnicd.Call(sock, "vnic_add", tc.args, nil); err == nil || !strings.Contains(err.Error(), tc.err) {
+		if err := ctl.Call(sock, "vnic_add", tc.args, nil); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("vnic_add %+v: %v; want %q", tc.args, err, tc.err)
 		}
 	}
-	var vs []vnicd.VNICStatus
-	if err := vnicd.Call(sock, "vnics", nil, &vs); err != nil || len(vs) != vema.VEMAMaxVPorts {
+	var vs []ctl.VNICStatus
+	if err := ctl.Call(sock, "vnics", nil, &vs); err != nil || len(vs) != vema.VEMAMaxVPorts {
 		t.Fatalf("vnics: %d, %v", len(vs), err)
 	}
 	for i, v := range vs[1:] {
@@ -234,7 +235,7 @@ func TestLimitDirectoryNode(t *testing.T) {
 // answered ErrBusy at once and counted, while the held ones are still served.
 func TestLimitControlConns(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "c.sock")
-	s, err := vnicd.ListenControl(sock, nil)
+	s, err := ctl.Listen(sock, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +243,7 @@ func TestLimitControlConns(t *testing.T) {
 	go func() { done <- s.Serve(t.Context()) }()
 	t.Cleanup(func() { s.Close(); <-done })
 	var held []net.Conn
-	for range vnicd.MaxControlConns {
+	for range ctl.MaxConns {
 		c, err := net.Dial("unix", sock)
 		if err != nil {
 			t.Fatal(err)
@@ -250,9 +251,9 @@ func TestLimitControlConns(t *testing.T) {
 		held = append(held, c)
 	}
 	t0 := time.Now()
-	err = vnicd.Call(sock, "commands", nil, nil)
-	if err == nil || err.Error() != vnicd.ErrBusy.Error() || time.Since(t0) > time.Second {
-		t.Fatalf("connection %d: %v after %v; want %q at once", vnicd.MaxControlConns+1, err, time.Since(t0), vnicd.ErrBusy)
+	err = ctl.Call(sock, "commands", nil, nil)
+	if err == nil || err.Error() != ctl.ErrBusy.Error() || time.Since(t0) > time.Second {
+		t.Fatalf("connection %d: %v after %v; want %q at once", ctl.MaxConns+1, err, time.Since(t0), ctl.ErrBusy)
 	}
 	if s.Busy.Load() != 1 {
 		t.Fatalf("Busy = %d, want 1", s.Busy.Load())
@@ -269,9 +270,9 @@ func TestLimitControlConns(t *testing.T) {
 	held[0].Close()
 	ok := false
 	for end := time.Now().Add(2 * time.Second); !ok && time.Now().Before(end); {
-		err = vnicd.Call(sock, "commands", nil, nil)
+		err = ctl.Call(sock, "commands", nil, nil)
 		ok = err == nil
-		if !ok && err.Error() != vnicd.ErrBusy.Error() {
+		if !ok && err.Error() != ctl.ErrBusy.Error() {
 			t.Fatal(err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/vnicd/config"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
 )
@@ -41,43 +42,6 @@ import (
 // entry. The entry is saved before the TAP is made persistent, so a crash
 // in between leaves an entry without a TAP (dropped at the next start),
 // never a persistent TAP without an entry.
-
-// VNICAddArgs are the arguments of vnic_add. Numbers may be JSON numbers or
-// strings ("0x8001"); everything but VESW and PKey is optional.
-type VNICAddArgs struct {
-	VPort       any      `json:"vport,omitempty"` // default: the lowest free vport
-	VESW        any      `json:"vesw"`
-	PKey        any      `json:"pkey"`
-	EthMTU      any      `json:"eth_mtu,omitempty"`
-	McastDLID   any      `json:"mcast_dlid,omitempty"`
-	MAC         string   `json:"mac,omitempty"` // default: derived from the LID and vesw
-	IfName      string   `json:"ifname,omitempty"`
-	NetNS       string   `json:"netns,omitempty"` // name, pid:N or absolute path
-	Addresses   []string `json:"addresses,omitempty"`
-	ConfigState string   `json:"config_state,omitempty"` // forwarding (default) or drop_all
-	// Owner tags the VNIC for vnic_del and vnic_gc by owner (the CNI plugin
-	// uses "cni:<container id>:<ifname>").
-	Owner string `json:"owner,omitempty"`
-}
-
-// VNICDelArgs are the arguments of vnic_del: a vport, or an owner. Deleting
-// by owner succeeds when there is nothing to delete.
-type VNICDelArgs struct {
-	VPort *int   `json:"vport,omitempty"`
-	Owner string `json:"owner,omitempty"`
-}
-
-// VNICGCArgs are the arguments of vnic_gc: every runtime VNIC whose owner
-// starts with Prefix (non-empty) and is not in Keep is deleted.
-type VNICGCArgs struct {
-	Prefix string   `json:"prefix"`
-	Keep   []string `json:"keep"`
-}
-
-// VNICDeleted is the answer of vnic_del and vnic_gc.
-type VNICDeleted struct {
-	Deleted []VNICStatus `json:"deleted"`
-}
 
 // runtimeVNIC is a VNIC made by vnic_add.
 type runtimeVNIC struct {
@@ -242,7 +206,7 @@ func (d *Daemon) owner(vport uint8) string {
 
 // decorate adds to a port's status what the daemon knows beyond the
 // engine: its owner, and the addresses a claim set.
-func (d *Daemon) decorate(s *VNICStatus) {
+func (d *Daemon) decorate(s *ctl.VNICStatus) {
 	s.Owner = d.owner(s.VPort)
 	if c, pending, ok := d.claims.get(s.VPort); ok && !pending {
 		s.Addresses = c.Addresses
@@ -250,14 +214,14 @@ func (d *Daemon) decorate(s *VNICStatus) {
 }
 
 // status describes vport with its owner.
-func (d *Daemon) status(vport uint8) (VNICStatus, bool) {
+func (d *Daemon) status(vport uint8) (ctl.VNICStatus, bool) {
 	for _, s := range VNICStatuses(d.engine) {
 		if s.VPort == vport {
 			d.decorate(&s)
 			return s, true
 		}
 	}
-	return VNICStatus{}, false
+	return ctl.VNICStatus{}, false
 }
 
 // vnicAdd is vnic_add. Its turn may come after other requests have held
@@ -270,7 +234,7 @@ func (d *Daemon) vnicAdd(deadline time.Time, args json.RawMessage) (any, error) 
 	}
 	d.rt.op.Lock()
 	defer d.rt.op.Unlock()
-	if err := startBy(deadline); err != nil {
+	if err := ctl.StartBy(deadline); err != nil {
 		return nil, err
 	}
 	s, err := d.addRuntime(args, nil)
@@ -287,7 +251,7 @@ var errTakeOver = errors.New("cannot take its TAP over")
 // addRuntime is vnic_add in static mode; d.rt.op is held. With saved (at
 // start), it adds the runtime VNIC of the last run again, with the same
 // checks, on its vport, taking its persistent TAP over.
-func (d *Daemon) addRuntime(args json.RawMessage, saved *RuntimeEntry) (VNICStatus, error) {
+func (d *Daemon) addRuntime(args json.RawMessage, saved *RuntimeEntry) (ctl.VNICStatus, error) {
 	inUse := func(vport uint8) bool {
 		if d.engine.Port(vport) != nil {
 			return true
@@ -307,7 +271,7 @@ func (d *Daemon) addRuntime(args json.RawMessage, saved *RuntimeEntry) (VNICStat
 		return 0, false
 	})
 	if err != nil {
-		return VNICStatus{}, err
+		return ctl.VNICStatus{}, err
 	}
 	if saved != nil && saved.IfName != "" {
 		// Where the TAP was left: renamed or moved by hand, it is not
@@ -315,28 +279,28 @@ func (d *Daemon) addRuntime(args json.RawMessage, saved *RuntimeEntry) (VNICStat
 		v.Netdev.IfName, v.Netdev.NetNS = saved.IfName, saved.NetNS
 	}
 	if inUse(v.VPort) {
-		return VNICStatus{}, fmt.Errorf("vport: vport %d is in use", v.VPort)
+		return ctl.VNICStatus{}, fmt.Errorf("vport: vport %d is in use", v.VPort)
 	}
 	if saved != nil && v.VPort != saved.VPort {
-		return VNICStatus{}, fmt.Errorf("vport: the arguments name vport %d, the state file %d", v.VPort, saved.VPort)
+		return ctl.VNICStatus{}, fmt.Errorf("vport: the arguments name vport %d, the state file %d", v.VPort, saved.VPort)
 	}
 	key := config.NetdevKey(v.Netdev.NetNS, v.Netdev.IfName)
 	for _, p := range d.engine.Ports() {
 		if config.NetdevKey(p.NetNS(), p.Netdev().Name()) == key {
-			return VNICStatus{}, fmt.Errorf("ifname: %q is vport %d's, in the same network namespace", v.Netdev.IfName, p.VPort())
+			return ctl.VNICStatus{}, fmt.Errorf("ifname: %q is vport %d's, in the same network namespace", v.Netdev.IfName, p.VPort())
 		}
 		if c := p.Config().VESW.VESWID & encap.VESWIDMask; c == v.Port.VESW.VESWID&encap.VESWIDMask {
-			return VNICStatus{}, fmt.Errorf("vesw: vesw %d is already used by vport %d on this node (one port per vesw and node)", c, p.VPort())
+			return ctl.VNICStatus{}, fmt.Errorf("vesw: vesw %d is already used by vport %d on this node (one port per vesw and node)", c, p.VPort())
 		}
 	}
 	if owner != "" {
 		for _, vp := range d.owned(func(o string) bool { return o == owner }) {
-			return VNICStatus{}, fmt.Errorf("owner: %q already owns vport %d", owner, vp)
+			return ctl.VNICStatus{}, fmt.Errorf("owner: %q already owns vport %d", owner, vp)
 		}
 	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, args); err != nil {
-		return VNICStatus{}, fmt.Errorf("bad arguments: %w", err)
+		return ctl.VNICStatus{}, fmt.Errorf("bad arguments: %w", err)
 	}
 	rv := &runtimeVNIC{netdev: v.Netdev, owner: owner, restoring: saved != nil,
 		entry: RuntimeEntry{VPort: v.VPort, Args: compact.Bytes(), Owner: owner, NetNS: v.Netdev.NetNS, IfName: v.Netdev.IfName}}
@@ -345,7 +309,7 @@ func (d *Daemon) addRuntime(args json.RawMessage, saved *RuntimeEntry) (VNICStat
 	}
 	d.rt.set(v.VPort, rv)
 	recorded := false // the state file names the VNIC
-	undo := func(cause error) (VNICStatus, error) {
+	undo := func(cause error) (ctl.VNICStatus, error) {
 		d.rt.set(v.VPort, nil)
 		if p := d.engine.Port(v.VPort); p != nil { // made, then a later step failed
 			_ = d.setPersist(p, false)
@@ -356,7 +320,7 @@ func (d *Daemon) addRuntime(args json.RawMessage, saved *RuntimeEntry) (VNICStat
 				cause = errors.Join(cause, fmt.Errorf("removing it from the state file: %w", err))
 			}
 		}
-		return VNICStatus{}, cause
+		return ctl.VNICStatus{}, cause
 	}
 	if err := d.mgmt.configurePort(v.VPort, &v.Port, v.MACTable); err != nil {
 		if saved != nil {
@@ -532,7 +496,7 @@ func (d *Daemon) portPlaced(ev engine.PortEvent) {
 			d.log.Warn("cannot save the runtime VNICs", zap.Error(err))
 		}
 	}
-	if d.claims.update(ev.VPort, func(c *Claim) {
+	if d.claims.update(ev.VPort, func(c *ctl.Claim) {
 		c.IfName, c.NetNS, c.NSDev, c.NSIno = ev.IfName, ev.NetNS, nsDev, nsIno
 	}) {
 		if err := d.claims.save(); err != nil {
@@ -556,7 +520,7 @@ func (d *Daemon) owned(match func(owner string) bool) []uint8 {
 }
 
 func (d *Daemon) vnicDel(args json.RawMessage) (any, error) {
-	var a VNICDelArgs
+	var a ctl.VNICDelArgs
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&a); err != nil {
@@ -593,7 +557,7 @@ func (d *Daemon) vnicDel(args json.RawMessage) (any, error) {
 }
 
 func (d *Daemon) vnicGC(args json.RawMessage) (any, error) {
-	var a VNICGCArgs
+	var a ctl.VNICGCArgs
 	if err := json.Unmarshal(args, &a); err != nil {
 		return nil, fmt.Errorf("bad arguments: %w", err)
 	}
@@ -611,8 +575,8 @@ func (d *Daemon) vnicGC(args json.RawMessage) (any, error) {
 }
 
 // deleteRuntime removes runtime VNICs and their TAPs; d.rt.op is held.
-func (d *Daemon) deleteRuntime(vports []uint8) (VNICDeleted, error) {
-	out := VNICDeleted{Deleted: []VNICStatus{}}
+func (d *Daemon) deleteRuntime(vports []uint8) (ctl.VNICDeleted, error) {
+	out := ctl.VNICDeleted{Deleted: []ctl.VNICStatus{}}
 	var errs []error
 	for _, vp := range vports {
 		s, _ := d.status(vp)

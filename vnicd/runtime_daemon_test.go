@@ -12,6 +12,7 @@ import (
 
 	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/config"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
@@ -88,8 +89,8 @@ vnics:
 
 func TestRuntimeVNICCommands(t *testing.T) {
 	sock := startFakeDaemon(t, fakeStatic)
-	var st vnicd.VNICStatus
-	err := vnicd.Call(sock, "vnic_add", vnicd.VNICAddArgs{VESW: 1, PKey: "0x8001", McastDLID: "0xF00001",
+	var st ctl.VNICStatus
+	err := ctl.Call(sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", McastDLID: "0xF00001",
 		IfName: "eth1", NetNS: "pid:1", Addresses: []string{"10.1.0.5/24"}, Owner: "cni:n:c1:eth1"}, &st)
 	if err != nil {
 		t.Fatal(err)
@@ -103,13 +104,13 @@ func TestRuntimeVNICCommands(t *testing.T) {
 		args any
 		err  string
 	}{
-		{vnicd.VNICAddArgs{VESW: 2, PKey: "0x8002", IfName: "eth2", Owner: "cni:n:c1:eth1"}, `owner: "cni:n:c1:eth1" already owns vport 1`},
-		{vnicd.VNICAddArgs{VPort: 0, VESW: 2, PKey: "0x8002"}, "vport: vport 0 is in use"},
-		{vnicd.VNICAddArgs{VESW: 5, PKey: "0x8002"}, "vesw: vesw 5 is already used by vport 0"},
-		{vnicd.VNICAddArgs{VESW: 2, PKey: "0x8002", IfName: "static0"}, `ifname: "static0" is vport 0's`},
+		{ctl.VNICAddArgs{VESW: 2, PKey: "0x8002", IfName: "eth2", Owner: "cni:n:c1:eth1"}, `owner: "cni:n:c1:eth1" already owns vport 1`},
+		{ctl.VNICAddArgs{VPort: 0, VESW: 2, PKey: "0x8002"}, "vport: vport 0 is in use"},
+		{ctl.VNICAddArgs{VESW: 5, PKey: "0x8002"}, "vesw: vesw 5 is already used by vport 0"},
+		{ctl.VNICAddArgs{VESW: 2, PKey: "0x8002", IfName: "static0"}, `ifname: "static0" is vport 0's`},
 		{map[string]any{"vesw": 2, "pkey": 1, "bogus": 1}, "bogus: unknown field"},
 	} {
-		if err := vnicd.Call(sock, "vnic_add", tc.args, nil); err == nil || !strings.Contains(err.Error(), tc.err) {
+		if err := ctl.Call(sock, "vnic_add", tc.args, nil); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("vnic_add %+v: %v; want %q", tc.args, err, tc.err)
 		}
 	}
@@ -122,28 +123,28 @@ func TestRuntimeVNICCommands(t *testing.T) {
 		{map[string]any{}, "needs a vport or an owner"},
 		{map[string]any{"vport": 1, "owner": "x"}, "not both"},
 	} {
-		if err := vnicd.Call(sock, "vnic_del", tc.args, nil); err == nil || !strings.Contains(err.Error(), tc.err) {
+		if err := ctl.Call(sock, "vnic_del", tc.args, nil); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("vnic_del %+v: %v; want %q", tc.args, err, tc.err)
 		}
 	}
 	// A second runtime VNIC, then GC keeps c2 and removes c1.
-	if err := vnicd.Call(sock, "vnic_add", vnicd.VNICAddArgs{VESW: 2, PKey: "0x8002", IfName: "eth2", Owner: "cni:n:c2:eth2"}, &st); err != nil || st.VPort != 2 {
+	if err := ctl.Call(sock, "vnic_add", ctl.VNICAddArgs{VESW: 2, PKey: "0x8002", IfName: "eth2", Owner: "cni:n:c2:eth2"}, &st); err != nil || st.VPort != 2 {
 		t.Fatalf("second vnic_add: %+v, %v", st, err)
 	}
-	var del vnicd.VNICDeleted
-	if err := vnicd.Call(sock, "vnic_gc", vnicd.VNICGCArgs{Prefix: "cni:n:", Keep: []string{"cni:n:c2:eth2"}}, &del); err != nil ||
+	var del ctl.VNICDeleted
+	if err := ctl.Call(sock, "vnic_gc", ctl.VNICGCArgs{Prefix: "cni:n:", Keep: []string{"cni:n:c2:eth2"}}, &del); err != nil ||
 		len(del.Deleted) != 1 || del.Deleted[0].Owner != "cni:n:c1:eth1" {
 		t.Fatalf("vnic_gc: %+v, %v", del, err)
 	}
-	var vs []vnicd.VNICStatus
-	if err := vnicd.Call(sock, "vnics", nil, &vs); err != nil || len(vs) != 2 || vs[0].VPort != 0 || vs[1].Owner != "cni:n:c2:eth2" {
+	var vs []ctl.VNICStatus
+	if err := ctl.Call(sock, "vnics", nil, &vs); err != nil || len(vs) != 2 || vs[0].VPort != 0 || vs[1].Owner != "cni:n:c2:eth2" {
 		t.Fatalf("vnics after gc: %+v, %v", vs, err)
 	}
-	if err := vnicd.Call(sock, "vnic_gc", vnicd.VNICGCArgs{}, nil); err == nil || !strings.Contains(err.Error(), "non-empty owner prefix") {
+	if err := ctl.Call(sock, "vnic_gc", ctl.VNICGCArgs{}, nil); err == nil || !strings.Contains(err.Error(), "non-empty owner prefix") {
 		t.Errorf("vnic_gc without prefix: %v", err)
 	}
 	// The freed vport 1 is the lowest free one again.
-	if err := vnicd.Call(sock, "vnic_add", vnicd.VNICAddArgs{VESW: 1, PKey: "0x8001"}, &st); err != nil || st.VPort != 1 || st.IfName != "vnic1" {
+	if err := ctl.Call(sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, PKey: "0x8001"}, &st); err != nil || st.VPort != 1 || st.IfName != "vnic1" {
 		t.Errorf("vnic_add after gc: %+v, %v", st, err)
 	}
 }

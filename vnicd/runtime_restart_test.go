@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
@@ -27,16 +28,16 @@ vnics:
 
 const groupTwo = "  - {lid: 0xF00002, members: [0x10, 0x20]}\n"
 
-func (n *fakeNode) vnics() []vnicd.VNICStatus {
+func (n *fakeNode) vnics() []ctl.VNICStatus {
 	n.t.Helper()
-	var vs []vnicd.VNICStatus
-	if err := vnicd.Call(n.sock, "vnics", nil, &vs); err != nil {
+	var vs []ctl.VNICStatus
+	if err := ctl.Call(n.sock, "vnics", nil, &vs); err != nil {
 		n.t.Fatal(err)
 	}
 	return vs
 }
 
-func owners(vs []vnicd.VNICStatus) []string {
+func owners(vs []ctl.VNICStatus) []string {
 	var out []string
 	for _, v := range vs {
 		out = append(out, v.Owner)
@@ -53,13 +54,13 @@ func owners(vs []vnicd.VNICStatus) []string {
 func TestRuntimeRestart(t *testing.T) {
 	n := newFakeNodeConfig(t, fakeStaticTwoGroups)
 	c1, c2, c3 := nsFile(t, "c1"), nsFile(t, "c2"), nsFile(t, "c3")
-	for _, a := range []vnicd.VNICAddArgs{
+	for _, a := range []ctl.VNICAddArgs{
 		{VESW: 1, PKey: "0x8001", McastDLID: "0xF00001", NetNS: c1, IfName: "eth0", Addresses: []string{"10.1.0.5/24"}, Owner: "keep"},
 		{VESW: 2, PKey: "0x8002", NetNS: c2, IfName: "eth0", Owner: "ns-gone"},
 		{VESW: 3, PKey: "0x8003", McastDLID: "0xF00002", NetNS: c3, IfName: "eth0", Owner: "invalid"},
 		{VESW: 4, PKey: "0x8004", IfName: "rt4", Owner: "own-ns"},
 	} {
-		if err := vnicd.Call(n.sock, "vnic_add", a, nil); err != nil {
+		if err := ctl.Call(n.sock, "vnic_add", a, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -109,13 +110,13 @@ func TestRuntimeRestart(t *testing.T) {
 	}
 	// The restored VNICs count as runtime ones: a second add is refused,
 	// and vnic_del ends one for good.
-	if err := vnicd.Call(n.sock, "vnic_add", vnicd.VNICAddArgs{VESW: 7, PKey: "0x8007", Owner: "keep"}, nil); err == nil ||
+	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 7, PKey: "0x8007", Owner: "keep"}, nil); err == nil ||
 		!strings.Contains(err.Error(), "already owns vport 1") {
 		t.Errorf("second add of an owner: %v", err)
 	}
 	dev1 := n.dev(1)
-	var del vnicd.VNICDeleted
-	if err := vnicd.Call(n.sock, "vnic_del", vnicd.VNICDelArgs{Owner: "keep"}, &del); err != nil || len(del.Deleted) != 1 {
+	var del ctl.VNICDeleted
+	if err := ctl.Call(n.sock, "vnic_del", ctl.VNICDelArgs{Owner: "keep"}, &del); err != nil || len(del.Deleted) != 1 {
 		t.Fatalf("vnic_del: %+v, %v", del, err)
 	}
 	if on, _ := dev1.Persistent(); on {
@@ -163,7 +164,7 @@ func TestRuntimeCorruptStateFile(t *testing.T) {
 		n.halt()
 	}
 	n.start()
-	if err := vnicd.Call(n.sock, "vnic_add", vnicd.VNICAddArgs{VESW: 1, PKey: "0x8001", Owner: "x"}, nil); err != nil {
+	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", Owner: "x"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	n.halt()
@@ -183,7 +184,7 @@ func TestRuntimeCorruptStateFile(t *testing.T) {
 // config's VNIC is made (the kernel would refuse the name).
 func TestRuntimeRestartConfigClash(t *testing.T) {
 	n := newFakeNodeConfig(t, fakeStaticTwoGroups)
-	if err := vnicd.Call(n.sock, "vnic_add", vnicd.VNICAddArgs{VESW: 1, PKey: "0x8001", IfName: "rt1", Owner: "clash"}, nil); err != nil {
+	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", IfName: "rt1", Owner: "clash"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	n.halt()

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 )
 
 // The state file names a runtime VNIC or a claim before its TAP is made
@@ -122,11 +123,11 @@ func TestRuntimeSavedBeforePersist(t *testing.T) {
 	path := vnicd.RuntimePathOf(n.sock)
 	w := watchPersist(n, path)
 	w.expect("a")
-	if err := vnicd.Call(n.sock, "vnic_add", vnicd.VNICAddArgs{VESW: 1, PKey: "0x8001", IfName: "rt1", Owner: "a"}, nil); err != nil {
+	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", IfName: "rt1", Owner: "a"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	w.expect("a", "b")
-	if err := vnicd.Call(n.sock, "vnic_add", vnicd.VNICAddArgs{VESW: 2, PKey: "0x8002", IfName: "rt2", Owner: "b"}, nil); err != nil {
+	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 2, PKey: "0x8002", IfName: "rt2", Owner: "b"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	w.check(t, 2)
@@ -150,7 +151,7 @@ func TestRuntimeCrashBeforePersist(t *testing.T) {
 	path := vnicd.RuntimePathOf(n.sock)
 	w := watchPersist(n, path)
 	w.expect("crash")
-	if err := vnicd.Call(n.sock, "vnic_add", vnicd.VNICAddArgs{VESW: 4, PKey: "0x8004", IfName: "rt4", Owner: "crash"}, nil); err != nil {
+	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 4, PKey: "0x8004", IfName: "rt4", Owner: "crash"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	w.check(t, 1)
@@ -178,7 +179,7 @@ func TestRuntimeCrashBeforePersist(t *testing.T) {
 	}
 	// The name is free for a new VNIC.
 	n.setAttachOK(true)
-	if err := vnicd.Call(n.sock, "vnic_add", vnicd.VNICAddArgs{VESW: 4, PKey: "0x8004", IfName: "rt4", Owner: "again"}, nil); err != nil {
+	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 4, PKey: "0x8004", IfName: "rt4", Owner: "again"}, nil); err != nil {
 		t.Error(err)
 	}
 }
@@ -197,7 +198,7 @@ func TestRuntimePersistFails(t *testing.T) {
 		saw.Store(slices.Contains(stateOwners(path), "x"))
 		return refused
 	})
-	err := vnicd.Call(n.sock, "vnic_add", vnicd.VNICAddArgs{VESW: 1, PKey: "0x8001", Owner: "x"}, nil)
+	err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", Owner: "x"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "persist refused") {
 		t.Fatalf("vnic_add: %v", err)
 	}
@@ -216,7 +217,7 @@ func TestRuntimePersistFails(t *testing.T) {
 	if att, _ := n.record(); len(att) != 0 {
 		t.Errorf("attach requests at the next start: %+v", att)
 	}
-	if err := vnicd.Call(n.sock, "vnic_add", vnicd.VNICAddArgs{VESW: 1, PKey: "0x8001", Owner: "x"}, nil); err != nil {
+	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", Owner: "x"}, nil); err != nil {
 		t.Errorf("vnic_add again: %v", err)
 	}
 }
@@ -233,7 +234,7 @@ func TestClaimCrashBeforePersist(t *testing.T) {
 	path := vnicd.ClaimsPath(n.sock)
 	w := watchPersist(n, path)
 	w.expect("crash")
-	if err := vnicd.Call(n.sock, "vnic_add", vnicd.VNICAddArgs{VESW: 1, NetNS: c1, IfName: "eth0", Owner: "crash"}, nil); err != nil {
+	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, NetNS: c1, IfName: "eth0", Owner: "crash"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	w.check(t, 1)
@@ -245,7 +246,7 @@ func TestClaimCrashBeforePersist(t *testing.T) {
 	n.setAttachOK(false)
 	logs := observe(n)
 	n.start()
-	if cs := n.claims(); len(cs) != 1 || cs[0].Owner != "crash" || cs[0].State != vnicd.ClaimPending {
+	if cs := n.claims(); len(cs) != 1 || cs[0].Owner != "crash" || cs[0].State != ctl.ClaimPending {
 		t.Fatalf("claims after the crash: %+v", cs)
 	}
 	n.emSet(0, 1)
@@ -281,7 +282,7 @@ func TestClaimPersistFails(t *testing.T) {
 		saw.Store(slices.Contains(stateOwners(path), "x"))
 		return errors.New("persist refused")
 	})
-	err := vnicd.Call(n.sock, "vnic_add", vnicd.VNICAddArgs{VESW: 1, NetNS: c1, IfName: "eth0", Owner: "x"}, nil)
+	err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, NetNS: c1, IfName: "eth0", Owner: "x"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "persist refused") {
 		t.Fatalf("vnic_add: %v", err)
 	}

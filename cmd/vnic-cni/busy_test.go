@@ -10,8 +10,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
-
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 )
 
 // TestBusyTryAgainLater: vnicd serves at most vnicd.MaxControlConns
@@ -24,7 +23,7 @@ import (
 func TestBusyTryAgainLater(t *testing.T) {
 	log := fakeIPAM(t)
 	sock := filepath.Join(t.TempDir(), "vnicd-a.sock")
-	s, err := vnicd.ListenControl(sock, nil)
+	s, err := ctl.Listen(sock, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +45,7 @@ func TestBusyTryAgainLater(t *testing.T) {
 		s.Close()
 		<-done
 	})
-	for range vnicd.MaxControlConns {
+	for range ctl.MaxConns {
 		c, err := net.Dial("unix", sock)
 		if err != nil {
 			t.Fatal(err)

@@ -9,8 +9,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
-
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 )
 
 // TestCheckPendingClaim: CHECK of a container whose claim a restarted,
@@ -23,16 +22,16 @@ func TestCheckPendingClaim(t *testing.T) {
 		"prevResult": {"cniVersion": "1.1.0", "interfaces": [{"name": "net1", "mac": "02:00:01:10:00:00", "sandbox": "` + netns + `"}]}}`)
 	for _, pending := range []bool{true, false} {
 		sock := filepath.Join(t.TempDir(), "vnicd-a.sock")
-		s, err := vnicd.ListenControl(sock, nil)
+		s, err := ctl.Listen(sock, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.Handle("vnics", func(json.RawMessage) (any, error) { return []vnicd.VNICStatus{}, nil })
+		s.Handle("vnics", func(json.RawMessage) (any, error) { return []ctl.VNICStatus{}, nil })
 		s.Handle("claims", func(json.RawMessage) (any, error) {
 			if !pending {
-				return []vnicd.Claim{}, nil
+				return []ctl.Claim{}, nil
 			}
-			return []vnicd.Claim{{VPort: 0, VESW: 1, Owner: "cni:red:c1:net1", NetNS: netns, IfName: "net1", State: vnicd.ClaimPending}}, nil
+			return []ctl.Claim{{VPort: 0, VESW: 1, Owner: "cni:red:c1:net1", NetNS: netns, IfName: "net1", State: ctl.ClaimPending}}, nil
 		})
 		done := make(chan error, 1)
 		go func() { done <- s.Serve(t.Context()) }()

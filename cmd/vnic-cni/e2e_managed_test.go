@@ -18,7 +18,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/opavnic/opavnic/encap"
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
 
@@ -109,13 +109,13 @@ func newManagedHost(t *testing.T, bin string, ns *nstest.NS, dir, name, listen, 
 
 // waitPorts waits (at most within) until vnicd answers with want ports,
 // every one FORWARDING.
-func waitPorts(t *testing.T, sock string, want int, within time.Duration) []vnicd.VNICStatus {
+func waitPorts(t *testing.T, sock string, want int, within time.Duration) []ctl.VNICStatus {
 	t.Helper()
-	var vs []vnicd.VNICStatus
+	var vs []ctl.VNICStatus
 	var err error
 	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		vs = nil
-		if err = vnicd.Call(sock, "vnics", nil, &vs); err == nil && len(vs) == want {
+		if err = ctl.Call(sock, "vnics", nil, &vs); err == nil && len(vs) == want {
 			ok := true
 			for _, v := range vs {
 				ok = ok && v.OperState == "FORWARDING"
@@ -129,10 +129,10 @@ func waitPorts(t *testing.T, sock string, want int, within time.Duration) []vnic
 	return nil
 }
 
-func claimsOf(t *testing.T, sock string) []vnicd.Claim {
+func claimsOf(t *testing.T, sock string) []ctl.Claim {
 	t.Helper()
-	var cs []vnicd.Claim
-	if err := vnicd.Call(sock, "claims", nil, &cs); err != nil {
+	var cs []ctl.Claim
+	if err := ctl.Call(sock, "claims", nil, &cs); err != nil {
 		t.Fatal(err)
 	}
 	return cs
@@ -141,10 +141,10 @@ func claimsOf(t *testing.T, sock string) []vnicd.Claim {
 // waitVESW waits (at most within) until vport is on vesw (0: none).
 func waitVESW(t *testing.T, sock string, vport uint8, vesw uint16, within time.Duration) {
 	t.Helper()
-	var vs []vnicd.VNICStatus
+	var vs []ctl.VNICStatus
 	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		vs = nil
-		if err := vnicd.Call(sock, "vnics", nil, &vs); err == nil {
+		if err := ctl.Call(sock, "vnics", nil, &vs); err == nil {
 			for _, v := range vs {
 				if v.VPort == vport && v.VESW == vesw {
 					return
@@ -349,7 +349,7 @@ func TestE2ECNIManaged(t *testing.T) {
 	hb.start(t)
 	took := pa.PingWithin(t, ipB, 15*time.Second)
 	t.Logf("host-b's vnicd killed and restarted: pa -> pb answers %v after the start", took.Round(time.Millisecond))
-	if cs := claimsOf(t, hb.sock); len(cs) != 1 || cs[0].State != vnicd.ClaimActive || cs[0].Owner != "cni:red:pb:eth0" {
+	if cs := claimsOf(t, hb.sock); len(cs) != 1 || cs[0].State != ctl.ClaimActive || cs[0].Owner != "cni:red:pb:eth0" {
 		t.Errorf("host-b's claims after the restart: %+v", cs)
 	}
 	if err := cni.CheckNetworkList(ctx, redB, rt("pb", pb)); err != nil {

@@ -15,7 +15,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
 
@@ -70,7 +70,7 @@ control: {socket: %q}
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for vnicd.Call(sock, "vnics", nil, nil) != nil {
+	for ctl.Call(sock, "vnics", nil, nil) != nil {
 		if time.Now().After(deadline) {
 			t.Fatalf("vnicd %s did not come up", name)
 		}
@@ -242,9 +242,9 @@ func TestE2ECNI(t *testing.T) {
 			t.Errorf("DEL %s: %v", tc.id, err)
 		}
 	}
-	var vs []vnicd.VNICStatus
+	var vs []ctl.VNICStatus
 	for _, s := range []string{sockA, sockB} {
-		if err := vnicd.Call(s, "vnics", nil, &vs); err != nil || len(vs) != 0 {
+		if err := ctl.Call(s, "vnics", nil, &vs); err != nil || len(vs) != 0 {
 			t.Errorf("after every DEL, vnicd at %s has %+v (%v)", s, vs, err)
 		}
 	}

@@ -8,8 +8,7 @@ import (
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/skel"
-
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 )
 
 // TestGCForwardsToIPAM: CNI SPEC.md, GC: "Plugins MUST, additionally,
@@ -33,12 +32,12 @@ func TestGCForwardsToIPAM(t *testing.T) {
 			useSocketDir(t)
 			log := fakeIPAM(t)
 			if withVnicd {
-				s, err := vnicd.ListenControl(filepath.Join(socketDir, "vnicd-a.sock"), nil)
+				s, err := ctl.Listen(filepath.Join(socketDir, "vnicd-a.sock"), nil)
 				if err != nil {
 					t.Fatal(err)
 				}
 				s.Handle("vnic_gc", func(json.RawMessage) (any, error) {
-					return vnicd.VNICDeleted{Deleted: []vnicd.VNICStatus{{Owner: "cni:red:gone:eth0"}}}, nil
+					return ctl.VNICDeleted{Deleted: []ctl.VNICStatus{{Owner: "cni:red:gone:eth0"}}}, nil
 				})
 				done := make(chan error, 1)
 				go func() { done <- s.Serve(t.Context()) }()

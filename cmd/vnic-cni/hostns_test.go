@@ -10,8 +10,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
-
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 )
 
 // TestAddRefusesPluginNetNS: an ADD whose CNI_NETNS is the plugin's own
@@ -24,16 +23,16 @@ import (
 // does.
 func TestAddRefusesPluginNetNS(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "vnicd-a.sock")
-	s, err := vnicd.ListenControl(sock, nil)
+	s, err := ctl.Listen(sock, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var adds atomic.Int32
 	s.Handle("vnic_add", func(json.RawMessage) (any, error) {
 		adds.Add(1)
-		return vnicd.VNICStatus{IfName: "net1", MAC: "02:00:01:10:00:00", EthMTU: 1500}, nil
+		return ctl.VNICStatus{IfName: "net1", MAC: "02:00:01:10:00:00", EthMTU: 1500}, nil
 	})
-	s.Handle("vnic_del", func(json.RawMessage) (any, error) { return vnicd.VNICDeleted{}, nil })
+	s.Handle("vnic_del", func(json.RawMessage) (any, error) { return ctl.VNICDeleted{}, nil })
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(t.Context()) }()
 	t.Cleanup(func() { s.Close(); <-done })

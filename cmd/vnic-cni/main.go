@@ -57,8 +57,8 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/opavnic/opavnic/internal/buildinfo"
-	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/config"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
@@ -179,8 +179,8 @@ func cmdAdd(args *skel.CmdArgs) error {
 		}
 	}
 	own := owner(conf.Name, args.ContainerID, args.IfName)
-	var st vnicd.VNICStatus
-	err = vnicd.Call(conf.Socket, "vnic_add", vnicd.VNICAddArgs{
+	var st ctl.VNICStatus
+	err = ctl.Call(conf.Socket, "vnic_add", ctl.VNICAddArgs{
 		VESW: conf.VESW, PKey: conf.PKey, McastDLID: conf.McastDLID, EthMTU: conf.MTU, MAC: conf.MAC,
 		IfName: args.IfName, NetNS: args.Netns, Owner: own,
 	}, &st)
@@ -194,7 +194,7 @@ func cmdAdd(args *skel.CmdArgs) error {
 	ok := false
 	defer func() {
 		if !ok {
-			_ = vnicd.Call(conf.Socket, "vnic_del", vnicd.VNICDelArgs{Owner: own}, nil)
+			_ = ctl.Call(conf.Socket, "vnic_del", ctl.VNICDelArgs{Owner: own}, nil)
 		}
 	}()
 	// result is this plugin's part: its interface is index 0 there, as
@@ -254,14 +254,14 @@ func unreachable(err error) bool {
 // or no free port on the vesw (a managed node the fabric manager has not
 // configured yet, or every port taken until a container goes).
 func transient(err error) bool {
-	return unreachable(err) || busy(err) || strings.Contains(err.Error(), vnicd.ErrNoFreePort.Error())
+	return unreachable(err) || busy(err) || strings.Contains(err.Error(), ctl.ErrNoFreePort.Error())
 }
 
 // busy reports whether vnicd refused the request because it was serving
 // as many as it takes (vnicd.ErrBusy), or because the request's turn came
 // too close to its timeout (vnicd.ErrLate); vnicd.Call returns them as
 // text: it did nothing, and the same request later should go through.
-func busy(err error) bool { return strings.Contains(err.Error(), vnicd.BusyPrefix) }
+func busy(err error) bool { return strings.Contains(err.Error(), ctl.BusyPrefix) }
 
 // tryAgain is err as the CNI error "try again later" (code 11), which tells
 // the runtime to retry the command rather than give up (SPEC.md, Error
@@ -316,7 +316,7 @@ func cmdDel(args *skel.CmdArgs) error {
 	}
 	err = findSocket(conf)
 	if err == nil {
-		err = vnicd.Call(conf.Socket, "vnic_del", vnicd.VNICDelArgs{Owner: owner(conf.Name, args.ContainerID, args.IfName)}, nil)
+		err = ctl.Call(conf.Socket, "vnic_del", ctl.VNICDelArgs{Owner: owner(conf.Name, args.ContainerID, args.IfName)}, nil)
 	}
 	switch {
 	case err != nil && unreachable(err) && args.Netns != "":
@@ -353,10 +353,10 @@ func cmdDel(args *skel.CmdArgs) error {
 // their ports again: that is said, as try again later (code 11), rather
 // than that the VNIC is gone.
 func missingVNIC(socket, owner string) error {
-	var cs []vnicd.Claim
-	if err := vnicd.Call(socket, "claims", nil, &cs); err == nil {
+	var cs []ctl.Claim
+	if err := ctl.Call(socket, "claims", nil, &cs); err == nil {
 		for _, c := range cs {
-			if c.Owner == owner && c.State == vnicd.ClaimPending {
+			if c.Owner == owner && c.State == ctl.ClaimPending {
 				return types.NewError(types.ErrTryAgainLater, fmt.Sprintf("vnic-cni: vnicd's claim of %s (vport %d, vesw %d) is pending: "+
 					"vnicd restarted and the fabric manager has not configured the port again yet", owner, c.VPort, c.VESW), "")
 			}
@@ -391,8 +391,8 @@ func cmdCheck(args *skel.CmdArgs) error {
 		return fmt.Errorf("vnic-cni: prevResult has no interface %s in %s", args.IfName, args.Netns)
 	}
 	own := owner(conf.Name, args.ContainerID, args.IfName)
-	var vs []vnicd.VNICStatus
-	if err := vnicd.Call(conf.Socket, "vnics", nil, &vs); err != nil {
+	var vs []ctl.VNICStatus
+	if err := ctl.Call(conf.Socket, "vnics", nil, &vs); err != nil {
 		return vnicdErr(conf, err)
 	}
 	found := false
@@ -486,10 +486,10 @@ func cmdGC(args *skel.CmdArgs) error {
 		keep = append(keep, owner(conf.Name, a.ContainerID, a.IfName))
 	}
 	var errs []error
-	var del vnicd.VNICDeleted
+	var del ctl.VNICDeleted
 	err = findSocket(conf)
 	if err == nil {
-		err = vnicd.Call(conf.Socket, "vnic_gc", vnicd.VNICGCArgs{Prefix: ownerPrefix(conf.Name), Keep: keep}, &del)
+		err = ctl.Call(conf.Socket, "vnic_gc", ctl.VNICGCArgs{Prefix: ownerPrefix(conf.Name), Keep: keep}, &del)
 	}
 	switch {
 	case err == nil, unreachable(err): // no vnicd: nothing it could give back
@@ -525,7 +525,7 @@ func cmdStatus(args *skel.CmdArgs) error {
 	if err != nil {
 		return types.NewError(errPluginNotAvailable, err.Error(), "")
 	}
-	if err := vnicd.Call(conf.Socket, "vnics", nil, nil); err != nil {
+	if err := ctl.Call(conf.Socket, "vnics", nil, nil); err != nil {
 		return types.NewError(errPluginNotAvailable, "vnicd does not answer", err.Error())
 	}
 	if conf.IPAM.Type != "" {

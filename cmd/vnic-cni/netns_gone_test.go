@@ -10,7 +10,7 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
 
@@ -63,8 +63,8 @@ func TestDelNetnsGone(t *testing.T) {
 		if err := cni.DelNetworkList(ctx, list, rt("gone2", c2)); err != nil {
 			t.Errorf("DEL gone2: %v", err)
 		}
-		var vs []vnicd.VNICStatus
-		if err := vnicd.Call(sock, "vnics", nil, &vs); err != nil || len(vs) != want {
+		var vs []ctl.VNICStatus
+		if err := ctl.Call(sock, "vnics", nil, &vs); err != nil || len(vs) != want {
 			t.Errorf("vnicd has %+v (%v); want %d ports", vs, err, want)
 		}
 	}

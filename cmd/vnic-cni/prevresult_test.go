@@ -13,21 +13,21 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/vishvananda/netlink"
 
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
 
 // fakeVnicdAdd serves a control socket that answers vnic_add with st and
 // vnic_del with nothing deleted; it returns the socket.
-func fakeVnicdAdd(t *testing.T, st vnicd.VNICStatus) string {
+func fakeVnicdAdd(t *testing.T, st ctl.VNICStatus) string {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "vnicd-a.sock")
-	s, err := vnicd.ListenControl(sock, nil)
+	s, err := ctl.Listen(sock, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Handle("vnic_add", func(json.RawMessage) (any, error) { return st, nil })
-	s.Handle("vnic_del", func(json.RawMessage) (any, error) { return vnicd.VNICDeleted{}, nil })
+	s.Handle("vnic_del", func(json.RawMessage) (any, error) { return ctl.VNICDeleted{}, nil })
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(t.Context()) }()
 	t.Cleanup(func() { s.Close(); <-done })
@@ -59,7 +59,7 @@ func captureStdout(t *testing.T, f func() error) ([]byte, error) {
 // included". vnic-cni after another plugin in a chain kept only its own
 // interface: the earlier plugin's interface and address were lost.
 func TestAddKeepsPrevResult(t *testing.T) {
-	sock := fakeVnicdAdd(t, vnicd.VNICStatus{VPort: 0, IfName: "net1", MAC: "02:00:01:10:00:00", EthMTU: 1400})
+	sock := fakeVnicdAdd(t, ctl.VNICStatus{VPort: 0, IfName: "net1", MAC: "02:00:01:10:00:00", EthMTU: 1400})
 	conf := `{"cniVersion": "1.1.0", "name": "red", "type": "vnic-cni", "vesw": 1, "pkey": "0x8001", "socket": "` + sock + `",
 		"prevResult": {"cniVersion": "1.1.0",
 			"interfaces": [{"name": "eth0", "mac": "0a:58:0a:00:00:05", "sandbox": "/var/run/netns/c1"}],
@@ -102,12 +102,12 @@ func TestCheckChainedPrevResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(t.TempDir(), "vnicd-a.sock")
-	s, err := vnicd.ListenControl(sock, nil)
+	s, err := ctl.Listen(sock, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Handle("vnics", func(json.RawMessage) (any, error) {
-		return []vnicd.VNICStatus{{IfName: "net1", MAC: mac, VESW: 1, OperState: "FORWARDING", Owner: "cni:red:c1:net1"}}, nil
+		return []ctl.VNICStatus{{IfName: "net1", MAC: mac, VESW: 1, OperState: "FORWARDING", Owner: "cni:red:c1:net1"}}, nil
 	})
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(t.Context()) }()

@@ -11,8 +11,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
-
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 )
 
 // TestFindSocket: a network config without "socket" takes the only vnicd
@@ -92,7 +91,7 @@ func TestDelGCNoVnicd(t *testing.T) {
 			log := fakeIPAM(t)
 			var fmCalls atomic.Int32
 			if withFM {
-				fm, err := vnicd.ListenControl(filepath.Join(socketDir, "opafm-fm.sock"), nil)
+				fm, err := ctl.Listen(filepath.Join(socketDir, "opafm-fm.sock"), nil)
 				if err != nil {
 					t.Fatal(err)
 				}

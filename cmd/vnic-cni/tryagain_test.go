@@ -9,8 +9,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
-
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 )
 
 // An ADD that fails for a reason that clears up by itself (vnicd not
@@ -25,14 +24,14 @@ func TestAddTryAgainLater(t *testing.T) {
 		code   uint
 	}{
 		{"no vnicd", nil, types.ErrTryAgainLater},
-		{"no free port", errors.New(vnicd.ErrNoFreePort.Error() + ": vesw 1 on node host-a is not configured by the fabric manager yet"), types.ErrTryAgainLater},
-		{"too late to start", vnicd.ErrLate, types.ErrTryAgainLater},
+		{"no free port", errors.New(ctl.ErrNoFreePort.Error() + ": vesw 1 on node host-a is not configured by the fabric manager yet"), types.ErrTryAgainLater},
+		{"too late to start", ctl.ErrLate, types.ErrTryAgainLater},
 		{"bad arguments", errors.New("bad arguments: pkey 0x8002 is not vesw 1's"), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			useSocketDir(t)
 			if tc.answer != nil {
-				s, err := vnicd.ListenControl(filepath.Join(socketDir, "vnicd-a.sock"), nil)
+				s, err := ctl.Listen(filepath.Join(socketDir, "vnicd-a.sock"), nil)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 )
 
 // TestExtraArgsRefused: vnicctl's commands without arguments refuse
@@ -16,7 +16,7 @@ import (
 // command, where Go's flag package no longer reads it) printed a table and
 // exited 0, and a script got text where it asked for JSON.
 func TestExtraArgsRefused(t *testing.T) {
-	handlers := map[string]vnicd.Handler{}
+	handlers := map[string]ctl.Handler{}
 	for _, cmd := range []string{"vnics", "hfi", "fabric"} {
 		handlers[cmd] = func(json.RawMessage) (any, error) { return []int{}, nil }
 	}
@@ -32,10 +32,10 @@ func TestExtraArgsRefused(t *testing.T) {
 
 // serveControl serves a control socket with handlers for the test's
 // length and returns its path.
-func serveControl(t *testing.T, handlers map[string]vnicd.Handler) string {
+func serveControl(t *testing.T, handlers map[string]ctl.Handler) string {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "vnicd-a.sock")
-	s, err := vnicd.ListenControl(sock, nil)
+	s, err := ctl.Listen(sock, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/opavnic/opavnic/internal/buildinfo"
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 )
 
 // socketDir is where daemons put their control sockets by default; a
@@ -138,8 +138,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var err error
 	switch cmd {
 	case "vnics":
-		var v []vnicd.VNICStatus
-		if err = vnicd.Call(path, "vnics", nil, &v); err == nil {
+		var v []ctl.VNICStatus
+		if err = ctl.Call(path, "vnics", nil, &v); err == nil {
 			err = show(stdout, *asJSON, v, func(tw *tabwriter.Writer) {
 				if len(v) == 0 {
 					fmt.Fprintln(tw, "(none)") // as every empty list: not a bare header
@@ -172,8 +172,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 			a.VPort = &n
 		}
-		var v []vnicd.PortCounterSet
-		if err = vnicd.Call(path, "counters", a, &v); err == nil {
+		var v []ctl.PortCounterSet
+		if err = ctl.Call(path, "counters", a, &v); err == nil {
 			err = show(stdout, *asJSON, v, func(tw *tabwriter.Writer) {
 				if len(v) == 0 {
 					fmt.Fprintln(tw, "(none)")
@@ -213,8 +213,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			})
 		}
 	case "hfi":
-		var v vnicd.HFIStatus
-		if err = vnicd.Call(path, "hfi", nil, &v); err == nil {
+		var v ctl.HFIStatus
+		if err = ctl.Call(path, "hfi", nil, &v); err == nil {
 			err = show(stdout, *asJSON, v, func(tw *tabwriter.Writer) {
 				ext := ""
 				if v.Extended {
@@ -250,7 +250,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = generic(path, cmd, args, stdout, *asJSON)
 	case "commands":
 		var v []string
-		if err = vnicd.Call(path, "commands", nil, &v); err == nil {
+		if err = ctl.Call(path, "commands", nil, &v); err == nil {
 			err = show(stdout, *asJSON, v, func(tw *tabwriter.Writer) {
 				for _, c := range v {
 					switch c {
@@ -266,9 +266,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "version":
 		// vnicctl's build, and the daemon's: the daemon's may be older
 		// than this vnicctl, and not answer (exit 1 after vnicctl's line).
-		var daemon vnicd.BuildStatus
-		err = vnicd.Call(path, "version", nil, &daemon)
-		self := vnicd.ReadBuildStatus()
+		var daemon ctl.BuildStatus
+		err = ctl.Call(path, "version", nil, &daemon)
+		self := ctl.ReadBuildStatus()
 		v := map[string]any{"vnicctl": self}
 		if err == nil {
 			v["daemon"] = daemon
@@ -317,7 +317,7 @@ func show(w io.Writer, asJSON bool, v any, table func(*tabwriter.Writer)) error 
 // knowing its type.
 func generic(path, cmd string, args any, w io.Writer, asJSON bool) error {
 	var raw json.RawMessage
-	if err := vnicd.Call(path, cmd, args, &raw); err != nil {
+	if err := ctl.Call(path, cmd, args, &raw); err != nil {
 		return err
 	}
 	if asJSON {

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/opavnic/opavnic/internal/buildinfo"
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 )
 
 // Without --socket: no socket in socketDir is a daemon that cannot answer
@@ -110,7 +110,7 @@ func TestVersionOfDaemon(t *testing.T) {
 	if code := run([]string{"--socket", sock, "--json", "version"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("vnicctl --json version: exit %d, stderr %q", code, stderr.String())
 	}
-	var v map[string]vnicd.BuildStatus
+	var v map[string]ctl.BuildStatus
 	if err := json.Unmarshal(stdout.Bytes(), &v); err != nil {
 		t.Fatalf("vnicctl --json version: %v\n%s", err, stdout.String())
 	}
@@ -121,7 +121,7 @@ func TestVersionOfDaemon(t *testing.T) {
 		t.Errorf("vnicctl --json version: vnicctl %+v", c)
 	}
 
-	old := serveControl(t, map[string]vnicd.Handler{"version": func(json.RawMessage) (any, error) {
+	old := serveControl(t, map[string]ctl.Handler{"version": func(json.RawMessage) (any, error) {
 		return nil, errors.New(`unknown command "version"`)
 	}})
 	stdout.Reset()

@@ -6,8 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/opavnic/opavnic/hfi"
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/engine"
 )
 
@@ -16,14 +15,14 @@ import (
 // typed as a command points to the CLI form, and the HFI's data counters
 // say their unit.
 func TestCLIRendering(t *testing.T) {
-	sock := serveControl(t, map[string]vnicd.Handler{
-		"claims":   func(json.RawMessage) (any, error) { return []vnicd.Claim{}, nil },
-		"vnics":    func(json.RawMessage) (any, error) { return []vnicd.VNICStatus{}, nil },
-		"counters": func(json.RawMessage) (any, error) { return []vnicd.PortCounterSet{}, nil },
+	sock := serveControl(t, map[string]ctl.Handler{
+		"claims":   func(json.RawMessage) (any, error) { return []ctl.Claim{}, nil },
+		"vnics":    func(json.RawMessage) (any, error) { return []ctl.VNICStatus{}, nil },
+		"counters": func(json.RawMessage) (any, error) { return []ctl.PortCounterSet{}, nil },
 		"vnic_add": func(json.RawMessage) (any, error) { return nil, nil },
 		"vnic_gc":  func(json.RawMessage) (any, error) { return nil, nil },
 		"hfi": func(json.RawMessage) (any, error) {
-			return vnicd.HFIStatus{Node: "a", Counters: []hfi.CounterValue{{Name: "PortXmitData", Value: 8}, {Name: "PortXmitPkts", Value: 1}}}, nil
+			return ctl.HFIStatus{Node: "a", Counters: []ctl.Counter{{Name: "PortXmitData", Value: 8}, {Name: "PortXmitPkts", Value: 1}}}, nil
 		},
 	})
 	for _, tc := range []struct {
@@ -67,11 +66,11 @@ func TestCLIRendering(t *testing.T) {
 // another version) are shown by name, "-" where a port has none, never a
 // panic on the first port's list.
 func TestCountersRaggedAnswer(t *testing.T) {
-	sock := serveControl(t, map[string]vnicd.Handler{
+	sock := serveControl(t, map[string]ctl.Handler{
 		"counters": func(json.RawMessage) (any, error) {
-			return []vnicd.PortCounterSet{
-				{VPort: 0, IfName: "a0", Counters: []engine.Counter{{Name: "tx_packets", Value: 1}, {Name: "rx_packets", Value: 2}}},
-				{VPort: 1, IfName: "a1", Counters: []engine.Counter{{Name: "rx_packets", Value: 3}, {Name: "rx_new", Value: 4}}},
+			return []ctl.PortCounterSet{
+				{VPort: 0, IfName: "a0", Counters: []ctl.Counter{{Name: "tx_packets", Value: 1}, {Name: "rx_packets", Value: 2}}},
+				{VPort: 1, IfName: "a1", Counters: []ctl.Counter{{Name: "rx_packets", Value: 3}, {Name: "rx_new", Value: 4}}},
 			}, nil
 		},
 	})

@@ -8,8 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/opavnic/opavnic/vnicd"
-	"github.com/opavnic/opavnic/vnicd/config"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 )
 
 // listFlag collects a repeatable flag.
@@ -54,10 +53,10 @@ func parseVNIC(args []string, stderr io.Writer) (cmd string, a any, code int, ok
 // parseVNICAdd reads the flags of "vnic add". Numbers go to the daemon as
 // written (decimal or 0x hex) and are checked there, by the config's rules.
 // It returns flag.ErrHelp after --help, errUsage after a usage error.
-func parseVNICAdd(args []string, stderr io.Writer) (vnicd.VNICAddArgs, error) {
+func parseVNICAdd(args []string, stderr io.Writer) (ctl.VNICAddArgs, error) {
 	fs := flag.NewFlagSet("vnicctl vnic add", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var a vnicd.VNICAddArgs
+	var a ctl.VNICAddArgs
 	var addrs listFlag
 	vport := fs.String("vport", "", "vport index 0..254 (default: the lowest free one)")
 	vesw := fs.String("vesw", "", "vesw id 1..4095 (required)")
@@ -95,10 +94,10 @@ func parseVNICAdd(args []string, stderr io.Writer) (vnicd.VNICAddArgs, error) {
 }
 
 // parseVNICDel reads the arguments of "vnic del", with parseVNICAdd's errors.
-func parseVNICDel(args []string, stderr io.Writer) (vnicd.VNICDelArgs, error) {
+func parseVNICDel(args []string, stderr io.Writer) (ctl.VNICDelArgs, error) {
 	fs := flag.NewFlagSet("vnicctl vnic del", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var a vnicd.VNICDelArgs
+	var a ctl.VNICDelArgs
 	fs.StringVar(&a.Owner, "owner", "", "delete the VNIC of this owner instead of a vport")
 	if err := fs.Parse(args); err != nil {
 		return a, usageErr(err)
@@ -111,8 +110,8 @@ func parseVNICDel(args []string, stderr io.Writer) (vnicd.VNICDelArgs, error) {
 		err = errors.New("vnic del takes one VPORT or --owner OWNER")
 	case fs.NArg() == 1:
 		n, perr := strconv.Atoi(fs.Arg(0))
-		if perr != nil || n < 0 || n > config.MaxVPort {
-			err = fmt.Errorf("VPORT %q is not a number 0..%d", fs.Arg(0), config.MaxVPort)
+		if perr != nil || n < 0 || n > ctl.MaxVPort {
+			err = fmt.Errorf("VPORT %q is not a number 0..%d", fs.Arg(0), ctl.MaxVPort)
 		}
 		a.VPort = &n
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
 
@@ -42,8 +42,8 @@ func TestE2EBusyPoll(t *testing.T) {
 		window string
 		polls  bool
 	}{{da, "host-a", "20ms", true}, {db, "host-b", "0s", false}} {
-		var st vnicd.HFIStatus
-		if err := vnicd.Call(x.d.socket, "hfi", nil, &st); err != nil {
+		var st ctl.HFIStatus
+		if err := ctl.Call(x.d.socket, "hfi", nil, &st); err != nil {
 			t.Fatal(err)
 		}
 		if st.BusyPoll != x.window {

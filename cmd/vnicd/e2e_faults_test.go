@@ -24,7 +24,7 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi/hfitest"
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
 
@@ -592,8 +592,8 @@ func testGarbageFlood(t *testing.T, queues int) {
 	if delta["vnic_rx_no_port"] != delta[fateBadVESW] {
 		t.Errorf("vnic_rx_no_port rose by %d, rx_bad_veswid by %d", delta["vnic_rx_no_port"], delta[fateBadVESW])
 	}
-	var v []vnicd.VNICStatus
-	if err := vnicd.Call(db.socket, "vnics", nil, &v); err != nil || len(v) != 1 || v[0].OperState != "FORWARDING" {
+	var v []ctl.VNICStatus
+	if err := ctl.Call(db.socket, "vnics", nil, &v); err != nil || len(v) != 1 || v[0].OperState != "FORWARDING" {
 		t.Errorf("host b's VNICs after the flood: %+v (%v)", v, err)
 	}
 }
@@ -683,8 +683,8 @@ func faultyTransfer(t *testing.T, tag string, a, b *nstest.NS, da, db *daemon) {
 	t.Logf("FIGURE %s: TCP transfer of %d bytes in %v: %.2f Mbit/s", tag, size, took.Round(time.Millisecond),
 		float64(size)*8/took.Seconds()/1e6)
 	for name, d := range map[string]*daemon{"host-a": da, "host-b": db} {
-		var v []vnicd.VNICStatus
-		if err := vnicd.Call(d.socket, "vnics", nil, &v); err != nil || len(v) != 1 || v[0].OperState != "FORWARDING" {
+		var v []ctl.VNICStatus
+		if err := ctl.Call(d.socket, "vnics", nil, &v); err != nil || len(v) != 1 || v[0].OperState != "FORWARDING" {
 			t.Errorf("%s: VNICs after the transfer: %+v (%v)", name, v, err)
 		}
 		if err := unix.Kill(d.cmd.Process.Pid, 0); err != nil {

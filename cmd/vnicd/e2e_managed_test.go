@@ -15,7 +15,7 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/vema/fm"
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
 
@@ -120,13 +120,13 @@ func managedHostAt(t *testing.T, ns, blue *nstest.NS, name string, n int, listen
 }
 
 // waitVNICs waits until d has want ports, each in oper state.
-func waitVNICs(t *testing.T, d *daemon, want int, oper string, within time.Duration) []vnicd.VNICStatus {
+func waitVNICs(t *testing.T, d *daemon, want int, oper string, within time.Duration) []ctl.VNICStatus {
 	t.Helper()
-	var v []vnicd.VNICStatus
+	var v []ctl.VNICStatus
 	var err error
 	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		v = nil
-		if err = vnicd.Call(d.socket, "vnics", nil, &v); err == nil && len(v) == want {
+		if err = ctl.Call(d.socket, "vnics", nil, &v); err == nil && len(v) == want {
 			ok := true
 			for _, s := range v {
 				ok = ok && s.OperState == oper
@@ -140,10 +140,10 @@ func waitVNICs(t *testing.T, d *daemon, want int, oper string, within time.Durat
 	return nil
 }
 
-func hfiStatus(t *testing.T, d *daemon) vnicd.HFIStatus {
+func hfiStatus(t *testing.T, d *daemon) ctl.HFIStatus {
 	t.Helper()
-	var st vnicd.HFIStatus
-	if err := vnicd.Call(d.socket, "hfi", nil, &st); err != nil {
+	var st ctl.HFIStatus
+	if err := ctl.Call(d.socket, "hfi", nil, &st); err != nil {
 		t.Fatal(err)
 	}
 	return st
@@ -220,8 +220,8 @@ func TestE2EManagedFabric(t *testing.T) {
 	}
 
 	// vnicctl path between the extended-LID host and the other: special GIDs, hop limit 1.
-	var pr vnicd.PathStatus
-	if err := vnicd.Call(db.socket, "path", map[string]string{"lid": "0x10"}, &pr); err != nil {
+	var pr ctl.PathStatus
+	if err := ctl.Call(db.socket, "path", map[string]string{"lid": "0x10"}, &pr); err != nil {
 		t.Fatalf("path from host-b to 0x10: %v", err)
 	}
 	sgid, dgid := encap.GID(netipAddr(t, pr.SGID).As16()), encap.GID(netipAddr(t, pr.DGID).As16())
@@ -287,8 +287,8 @@ func TestE2EManagedFabric(t *testing.T) {
 	start := time.Now()
 	for _, d := range []*daemon{da, db} {
 		for {
-			var v []vnicd.VNICStatus
-			if err := vnicd.Call(d.socket, "vnics", nil, &v); err != nil {
+			var v []ctl.VNICStatus
+			if err := ctl.Call(d.socket, "vnics", nil, &v); err != nil {
 				t.Fatal(err)
 			}
 			if len(v) == 2 && v[1].OperState != "FORWARDING" && v[0].OperState == "FORWARDING" {

@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/opavnic/opavnic/encap"
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
 
@@ -95,8 +95,8 @@ func TestE2EMetrics(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		var v []vnicd.VNICStatus
-		if err := vnicd.Call(ha.socket, "vnics", nil, &v); err == nil && len(v) == 1 {
+		var v []ctl.VNICStatus
+		if err := ctl.Call(ha.socket, "vnics", nil, &v); err == nil && len(v) == 1 {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi/hfitest"
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
 
@@ -83,10 +83,10 @@ func TestE2EPeerDown(t *testing.T) {
 }
 
 // peerEntry returns d's `fabric` entry of a unicast LID, with its traffic.
-func peerEntry(t *testing.T, d *daemon, lid uint32) vnicd.FabricEntry {
+func peerEntry(t *testing.T, d *daemon, lid uint32) ctl.FabricEntry {
 	t.Helper()
-	var entries []vnicd.FabricEntry
-	if err := vnicd.Call(d.socket, "fabric", nil, &entries); err != nil {
+	var entries []ctl.FabricEntry
+	if err := ctl.Call(d.socket, "fabric", nil, &entries); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
@@ -98,10 +98,10 @@ func peerEntry(t *testing.T, d *daemon, lid uint32) vnicd.FabricEntry {
 		}
 	}
 	t.Fatalf("no fabric entry for %s in %+v", encap.LID(lid), entries)
-	return vnicd.FabricEntry{}
+	return ctl.FabricEntry{}
 }
 
-func describeTraffic(e vnicd.FabricEntry) string {
+func describeTraffic(e ctl.FabricEntry) string {
 	return fmt.Sprintf("rx %d packets %d bytes, tx %d packets %d bytes, last rx %s", *e.RxPackets, *e.RxBytes, *e.TxPackets, *e.TxBytes, e.LastRx)
 }
 
@@ -115,8 +115,8 @@ func waitPeerError(t *testing.T, a *nstest.NS, da *daemon, want string) {
 	start := da.hfiCounters(t)["xmit_peer_errors"]
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
 		_, _ = a.Exec(context.Background(), "ping", "-c", "2", "-i", "0.2", "-W", "1", "192.168.101.2")
-		var entries []vnicd.FabricEntry
-		if err := vnicd.Call(da.socket, "fabric", nil, &entries); err != nil {
+		var entries []ctl.FabricEntry
+		if err := ctl.Call(da.socket, "fabric", nil, &entries); err != nil {
 			t.Fatal(err)
 		}
 		last = fmt.Sprintf("%+v", entries)
@@ -217,13 +217,13 @@ func TestE2EFabricManagerDown(t *testing.T) {
 	lab := newManagedLab(t, "fmd")
 	da := managedHost(t, lab.a, lab.aBlue, "host-a", 1, filepath.Join(lab.dir, "a.sock"))
 	want := "connection refused (ICMP port unreachable from 10.202.0.3)"
-	var st vnicd.HFIStatus
+	var st ctl.HFIStatus
 	for deadline := time.Now().Add(20 * time.Second); !strings.HasPrefix(st.FabricManagerError, want); time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("with no FM: hfi status %+v; want fabric_manager_error %q", st, want)
 		}
-		if err := vnicd.Call(da.socket, "hfi", nil, &st); err != nil {
-			st = vnicd.HFIStatus{}
+		if err := ctl.Call(da.socket, "hfi", nil, &st); err != nil {
+			st = ctl.HFIStatus{}
 		}
 	}
 	if st.FabricManager != "10.202.0.3:4793" {

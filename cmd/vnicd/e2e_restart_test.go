@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
 
@@ -131,8 +131,8 @@ func TestE2EKillRestartStatic(t *testing.T) {
 		if got := links(t, aBlue); !maps.Equal(got, wantBlue) {
 			t.Errorf("round %d: links in %s %v, want %v", round, aBlue.Name(), got, wantBlue)
 		}
-		var v []vnicd.VNICStatus
-		if err := vnicd.Call(da.socket, "vnics", nil, &v); err != nil || len(v) != 2 || v[0].IfName != "vnic0" || v[1].IfName != "vnic1" {
+		var v []ctl.VNICStatus
+		if err := ctl.Call(da.socket, "vnics", nil, &v); err != nil || len(v) != 2 || v[0].IfName != "vnic0" || v[1].IfName != "vnic1" {
 			t.Errorf("round %d: vnicd's VNICs %+v (%v)", round, v, err)
 		}
 		a.PingWithin(t, "192.168.101.2", 10*time.Second)
@@ -159,7 +159,7 @@ func fmNodes(t *testing.T, socket string) []fmNode {
 	var st struct {
 		Nodes []fmNode `json:"nodes"`
 	}
-	if err := vnicd.Call(socket, "fabric", nil, &st); err != nil {
+	if err := ctl.Call(socket, "fabric", nil, &st); err != nil {
 		t.Fatal(err)
 	}
 	return st.Nodes
@@ -169,8 +169,8 @@ func fmNodes(t *testing.T, socket string) []fmNode {
 // none).
 func directoryEndpoint(t *testing.T, d *daemon, lid string) string {
 	t.Helper()
-	var ents []vnicd.FabricEntry
-	if err := vnicd.Call(d.socket, "fabric", nil, &ents); err != nil {
+	var ents []ctl.FabricEntry
+	if err := ctl.Call(d.socket, "fabric", nil, &ents); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range ents {

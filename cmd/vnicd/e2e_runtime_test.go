@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
 
@@ -106,8 +107,8 @@ func TestE2EVnicctlAddDel(t *testing.T) {
 	if !strings.Contains(out, "eth1") || !strings.Contains(out, "10.1.0.1/24") {
 		t.Errorf("vnic add answered:\n%s", out)
 	}
-	var st vnicd.VNICStatus
-	if err := vnicd.Call(db.socket, "vnic_add", vnicd.VNICAddArgs{VESW: 1, PKey: "0x8001", McastDLID: mcRed, EthMTU: 1400,
+	var st ctl.VNICStatus
+	if err := ctl.Call(db.socket, "vnic_add", ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", McastDLID: mcRed, EthMTU: 1400,
 		IfName: "eth1", NetNS: "pid:" + strconv.Itoa(sleeper.Process.Pid), Addresses: []string{"10.1.0.2/24"}}, &st); err != nil {
 		t.Fatal(err)
 	}
@@ -121,21 +122,21 @@ func TestE2EVnicctlAddDel(t *testing.T) {
 
 	// The same checks as the config: refused with the argument's name.
 	for _, tc := range []struct {
-		args vnicd.VNICAddArgs
+		args ctl.VNICAddArgs
 		err  string
 	}{
-		{vnicd.VNICAddArgs{VESW: 1, PKey: "0x8001", IfName: "eth2", NetNS: ca.Name()}, "vesw: vesw 1 is already used by vport 0"},
-		{vnicd.VNICAddArgs{VESW: 2, PKey: "0x8001", IfName: "eth1", NetNS: ca.Path()}, `ifname: "eth1" is vport 0's`},
-		{vnicd.VNICAddArgs{VESW: 2, PKey: "0x0000", IfName: "eth2"}, "pkey: 0x0000 has base 0"},
-		{vnicd.VNICAddArgs{VESW: 2, PKey: "0x8002", McastDLID: "0xF00009"}, "mcast_dlid: group 0xF00009 is not declared"},
-		{vnicd.VNICAddArgs{VESW: 2, PKey: "0x8002", IfName: "eth2", NetNS: "nosuchns-" + nstest.RunID()}, "open netns"},
+		{ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", IfName: "eth2", NetNS: ca.Name()}, "vesw: vesw 1 is already used by vport 0"},
+		{ctl.VNICAddArgs{VESW: 2, PKey: "0x8001", IfName: "eth1", NetNS: ca.Path()}, `ifname: "eth1" is vport 0's`},
+		{ctl.VNICAddArgs{VESW: 2, PKey: "0x0000", IfName: "eth2"}, "pkey: 0x0000 has base 0"},
+		{ctl.VNICAddArgs{VESW: 2, PKey: "0x8002", McastDLID: "0xF00009"}, "mcast_dlid: group 0xF00009 is not declared"},
+		{ctl.VNICAddArgs{VESW: 2, PKey: "0x8002", IfName: "eth2", NetNS: "nosuchns-" + nstest.RunID()}, "open netns"},
 	} {
-		if err := vnicd.Call(da.socket, "vnic_add", tc.args, nil); err == nil || !strings.Contains(err.Error(), tc.err) {
+		if err := ctl.Call(da.socket, "vnic_add", tc.args, nil); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("vnic_add %+v: %v; want %q", tc.args, err, tc.err)
 		}
 	}
-	var vs []vnicd.VNICStatus
-	if err := vnicd.Call(da.socket, "vnics", nil, &vs); err != nil || len(vs) != 1 {
+	var vs []ctl.VNICStatus
+	if err := ctl.Call(da.socket, "vnics", nil, &vs); err != nil || len(vs) != 1 {
 		t.Fatalf("after refused adds, vnics = %+v, %v; want the one VNIC", vs, err)
 	}
 
@@ -143,18 +144,18 @@ func TestE2EVnicctlAddDel(t *testing.T) {
 	if _, err := ca.Netlink().LinkByName("eth1"); err == nil {
 		t.Error("eth1 still in the container after vnic del")
 	}
-	if err := vnicd.Call(da.socket, "vnic_del", map[string]int{"vport": 0}, nil); err == nil || !strings.Contains(err.Error(), "no vport 0") {
+	if err := ctl.Call(da.socket, "vnic_del", map[string]int{"vport": 0}, nil); err == nil || !strings.Contains(err.Error(), "no vport 0") {
 		t.Errorf("second vnic_del: %v", err)
 	}
 	// The vport and vesw are free again.
 	vnicctl(t, da.socket, "vnic", "add", "--vesw", "1", "--pkey", "0x8001", "--mcast-dlid", "0xF00001",
 		"--eth-mtu", "1400", "--ifname", "eth1", "--netns", ca.Path(), "--address", "10.1.0.1/24", "--owner", "test:x")
 	ping(t, ca, "10.1.0.2")
-	var del vnicd.VNICDeleted
-	if err := vnicd.Call(da.socket, "vnic_del", vnicd.VNICDelArgs{Owner: "test:x"}, &del); err != nil || len(del.Deleted) != 1 {
+	var del ctl.VNICDeleted
+	if err := ctl.Call(da.socket, "vnic_del", ctl.VNICDelArgs{Owner: "test:x"}, &del); err != nil || len(del.Deleted) != 1 {
 		t.Errorf("vnic_del by owner: %+v, %v", del, err)
 	}
-	if err := vnicd.Call(da.socket, "vnic_del", vnicd.VNICDelArgs{Owner: "test:x"}, &del); err != nil || len(del.Deleted) != 0 {
+	if err := ctl.Call(da.socket, "vnic_del", ctl.VNICDelArgs{Owner: "test:x"}, &del); err != nil || len(del.Deleted) != 0 {
 		t.Errorf("second vnic_del by owner: %+v, %v; want nothing deleted, no error", del, err)
 	}
 	vnicctl(t, db.socket, "vnic", "del", "0")
@@ -181,7 +182,7 @@ func TestE2EVnicctlAddDel(t *testing.T) {
 	}
 	// The kernel destroys the namespace in a worker: bounded waits.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if err := vnicd.Call(da.socket, "vnics", nil, &vs); err != nil || len(vs) != 1 {
+		if err := ctl.Call(da.socket, "vnics", nil, &vs); err != nil || len(vs) != 1 {
 			t.Fatalf("vnics after the namespace's deletion: %+v, %v", vs, err)
 		}
 		if !vs[0].LinkUp && vs[0].OperState != "FORWARDING" {
@@ -193,7 +194,7 @@ func TestE2EVnicctlAddDel(t *testing.T) {
 	}
 	nstest.WaitLinkGone(t, a, end, 10*time.Second, "its peer's namespace was deleted, and is kept alive")
 	vnicctl(t, da.socket, "vnic", "del", "0")
-	if err := vnicd.Call(da.socket, "vnics", nil, &vs); err != nil || len(vs) != 0 {
+	if err := ctl.Call(da.socket, "vnics", nil, &vs); err != nil || len(vs) != 0 {
 		t.Errorf("vnics after deleting the VNIC of a removed namespace: %+v, %v", vs, err)
 	}
 }
@@ -240,7 +241,7 @@ func testRuntimeRestart(t *testing.T, queues int) {
 	db := startVnicd(t, b, host("host-b", lidB, lidA, "10.203.0.2", "10.203.0.1"))
 	add := func(d *daemon, ns *nstest.NS, addr, owner string) {
 		t.Helper()
-		if err := vnicd.Call(d.socket, "vnic_add", vnicd.VNICAddArgs{VESW: 1, PKey: "0x8001", McastDLID: mcRed, EthMTU: 1400,
+		if err := ctl.Call(d.socket, "vnic_add", ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", McastDLID: mcRed, EthMTU: 1400,
 			IfName: "eth1", NetNS: ns.Name(), Addresses: []string{addr}, Owner: owner}, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -293,15 +294,15 @@ func testRuntimeRestart(t *testing.T, queues int) {
 		if n := kernelQueues(); n != queues {
 			t.Errorf("%v: eth1 has %d queues in the kernel after the restart, want %d", sig, n, queues)
 		}
-		var vs []vnicd.VNICStatus
-		if err := vnicd.Call(da.socket, "vnics", nil, &vs); err != nil || len(vs) != 1 || vs[0].Owner != "test:a" ||
+		var vs []ctl.VNICStatus
+		if err := ctl.Call(da.socket, "vnics", nil, &vs); err != nil || len(vs) != 1 || vs[0].Owner != "test:a" ||
 			vs[0].IfName != "eth1" || vs[0].NetNS != ca.Name() || vs[0].VPort != 0 {
 			t.Errorf("%v: vnicd's VNICs after the restart: %+v, %v", sig, vs, err)
 		}
 	}
 
-	var del vnicd.VNICDeleted
-	if err := vnicd.Call(da.socket, "vnic_del", vnicd.VNICDelArgs{Owner: "test:a"}, &del); err != nil || len(del.Deleted) != 1 {
+	var del ctl.VNICDeleted
+	if err := ctl.Call(da.socket, "vnic_del", ctl.VNICDelArgs{Owner: "test:a"}, &del); err != nil || len(del.Deleted) != 1 {
 		t.Fatalf("vnic_del: %+v, %v", del, err)
 	}
 	if _, err := ca.Netlink().LinkByName("eth1"); err == nil {
@@ -346,7 +347,7 @@ func TestE2ERuntimeRenamedOrMovedRestart(t *testing.T) {
 		addr  string
 		owner string
 	}{{db, cb, "10.1.0.2/24", "test:b"}, {da, ca, "10.1.0.1/24", "test:a"}} {
-		if err := vnicd.Call(c.d.socket, "vnic_add", vnicd.VNICAddArgs{VESW: 1, PKey: "0x8001", McastDLID: mcRed, EthMTU: 1400,
+		if err := ctl.Call(c.d.socket, "vnic_add", ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", McastDLID: mcRed, EthMTU: 1400,
 			IfName: "eth1", NetNS: c.ns.Name(), Addresses: []string{c.addr}, Owner: c.owner}, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -361,9 +362,9 @@ func TestE2ERuntimeRenamedOrMovedRestart(t *testing.T) {
 	// vnicd knows the netdev by its new place, and the state file says so.
 	placed := func(ns *nstest.NS, ifname string) {
 		t.Helper()
-		var vs []vnicd.VNICStatus
+		var vs []ctl.VNICStatus
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			err := vnicd.Call(da.socket, "vnics", nil, &vs)
+			err := ctl.Call(da.socket, "vnics", nil, &vs)
 			b, _ := os.ReadFile(vnicd.RuntimePath(ha.socket))
 			if err == nil && len(vs) == 1 && vs[0].IfName == ifname && vs[0].NetNS == ns.Name() &&
 				strings.Contains(string(b), `"ifname": "`+ifname+`"`) && strings.Contains(string(b), `"netns": "`+ns.Name()+`"`) {
@@ -405,8 +406,8 @@ func TestE2ERuntimeRenamedOrMovedRestart(t *testing.T) {
 		t.Errorf("TAPs left in %s: %v", ca.Name(), got)
 	}
 
-	var del vnicd.VNICDeleted
-	if err := vnicd.Call(da.socket, "vnic_del", vnicd.VNICDelArgs{Owner: "test:a"}, &del); err != nil || len(del.Deleted) != 1 {
+	var del ctl.VNICDeleted
+	if err := ctl.Call(da.socket, "vnic_del", ctl.VNICDelArgs{Owner: "test:a"}, &del); err != nil || len(del.Deleted) != 1 {
 		t.Fatalf("vnic_del: %+v, %v", del, err)
 	}
 	if got := tuntaps(links(t, cc)); len(got) != 0 {

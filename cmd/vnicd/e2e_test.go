@@ -18,7 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
 
@@ -158,8 +158,8 @@ func launchVnicd(t *testing.T, ns *nstest.NS, h hostSpec) *daemon {
 func (d *daemon) waitUp(vnics int, within time.Duration) error {
 	var err error
 	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		var v []vnicd.VNICStatus
-		if err = vnicd.Call(d.socket, "vnics", nil, &v); err == nil && len(v) == vnics {
+		var v []ctl.VNICStatus
+		if err = ctl.Call(d.socket, "vnics", nil, &v); err == nil && len(v) == vnics {
 			return nil
 		}
 		if err == nil {
@@ -186,8 +186,8 @@ func (d *daemon) exited() bool {
 // counters returns the named counters of one vport.
 func (d *daemon) counters(t *testing.T, vport int) map[string]uint64 {
 	t.Helper()
-	var sets []vnicd.PortCounterSet
-	if err := vnicd.Call(d.socket, "counters", map[string]int{"vport": vport}, &sets); err != nil {
+	var sets []ctl.PortCounterSet
+	if err := ctl.Call(d.socket, "counters", map[string]int{"vport": vport}, &sets); err != nil {
 		t.Fatal(err)
 	}
 	m := map[string]uint64{}
@@ -200,8 +200,8 @@ func (d *daemon) counters(t *testing.T, vport int) map[string]uint64 {
 // hfiCounters returns the HFI's counters.
 func (d *daemon) hfiCounters(t *testing.T) map[string]uint64 {
 	t.Helper()
-	var st vnicd.HFIStatus
-	if err := vnicd.Call(d.socket, "hfi", nil, &st); err != nil {
+	var st ctl.HFIStatus
+	if err := ctl.Call(d.socket, "hfi", nil, &st); err != nil {
 		t.Fatal(err)
 	}
 	m := map[string]uint64{}

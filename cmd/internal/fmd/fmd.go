@@ -16,7 +16,7 @@ import (
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/internal/statefile"
 	"github.com/opavnic/opavnic/vema/fm"
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 )
 
 // ErrConfig wraps a config that cannot be loaded at start (exit code 2).
@@ -42,7 +42,7 @@ func Serve(ctx context.Context, path string, log *zap.Logger, hup <-chan os.Sign
 		f.HFI().Transport().Close()
 		return fmt.Errorf("fmd: metrics: %w", err)
 	}
-	ctl, err := vnicd.ListenControl(cfg.FM.ControlSocket, log)
+	ctl, err := ctl.Listen(cfg.FM.ControlSocket, log)
 	if err != nil {
 		f.HFI().Transport().Close()
 		return err
@@ -129,7 +129,7 @@ type pathArgs struct {
 	Dst  string `json:"dst"`
 }
 
-func register(ctl *vnicd.ControlServer, f *fm.FM, reload func() error) {
+func register(ctl *ctl.Server, f *fm.FM, reload func() error) {
 	ctl.Handle("fabric", func(json.RawMessage) (any, error) {
 		c := f.Config()
 		return fabricStatus{

@@ -1,4 +1,4 @@
-package vnicd_test
+package ctl_test
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/opavnic/opavnic/vnicd"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 )
 
 // TestListenControlAbstract opens a control socket on an abstract name
@@ -22,17 +22,17 @@ func TestListenControlAbstract(t *testing.T) {
 	if err := os.WriteFile(name, []byte("not a socket"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err := vnicd.ListenControl(name, nil)
+	s, err := ctl.Listen(name, nil)
 	if err != nil {
 		t.Fatalf("ListenControl(%q): %v", name, err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(t.Context()) }()
 	var cmds []string
-	if err := vnicd.Call(name, "commands", nil, &cmds); err != nil || len(cmds) == 0 {
+	if err := ctl.Call(name, "commands", nil, &cmds); err != nil || len(cmds) == 0 {
 		t.Fatalf("commands over %s: %v %v", name, cmds, err)
 	}
-	if _, err := vnicd.ListenControl(name, nil); !errors.Is(err, vnicd.ErrSocketInUse) {
+	if _, err := ctl.Listen(name, nil); !errors.Is(err, ctl.ErrSocketInUse) {
 		t.Fatalf("second ListenControl(%q): %v, want ErrSocketInUse", name, err)
 	}
 	if b, err := os.ReadFile(name); err != nil || string(b) != "not a socket" {
@@ -42,7 +42,7 @@ func TestListenControlAbstract(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
-	s2, err := vnicd.ListenControl(name, nil)
+	s2, err := ctl.Listen(name, nil)
 	if err != nil {
 		t.Fatalf("ListenControl(%q) after Close: %v", name, err)
 	}

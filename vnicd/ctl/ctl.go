@@ -1,4 +1,4 @@
-package vnicd
+package ctl
 
 import (
 	"bufio"
@@ -22,13 +22,6 @@ import (
 	"github.com/opavnic/opavnic/internal/buildinfo"
 )
 
-// The control protocol: a client connects to the daemon's Unix socket, writes
-// one JSON request on one line, reads one JSON response line, and the daemon
-// closes the connection.
-//
-//	request:  {"cmd": "vnics", "args": {...}}
-//	response: {"ok": true, "data": ...} or {"ok": false, "error": "..."}
-
 // Request is one control request.
 type Request struct {
 	Cmd  string          `json:"cmd"`
@@ -44,15 +37,17 @@ type Response struct {
 
 // Limits of the control protocol.
 const (
-	maxRequest     = 1 << 20
-	controlTimeout = 5 * time.Second
-	// MaxControlConns bounds the connections served at once (each may
-	// buffer a request of up to maxRequest bytes for up to controlTimeout);
+	maxRequest = 1 << 20
+	// Timeout bounds a control connection: the request, its handling and
+	// the answer (Call dials with it too).
+	Timeout = 5 * time.Second
+	// MaxConns bounds the connections served at once (each may
+	// buffer a request of up to maxRequest bytes for up to Timeout);
 	// one more is answered ErrBusy at once and closed.
-	MaxControlConns = 64
-	busyWarnEvery   = 10 * time.Second
+	MaxConns      = 64
+	busyWarnEvery = 10 * time.Second
 	// timeoutAnswerGrace is how long the error answer to a request that
-	// did not arrive within controlTimeout may take to write.
+	// did not arrive within Timeout may take to write.
 	timeoutAnswerGrace = 100 * time.Millisecond
 	// drainTimeout bounds how long a connection stays open after its
 	// answer, for the client to close it (serveConn).
@@ -67,8 +62,8 @@ type Handler func(args json.RawMessage) (any, error)
 // up by then).
 type DeadlineHandler func(deadline time.Time, args json.RawMessage) (any, error)
 
-// ControlServer serves the control socket.
-type ControlServer struct {
+// Server serves the control socket.
+type Server struct {
 	log      *zap.Logger
 	path     string
 	ln       *net.UnixListener
@@ -88,7 +83,7 @@ type ControlServer struct {
 const BusyPrefix = "vnicd: busy: "
 
 // ErrBusy is the answer to a connection beyond MaxControlConns.
-var ErrBusy = fmt.Errorf(BusyPrefix+"%d control connections are being served; try again", MaxControlConns)
+var ErrBusy = fmt.Errorf(BusyPrefix+"%d control connections are being served; try again", MaxConns)
 
 // ErrLate is the answer to a request that changes state (vnic_add) and
 // waited for the requests before it until too little of its time was left
@@ -100,8 +95,8 @@ var ErrLate = errors.New(BusyPrefix + "this request waited for others until too 
 // turn comes (ErrLate); such a request takes tens of milliseconds.
 const LateMargin = 1500 * time.Millisecond
 
-// startBy returns ErrLate when less than LateMargin is left before deadline.
-func startBy(deadline time.Time) error {
+// StartBy returns ErrLate when less than LateMargin is left before deadline.
+func StartBy(deadline time.Time) error {
 	if time.Until(deadline) < LateMargin {
 		return ErrLate
 	}
@@ -111,7 +106,7 @@ func startBy(deadline time.Time) error {
 // ErrSocketInUse is returned when another live daemon serves the socket path.
 var ErrSocketInUse = errors.New("control socket is in use by a running daemon")
 
-// ListenControl creates the control socket at path (making its directory),
+// Listen creates the control socket at path (making its directory),
 // replacing a stale socket file that nobody serves. A path that starts with
 // "@" names a Linux abstract socket: it has no file, so there is no
 // directory to make, no stale file to replace and no mode to set; the
@@ -119,7 +114,7 @@ var ErrSocketInUse = errors.New("control socket is in use by a running daemon")
 // by a live daemon gives ErrSocketInUse. The server answers two commands of
 // its own: "commands" (the commands it answers) and "version" (the
 // program's BuildStatus).
-func ListenControl(path string, log *zap.Logger) (*ControlServer, error) {
+func Listen(path string, log *zap.Logger) (*Server, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -152,8 +147,8 @@ func ListenControl(path string, log *zap.Logger) (*ControlServer, error) {
 			return nil, fmt.Errorf("control socket: %w", err)
 		}
 	}
-	s := &ControlServer{log: log.Named("control"), path: path, ln: ln, handlers: map[string]DeadlineHandler{},
-		slots: make(chan struct{}, MaxControlConns)}
+	s := &Server{log: log.Named("control"), path: path, ln: ln, handlers: map[string]DeadlineHandler{},
+		slots: make(chan struct{}, MaxConns)}
 	s.Handle("commands", func(json.RawMessage) (any, error) { return s.commands(), nil })
 	s.Handle("version", func(json.RawMessage) (any, error) { return ReadBuildStatus(), nil })
 	return s, nil
@@ -179,21 +174,21 @@ func ReadBuildStatus() BuildStatus {
 }
 
 // Path returns the socket path.
-func (s *ControlServer) Path() string { return s.path }
+func (s *Server) Path() string { return s.path }
 
 // Handle registers h for cmd.
-func (s *ControlServer) Handle(cmd string, h Handler) {
+func (s *Server) Handle(cmd string, h Handler) {
 	s.HandleDeadline(cmd, func(_ time.Time, args json.RawMessage) (any, error) { return h(args) })
 }
 
 // HandleDeadline registers h for cmd; h is told the request's deadline.
-func (s *ControlServer) HandleDeadline(cmd string, h DeadlineHandler) {
+func (s *Server) HandleDeadline(cmd string, h DeadlineHandler) {
 	s.mu.Lock()
 	s.handlers[cmd] = h
 	s.mu.Unlock()
 }
 
-func (s *ControlServer) commands() []string {
+func (s *Server) commands() []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := make([]string, 0, len(s.handlers))
@@ -205,7 +200,7 @@ func (s *ControlServer) commands() []string {
 }
 
 // Serve accepts connections until ctx is done or Close is called.
-func (s *ControlServer) Serve(ctx context.Context) error {
+func (s *Server) Serve(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { s.ln.Close() })
 	defer stop()
 	for {
@@ -235,7 +230,7 @@ func (s *ControlServer) Serve(ctx context.Context) error {
 // refuse answers a connection beyond MaxControlConns with ErrBusy, without
 // reading its request, and closes it; it is counted and warned about at most
 // every busyWarnEvery.
-func (s *ControlServer) refuse(c *net.UnixConn) {
+func (s *Server) refuse(c *net.UnixConn) {
 	n := s.Busy.Add(1)
 	_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 	out, _ := json.Marshal(Response{Error: ErrBusy.Error()})
@@ -248,16 +243,16 @@ func (s *ControlServer) refuse(c *net.UnixConn) {
 	}
 	s.busyMu.Unlock()
 	if warn {
-		s.log.Warn("control connection refused: too many open", zap.Int("max", MaxControlConns), zap.Uint64("refused_total", n))
+		s.log.Warn("control connection refused: too many open", zap.Int("max", MaxConns), zap.Uint64("refused_total", n))
 	}
 }
 
 // Close stops the server and removes the socket file.
-func (s *ControlServer) Close() error { return s.ln.Close() }
+func (s *Server) Close() error { return s.ln.Close() }
 
-func (s *ControlServer) serveConn(c *net.UnixConn) {
+func (s *Server) serveConn(c *net.UnixConn) {
 	defer c.Close()
-	deadline := time.Now().Add(controlTimeout)
+	deadline := time.Now().Add(Timeout)
 	_ = c.SetDeadline(deadline)
 	r := bufio.NewReaderSize(c, 4096)
 	line, err := readLine(r, maxRequest)
@@ -268,7 +263,7 @@ func (s *ControlServer) serveConn(c *net.UnixConn) {
 		// The deadline has passed for the answer too: give it a moment, so
 		// that the client learns why rather than seeing the socket close.
 		_ = c.SetWriteDeadline(time.Now().Add(timeoutAnswerGrace))
-		resp.Error = fmt.Sprintf("bad request: no complete request line within %v", controlTimeout)
+		resp.Error = fmt.Sprintf("bad request: no complete request line within %v", Timeout)
 	case err != nil:
 		resp.Error = "bad request: " + err.Error()
 	case json.Unmarshal(line, &req) != nil:
@@ -339,12 +334,12 @@ func Call(path, cmd string, args any, out any) error {
 		}
 		req.Args = raw
 	}
-	c, err := net.DialTimeout("unix", path, controlTimeout)
+	c, err := net.DialTimeout("unix", path, Timeout)
 	if err != nil {
 		return fmt.Errorf("cannot reach the daemon at %s: %w", path, err)
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(controlTimeout))
+	_ = c.SetDeadline(time.Now().Add(Timeout))
 	b, _ := json.Marshal(req)
 	_, werr := c.Write(append(b, '\n'))
 	// Read even when the write failed: a daemon at its connection limit

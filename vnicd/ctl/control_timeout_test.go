@@ -1,4 +1,4 @@
-package vnicd
+package ctl
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 func serveTestControl(t *testing.T) string {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "c.sock")
-	s, err := ListenControl(sock, nil)
+	s, err := Listen(sock, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestControlRequestLimits(t *testing.T) {
 	// Half a line, the connection left open.
 	t0 := time.Now()
 	resp, err := rawRoundTrip(sock, []byte(`{"cmd":"ech`), true)
-	if err != nil || !bytes.Contains(resp, []byte("bad request: no complete request line within 5s")) || time.Since(t0) > controlTimeout+2*time.Second {
+	if err != nil || !bytes.Contains(resp, []byte("bad request: no complete request line within 5s")) || time.Since(t0) > Timeout+2*time.Second {
 		t.Errorf("half a request: %q, %v after %v", resp, err, time.Since(t0))
 	}
 }
@@ -73,7 +73,7 @@ func rawRoundTrip(sock string, req []byte, keepOpen bool) ([]byte, error) {
 		return nil, err
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(controlTimeout + 5*time.Second))
+	_ = c.SetDeadline(time.Now().Add(Timeout + 5*time.Second))
 	go func() {
 		_, _ = c.Write(req)
 		if !keepOpen {

@@ -1,4 +1,4 @@
-package vnicd
+package ctl
 
 import (
 	"bufio"
