@@ -22,8 +22,8 @@
 #
 # The two pings: back-to-back (ping -A, 1000 pings: each sent as soon as the
 # last reply is in, while ping's smoothed RTT is under 0.5 ms; above that
-# ping -A waits 1 ms or more between pings; the figures of
-# ../shared/PERFORMANCE.md and of issue 5's reference are of this kind), and
+# ping -A waits 1 ms or more between pings; the reference figures of
+# docs/performance.md and of issue 5 are of this kind), and
 # 10 ms apart (200 pings), where every CPU on the path has gone idle between
 # pings and each ping pays for waking them: on a VM that alone is tens of
 # microseconds per wake-up, and a ping through vnicd wakes four threads where
@@ -401,7 +401,7 @@ for mtu in $mtus; do
 done
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 stolen=$(stolen_share "$stat0" "$(machine_ticks)")
-# Which of vnicd's SIMD paths this CPU runs (README, Performance): the ICRC
+# Which of vnicd's SIMD paths this CPU runs (docs/performance.md): the ICRC
 # fold needs VPCLMULQDQ and AVX2, the checksum word sums AVX2.
 flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
 has() { [[ " $flags " == *" $1 "* ]]; }

@@ -1,5 +1,5 @@
 -- opavnic.lua: a Wireshark dissector for opavnic's Omni-Path 16B packets over
--- UDP (spec/WIRE.md): every 16B header field, the VNIC (L4 0x78) and
+-- UDP (docs/wire.md): every 16B header field, the VNIC (L4 0x78) and
 -- management (L4 0x08) payloads, pad, ICRC with a good/bad verdict, and tail.
 -- The inner Ethernet frame goes to Wireshark's eth_withoutfcs dissector;
 -- MADs get their common header decoded with attribute names.
@@ -19,7 +19,7 @@ local function rshift(a, n) return u32(bit.rshift(a, n)) end
 
 local opa = Proto("opa16b", "Omni-Path 16B (opavnic)")
 
--- Header fields, as the little-endian 32-bit words of WIRE.md §2:
+-- Header fields, as the little-endian 32-bit words of docs/wire.md §2:
 -- lrh0 = SLID[19:0] | LEN<<20 | BECN<<31
 -- lrh1 = DLID[19:0] | SC<<20 | RC<<25 | FECN<<28 | L2<<29 | LT<<31
 -- lrh2 = L4 | SLID[23:20]<<8 | DLID[23:20]<<12 | PKEY<<16
@@ -137,7 +137,7 @@ for i = 0, 255 do
 	crc_table[i] = c
 end
 
--- icrc computes the ICRC (WIRE.md §5) over bytes 0..n-1 of tvb: CRC-32 with
+-- icrc computes the ICRC (docs/wire.md §5) over bytes 0..n-1 of tvb: CRC-32 with
 -- BECN, SC and FECN (QW0) and Age (QW1) counted as ones.
 local mask = { [3] = 0x80, [6] = 0xF0, [7] = 0x11, [14] = 0xFF }
 local function icrc(tvb, n)

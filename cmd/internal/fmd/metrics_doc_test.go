@@ -12,12 +12,12 @@ import (
 	"github.com/opavnic/opavnic/vnicd"
 )
 
-// Every label of the FM's metrics (and of vnicd's HFI and VNICs, and of the
-// build info both export), constant or variable, is named, in backquotes, in the row of
-// the README's metrics table that names the metric. opafm_info's row gave
-// the vesw metrics' labels (vesw, name) for its name, lid and guid.
-func TestREADMEMetricLabels(t *testing.T) {
-	b, err := os.ReadFile("../../../README.md")
+// Every metric of the FM (and of vnicd's HFI and VNICs, and the build info
+// both export) has a row in docs/metrics.md's table, and every label of it,
+// constant or variable, is named, in backquotes, in that row. opafm_info's
+// row gave the vesw metrics' labels (vesw, name) for its name, lid and guid.
+func TestMetricsDocLabels(t *testing.T) {
+	b, err := os.ReadFile("../../../docs/metrics.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestREADMEMetricLabels(t *testing.T) {
 			}
 		}
 		if row == "" {
-			t.Errorf("%s: no row in the README's metrics table", name)
+			t.Errorf("%s: no row in docs/metrics.md's table", name)
 			continue
 		}
 		labelCell := strings.Split(row, "|")[3]
@@ -59,14 +59,14 @@ func TestREADMEMetricLabels(t *testing.T) {
 			for _, l := range strings.Split(m[1], ",") {
 				l, _, _ = strings.Cut(l, "=") // a constant label: name="value"
 				if !strings.Contains(labelCell, "`"+strings.TrimSpace(l)+"`") {
-					t.Errorf("%s: label %s is not in its README row's labels: %s", name, l, labelCell)
+					t.Errorf("%s: label %s is not in its docs/metrics.md row's labels: %s", name, l, labelCell)
 				}
 			}
 		}
 	}
 }
 
-// expandBraces writes out each {a,b} of text as a README row's names use
+// expandBraces writes out each {a,b} of text as a table row's names use
 // them ("x_{a,b}_y" -> "x_a_y` `x_b_y"), one backquoted name each.
 func expandBraces(text string) string {
 	var out []string
