@@ -9,7 +9,7 @@ import (
 	"github.com/opavnic/opavnic/encap"
 )
 
-// Byte-level editors that follow WIRE.md §2 directly (they do not use the
+// Byte-level editors that follow docs/wire.md §2 directly (they do not use the
 // package's setters), so a mutated packet is what the spec says it is.
 
 func setLEN(pkt []byte, qws uint32) {
@@ -56,7 +56,7 @@ func tiny(n int, l4, tail byte) []byte {
 }
 
 // variantBit reports whether header bit g (QW g/64, bit g%64) is one of the
-// fields WIRE.md §5 counts as ones: BECN (QW0 31), SC (QW0 52-56), FECN
+// fields docs/wire.md §5 counts as ones: BECN (QW0 31), SC (QW0 52-56), FECN
 // (QW0 60), Age (QW1 48-55).
 func variantBit(g int) bool {
 	return g == 31 || (g >= 52 && g <= 56) || g == 60 || (g >= 64+48 && g <= 64+55)
@@ -180,7 +180,7 @@ func TestICRCCoversBodyNotTrailer(t *testing.T) {
 	}
 }
 
-// TestDecapVNICErrors takes each sentinel of WIRE.md §7 in order. Cases named
+// TestDecapVNICErrors takes each sentinel of docs/wire.md §7 in order. Cases named
 // "...+later" break a later check too, to show the earlier one is reported.
 func TestDecapVNICErrors(t *testing.T) {
 	for _, tc := range []struct {
@@ -249,12 +249,12 @@ func TestDecapVNICAccepts(t *testing.T) {
 		vesw     encap.VESWID
 	}{
 		{"golden", goldenVNIC, 60, 1},
-		// WIRE.md §3: receivers do not reject a tail byte whose LT bits are 0.
+		// docs/wire.md §3: receivers do not reject a tail byte whose LT bits are 0.
 		{"tail-LT0", func() []byte { p := goldenVNIC(); setTail(p, 0x03); return p }, 60, 1},
 		// Only tail & 7 counts.
 		{"tail-high-bits", func() []byte { p := goldenVNIC(); setTail(p, 0xFB); return p }, 60, 1},
 		// A pad count that disagrees with the sender's still frames the
-		// packet; the port's runt check (kernel-reference.md §3) drops it.
+		// packet; the port's runt check (docs/linux-compat.md §3) drops it.
 		{"tail-pad7-on-pad3", func() []byte { p := goldenVNIC(); setTail(p, 0x47); return p }, 56, 1},
 		{"tail-pad0-on-pad3", func() []byte { p := goldenVNIC(); setTail(p, 0x40); return p }, 63, 1},
 		// 32 bytes with pad 7 leaves an empty frame, not an error.

@@ -2,8 +2,8 @@
 // GIDs, the 16B header as a view over bytes, VNIC encapsulation and
 // decapsulation in place, management (L4 0x08) framing, and the ICRC.
 //
-// It implements ../shared/spec/WIRE.md §1-§7 (the project's contract) and the
-// Linux layouts of kernel-reference.md §1 (16B header, LEN, pad, tail), §2
+// It implements docs/wire.md §1-§7 (the project's contract) and the
+// Linux layouts of docs/linux-compat.md §1 (16B header, LEN, pad, tail), §2
 // (entropy fold, default-port flow table, DLID from a MAC, SC and RC choice),
 // §7 (32-bit and 24-bit LIDs, extended LIDs, special GIDs) and §12.1
 // (management framing).

@@ -11,14 +11,14 @@ import (
 
 // Native fuzz targets. Each is seeded from the golden vectors and checks the
 // package against a reference written from the spec in this file: the
-// receive checks of WIRE.md §7 (modelCheck), the header words of WIRE.md §2
+// receive checks of docs/wire.md §7 (modelCheck), the header words of docs/wire.md §2
 // (modelVNIC) and the bit map of header_test.go. Run one with
 //
 //	go test ./encap -run '^$' -fuzz FuzzDecapVNIC -fuzztime 60s -parallel 1
 //
 // Crashers go to testdata/fuzz/<target>/ and stay there as regressions.
 
-// modelCheck is WIRE.md §7's framing checks in order, up to L4.
+// modelCheck is docs/wire.md §7's framing checks in order, up to L4.
 func modelCheck(pkt []byte, l4 byte) error {
 	n := len(pkt)
 	le := binary.LittleEndian
@@ -58,7 +58,7 @@ func fixup(data []byte, fix, l4 byte) []byte {
 	return pkt
 }
 
-// words decodes the header fields straight from WIRE.md §2's words.
+// words decodes the header fields straight from docs/wire.md §2's words.
 type words struct {
 	slid, dlid, len, sc, rc, l2, l4, pkey, entropy, age uint32
 	becn, fecn, lt                                      bool
@@ -271,7 +271,7 @@ func FuzzHeaderRoundTrip(f *testing.F) {
 	})
 }
 
-// modelVNIC builds the packet EncapVNIC must produce, from WIRE.md §2-§3's
+// modelVNIC builds the packet EncapVNIC must produce, from docs/wire.md §2-§3's
 // word formulas and refICRC.
 func modelVNIC(frame []byte, p *encap.VNICParams) []byte {
 	fl := max(len(frame), 60)

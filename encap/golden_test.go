@@ -11,15 +11,15 @@ import (
 )
 
 // This file holds the golden vectors: packets whose every header and trailer
-// byte is written out by hand from WIRE.md §2-§4 (and kernel-reference.md
+// byte is written out by hand from docs/wire.md §2-§4 (and docs/linux-compat.md
 // §1.2-§1.3, §12.1), with the field each byte carries named beside it. The
 // expected bytes never come from the encoder. The one value not written out
-// is the ICRC, which refICRC computes from the spec's definition (WIRE.md §5)
+// is the ICRC, which refICRC computes from the spec's definition (docs/wire.md §5)
 // with crc32.ChecksumIEEE; a few vectors also pin it as a literal computed
 // outside Go (Python's zlib.crc32 over the same bytes with the variant bits
 // forced to one).
 
-// refICRC is the ICRC of WIRE.md §5, computed from the spec's words and not
+// refICRC is the ICRC of docs/wire.md §5, computed from the spec's words and not
 // from the package: crc32.ChecksumIEEE over a copy of every byte before the
 // ICRC, with BECN (lrh0 bit 31), SC (lrh1 bits 20-24), FECN (lrh1 bit 28) and
 // Age (lrh3 bits 16-23) forced to one.
@@ -40,7 +40,7 @@ func storeRefICRC(pkt []byte) {
 // patFrame returns an n-byte Ethernet frame with a documented content:
 //
 //	bytes 0-5   destination 02:00:01:02:00:00 (locally administered unicast;
-//	            bytes 3-5 carry LID 0x000002, kernel-reference.md §2.3)
+//	            bytes 3-5 carry LID 0x000002, docs/linux-compat.md §2.3)
 //	bytes 6-11  source      02:00:01:01:00:00 (LID 0x000001)
 //	bytes 12-13 EtherType 0x88B5 (IEEE local experimental)
 //	bytes 14-   byte i holds byte(i) (i mod 256)
@@ -139,7 +139,7 @@ func with(f func(*encap.VNICParams)) encap.VNICParams {
 //	LEN 2047 (16376 bytes) 0x7FF00001 -> 01 00 F0 7F
 //
 // pad = (-(20 + frameLen + 5)) & 7, so a frame of 63, 62, 61, 60, 67, 66, 65
-// and 64 bytes gives pad 0, 1, ... 7 (WIRE.md §3).
+// and 64 bytes gives pad 0, 1, ... 7 (docs/wire.md §3).
 func vnicVectors() []vnicVector {
 	return []vnicVector{
 		{
@@ -247,7 +247,7 @@ func vnicVectors() []vnicVector {
 			},
 		},
 		{
-			// WIRE.md §3: a 1500-byte frame gives pad 3, LEN 191 (1528 bytes).
+			// docs/wire.md §3: a 1500-byte frame gives pad 3, LEN 191 (1528 bytes).
 			name: "frame1500", p: base, frame: patFrame(1500), pad: 3, size: 1528, tail: 0x43,
 			hdr: [20]byte{
 				0x01, 0x00, 0xF0, 0x0B, // lrh0: SLID 0x00001, LEN 191 (0xBF)
@@ -258,7 +258,7 @@ func vnicVectors() []vnicVector {
 			},
 		},
 		{
-			// WIRE.md §3: a 1514-byte frame gives pad 5, LEN 193 (1544 bytes).
+			// docs/wire.md §3: a 1514-byte frame gives pad 5, LEN 193 (1544 bytes).
 			name: "frame1514", p: base, frame: patFrame(1514), pad: 5, size: 1544, tail: 0x45,
 			hdr: [20]byte{
 				0x01, 0x00, 0x10, 0x0C, // lrh0: SLID 0x00001, LEN 193 (0xC1)
@@ -555,7 +555,7 @@ func diffBytes(t *testing.T, got, want []byte) {
 	}
 }
 
-// Management golden vectors (WIRE.md §4, kernel-reference.md §12.1).
+// Management golden vectors (docs/wire.md §4, docs/linux-compat.md §12.1).
 type mgmtVector struct {
 	name string
 	p    encap.MgmtParams
@@ -581,7 +581,7 @@ func mgmtVectors() []mgmtVector {
 	return []mgmtVector{
 		{
 			// A 256-byte GSI MAD: 24 + 256 + 3 + 5 = 288 bytes, LEN 36
-			// (kernel-reference.md §12.2). LT = 0 (lrh1 constant bits 0x40000000).
+			// (docs/linux-compat.md §12.2). LT = 0 (lrh1 constant bits 0x40000000).
 			// lrh0 = 0x0C001 | 36<<20 = 0x0240C001
 			// lrh1 = 0x00001 | SC 0<<20 | 2<<29 = 0x40000001
 			// lrh2 = 0x08 | 0<<8 | 0<<12 | 0xFFFF<<16 = 0xFFFF0008

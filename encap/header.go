@@ -5,7 +5,7 @@ import (
 	"errors"
 )
 
-// The 16B header (WIRE.md §2; kernel-reference.md §1.2). Four little-endian
+// The 16B header (docs/wire.md §2; docs/linux-compat.md §1.2). Four little-endian
 // 32-bit words:
 //
 //	lrh0 (bytes 0-3)   SLID[19:0] | LEN<<20 | BECN<<31
@@ -35,7 +35,7 @@ const (
 	entropyMask = 0xFFFF
 )
 
-// Packet layout constants (WIRE.md §3, §4).
+// Packet layout constants (docs/wire.md §3, §4).
 const (
 	HeaderLen     = 16    // the 16B LRH
 	VNICHeaderLen = 20    // LRH + 2 reserved bytes + vesw_id
@@ -178,7 +178,7 @@ func (h Header16B) Age() uint8 { return uint8(h.w(3) >> ageShift & ageMask) }
 // SetAge writes the age field.
 func (h Header16B) SetAge(a uint8) { h.setBits(3, ageMask, ageShift, uint32(a)) }
 
-// Sentinel errors of the receive checks (WIRE.md §7) and of encapsulation.
+// Sentinel errors of the receive checks (docs/wire.md §7) and of encapsulation.
 var (
 	ErrShort        = errors.New("encap: packet shorter than 24 bytes")
 	ErrLength       = errors.New("encap: datagram length is not LEN*8")
@@ -192,7 +192,7 @@ var (
 	ErrMADLength    = errors.New("encap: MAD length is not a multiple of 8")
 )
 
-// Parse validates the framing of a 16B packet in the order of WIRE.md §7
+// Parse validates the framing of a 16B packet in the order of docs/wire.md §7
 // (length, L2, ICRC when verify is set) and returns its header view. It does
 // not look at L4; DecapVNIC and ParseMgmt do.
 func Parse(pkt []byte, verify bool) (Header16B, error) {

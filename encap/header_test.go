@@ -8,7 +8,7 @@ import (
 	"github.com/opavnic/opavnic/encap"
 )
 
-// hfield is one header field as WIRE.md §2 places it. Header bit g is bit
+// hfield is one header field as docs/wire.md §2 places it. Header bit g is bit
 // g%64 of QW g/64, that is bit g%8 of byte g/8 (each QW is little-endian).
 // bits[i] is the header bit that holds bit i of the field's value.
 type hfield struct {
@@ -33,7 +33,7 @@ func b2u(b bool) uint64 {
 	return 0
 }
 
-// hfields lists every accessor pair. The table's bit positions are WIRE.md
+// hfields lists every accessor pair. The table's bit positions are docs/wire.md
 // §2's, written here independently of the package's constants.
 var hfields = []hfield{
 	{"SLID", append(span(0, 19), span(64+8, 64+11)...), // QW0 0-19, QW1 8-11

@@ -6,7 +6,7 @@ import (
 )
 
 // icrcMask holds, per little-endian header QW, the bits a switch may change
-// in flight; the ICRC counts them as ones (WIRE.md §5): in QW0 BECN (bit 31),
+// in flight; the ICRC counts them as ones (docs/wire.md §5): in QW0 BECN (bit 31),
 // SC (bits 52-56) and FECN (bit 60), in QW1 Age (bits 48-55).
 var icrcMask = [2]uint64{
 	becnBit | scMask<<(32+scShift) | fecnBit<<32,
@@ -39,7 +39,7 @@ func update8(crc uint32, v uint64) uint32 {
 		t[3][byte(hi)] ^ t[2][byte(hi>>8)] ^ t[1][byte(hi>>16)] ^ t[0][hi>>24]
 }
 
-// ICRC computes the 16B ICRC of pkt (WIRE.md §5): CRC-32 (IEEE, as
+// ICRC computes the 16B ICRC of pkt (docs/wire.md §5): CRC-32 (IEEE, as
 // crc32.ChecksumIEEE) over every byte before the ICRC, with the variant header
 // fields counted as all ones. pkt is the whole packet, at least 24 bytes; the
 // last 5 bytes (ICRC and tail) are not read. It neither writes nor keeps pkt.

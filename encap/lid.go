@@ -9,14 +9,14 @@ import (
 	"strings"
 )
 
-// LID is a local identifier in the kernel's 32-bit LID space (kernel-reference.md §7):
+// LID is a local identifier in the kernel's 32-bit LID space (docs/linux-compat.md §7):
 //
 //	0                        invalid
 //	0x00000001..0xEFFFFFFF   unicast
 //	0xF0000000..0xFFFFFFFE   multicast
 //	0xFFFFFFFF               permissive
 //
-// A 16B header carries only 24 bits; To16B and LIDFrom16B convert (WIRE.md §6).
+// A 16B header carries only 24 bits; To16B and LIDFrom16B convert (docs/wire.md §6).
 // The zero value is the invalid LID.
 type LID uint32
 
@@ -31,7 +31,7 @@ const (
 	LIDMaxUnicast16B LID = 0xEFFFFF
 )
 
-// 16B (24-bit) LID ranges (WIRE.md §6).
+// 16B (24-bit) LID ranges (docs/wire.md §6).
 const (
 	LID16BMask         uint32 = 0xFFFFFF
 	LID16BMulticast    uint32 = 0xF00000 // first multicast
@@ -165,7 +165,7 @@ func FormatSubnetPrefix(p uint64) string {
 }
 
 // SpecialGID builds the "special GID" that carries a 32-bit LID in path records
-// (WIRE.md §6, OPA_MAKE_ID): prefix, then 00 06 6A 00 and the LID big-endian.
+// (docs/wire.md §6, OPA_MAKE_ID): prefix, then 00 06 6A 00 and the LID big-endian.
 func SpecialGID(prefix uint64, lid LID) GID {
 	var g GID
 	binary.BigEndian.PutUint64(g[0:8], prefix)

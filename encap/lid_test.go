@@ -9,7 +9,7 @@ import (
 	"github.com/opavnic/opavnic/encap"
 )
 
-// TestLID32 classifies 32-bit LIDs (kernel-reference.md §7, WIRE.md §6) and
+// TestLID32 classifies 32-bit LIDs (docs/linux-compat.md §7, docs/wire.md §6) and
 // converts them to the 24-bit form: unicast lid & 0xFFFFFF, multicast
 // lid - 0xF0000000 + 0xF00000.
 func TestLID32(t *testing.T) {
@@ -89,7 +89,7 @@ func TestFits16BIsRoundTrip(t *testing.T) {
 	}
 }
 
-// class16B classifies a 24-bit LID by WIRE.md §6's ranges.
+// class16B classifies a 24-bit LID by docs/wire.md §6's ranges.
 func class16B(v uint32) string {
 	switch {
 	case v == 0:

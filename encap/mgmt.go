@@ -2,7 +2,7 @@ package encap
 
 import "encoding/binary"
 
-// Management packets, L4 0x08 (WIRE.md §4; kernel-reference.md §12.1):
+// Management packets, L4 0x08 (docs/wire.md §4; docs/linux-compat.md §12.1):
 //
 //	bytes 0-15   16B header, L4 = 0x08, LT = 0
 //	bytes 16-19  destination QPN, big-endian (low 24 bits)

@@ -2,7 +2,7 @@ package encap
 
 import "encoding/binary"
 
-// Transmit helpers that belong to the format (kernel-reference.md §2): the
+// Transmit helpers that belong to the format (docs/linux-compat.md §2): the
 // entropy fold, the default-port flow table, the DLID carried in a locally
 // administered MAC, and the SC and RC choices.
 

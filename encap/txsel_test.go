@@ -8,7 +8,7 @@ import (
 )
 
 func TestFoldEntropy(t *testing.T) {
-	// h ^= h>>8; h ^= h>>16; h & 0xFF (kernel-reference.md §2.1), worked by hand:
+	// h ^= h>>8; h ^= h>>16; h & 0xFF (docs/linux-compat.md §2.1), worked by hand:
 	for _, tc := range []struct {
 		h    uint32
 		want uint8
@@ -115,7 +115,7 @@ func TestMACs(t *testing.T) {
 		dlid      uint32
 		mc, local bool
 	}{
-		// DLID = dmac[5]<<16 | dmac[4]<<8 | dmac[3] (kernel-reference.md §2.3).
+		// DLID = dmac[5]<<16 | dmac[4]<<8 | dmac[3] (docs/linux-compat.md §2.3).
 		{"local-bytes-3-5", []byte{0x02, 0x00, 0x00, 0x01, 0x02, 0x03}, 0x030201, false, true},
 		{"local-0xEFFFFF", []byte{0x02, 0x00, 0x00, 0xFF, 0xFF, 0xEF}, 0xEFFFFF, false, true},
 		{"local-0xC000", []byte{0x06, 0xAA, 0xBB, 0x00, 0xC0, 0x00}, 0xC000, false, true},

@@ -2,7 +2,7 @@ package encap
 
 import "encoding/binary"
 
-// VNIC packets, L4 0x78 (WIRE.md §3):
+// VNIC packets, L4 0x78 (docs/wire.md §3):
 //
 //	bytes 0-15   16B header
 //	bytes 16-17  reserved, 0
@@ -83,7 +83,7 @@ func VNICFrame(pkt []byte) ([]byte, VESWID, error) {
 }
 
 // DecapVNIC is the validating entry point for a VNIC packet: it checks, in
-// the order of WIRE.md §7, length against LEN, L2, ICRC, L4 (must be 0x78) and
+// the order of docs/wire.md §7, length against LEN, L2, ICRC, L4 (must be 0x78) and
 // the tail, then returns the frame (a sub-slice of pkt), the header view and
 // the vesw_id. The error is one of the package's sentinels.
 func DecapVNIC(pkt []byte) (frame []byte, h Header16B, vesw VESWID, err error) {

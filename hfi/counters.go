@@ -4,7 +4,7 @@ import "sync/atomic"
 
 // Counters are an HFI port's counters: OPA's port counters (data in 8-byte
 // flits, as OPA counts PortXmitData and PortRcvData) and one counter per
-// receive check of WIRE.md §7. All are atomic and only ever grow.
+// receive check of docs/wire.md §7. All are atomic and only ever grow.
 type Counters struct {
 	XmitData     atomic.Uint64 // flits handed to the wire
 	RcvData      atomic.Uint64 // flits of packets that passed the checks

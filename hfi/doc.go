@@ -2,7 +2,7 @@
 // LID, state and counters) whose wire is UDP. It sends 16B packets that others
 // built to the endpoints its LID directory names (replicating multicast DLIDs
 // to every member of the group but the sender), and on receive runs the checks
-// of ../shared/spec/WIRE.md §7 in order (length, L2, ICRC, source, DLID, L4),
+// of docs/wire.md §7 in order (length, L2, ICRC, source, DLID, L4),
 // counts each failure, and hands good packets to the receiver registered for
 // their L4 type (0x78 VNIC Ethernet, 0x08 fabric management).
 //

@@ -58,11 +58,11 @@ type Config struct {
 	VerifyICRC bool
 	// PKeys is the port's partition table.
 	PKeys []encap.PKey
-	// TrustAnyMgmtSource skips the source check (WIRE.md §7: the SLID's
+	// TrustAnyMgmtSource skips the source check (docs/wire.md §7: the SLID's
 	// directory endpoint must be the datagram's source) for management
 	// packets, L4 0x08, only. A fabric manager needs it: nodes announce
 	// themselves before they are in any directory, so the FM cannot check
-	// them by endpoint and matches them by port GUID instead (PROTOCOL.md
+	// them by endpoint and matches them by port GUID instead (docs/management.md
 	// §6). Every other L4 type is still checked.
 	TrustAnyMgmtSource bool
 }
@@ -346,7 +346,7 @@ func (p *RxPoller) countMisrouted(msgs []Message) {
 // more. A transport cuts a datagram longer than the buffer to its length (as
 // recvmsg does, with MSG_TRUNC), and a datagram cut to exactly MaxPacketLen
 // bytes could be a valid packet; one cut to MaxPacketLen+1 never is, so a
-// longer datagram is counted malformed (WIRE.md §1, §7), as it is when the
+// longer datagram is counted malformed (docs/wire.md §1, §7), as it is when the
 // transport hands it over whole.
 const readBufLen = encap.MaxPacketLen + 1
 

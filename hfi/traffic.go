@@ -10,7 +10,7 @@ import (
 // directory: the packets and bytes (whole 16B packets) it received from the
 // LID, those it sent to it, and when it last received
 // from it. Received packets are counted once they passed every receive check
-// (WIRE.md §7) and went to their receiver. Sent ones are counted once the
+// (docs/wire.md §7) and went to their receiver. Sent ones are counted once the
 // kernel took them: a datagram it refused (no route, a full device queue)
 // counts in PortXmitDiscards instead. A multicast packet counts once
 // for each member endpoint it went to (under the member's LID, or the first

@@ -16,7 +16,7 @@ func (r *countingReceiver) Flush()                                          {}
 
 // TestUDPOversizeDatagramIsMalformed: a datagram longer than the largest 16B
 // packet whose first MaxPacketLen bytes are a valid packet (LEN 2047, good
-// ICRC) is malformed (WIRE.md §1: its length is not LEN*8), with UDP GRO and
+// ICRC) is malformed (docs/wire.md §1: its length is not LEN*8), with UDP GRO and
 // without it. Without GRO the datagram is read into a buffer of its own; were
 // that buffer exactly MaxPacketLen bytes, recvmmsg would cut the datagram to
 // it (recvmsg(2): MSG_TRUNC) and the cut datagram would pass every check.

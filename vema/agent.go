@@ -9,7 +9,7 @@ import (
 )
 
 // MACTable is the VEMA MAC table of one vport as the kernel keeps it
-// (kernel-reference.md §4.6): entries by absolute index (0..2047) and the
+// (docs/linux-compat.md §4.6): entries by absolute index (0..2047) and the
 // digest the EM last set. A nil Entries map is an empty table.
 type MACTable struct {
 	Entries map[uint16]MACTableEntry
@@ -17,7 +17,7 @@ type MACTable struct {
 }
 
 // IfaceMACList is a netdev's address list as the VEMA reports it
-// (kernel-reference.md §4.7). For the unicast list DevAddrs is the netdev's
+// (docs/linux-compat.md §4.7). For the unicast list DevAddrs is the netdev's
 // dev_addrs (its own MAC first) and UC the secondary unicast list; for the
 // multicast list only UC is used (the netdev's multicast list). GenCount is
 // uc_macs_gen_count or mc_macs_gen_count.
@@ -55,7 +55,7 @@ type PortController interface {
 	Counters(vport uint8) (s SummaryCounters, e ErrorCounters, ok bool)
 }
 
-// Trap rate limit of the kernel (kernel-reference.md §4.9): a window of
+// Trap rate limit of the kernel (docs/linux-compat.md §4.9): a window of
 // 4096 ns * 2^18 / 1000 µs ≈ 1.0737 s, started by the first trap after the
 // previous window expired, with 5 traps in it. Each vport has its own window
 // (struct opa_vnic_adapter's trap_timeout and trap_count).
@@ -404,7 +404,7 @@ func (a *Agent) getCounters(vport uint8, errs bool, out []byte) Status {
 
 // Trap builds the VEMA trap of vport with opcode (TrapIfaceUcastMACChange,
 // TrapIfaceMcastMACChange, TrapEthLinkStatusChange) as
-// opa_vnic_vema_send_trap does (kernel-reference.md §4.9): 272 bytes, TID
+// opa_vnic_vema_send_trap does (docs/linux-compat.md §4.9): 272 bytes, TID
 // from a per-port counter starting at 1. It returns the MAD and its
 // destination, the stored ClassPortInfo's trap_lid and trap SL; ok is false
 // when no trap goes out: trap_lid 0, the vport missing, or the vport's rate

@@ -10,7 +10,7 @@ import (
 )
 
 // The agent's vectors: every request and every expected response is written
-// byte by byte at the offsets of kernel-reference.md §4.2 and §4.5-§4.9.
+// byte by byte at the offsets of docs/linux-compat.md §4.2 and §4.5-§4.9.
 
 // vemaReq returns a 2048-byte VEMA request: vendor header by hand, then data.
 func vemaReq(method byte, attr uint16, attrMod uint32, data []byte) []byte {

@@ -11,7 +11,7 @@ import (
 // opa_vnic_query_ucast_macs and opa_vnic_query_mcast_macs (vema_iface.c) end
 // with macs->num_macs_in_msg = cpu_to_be16(count), in every stored kernel
 // version: a reply that carries no MAC says 0, not the number asked for
-// (kernel-reference.md §4.7: "sets num_macs_in_msg = count").
+// (docs/linux-compat.md §4.7: "sets num_macs_in_msg = count").
 func TestAgentIfaceMACsEmptyReplyCountsZero(t *testing.T) {
 	f := newFakePorts()
 	a := NewAgent(f, nil)

@@ -33,7 +33,7 @@ const (
 )
 
 // ClassPortInfo is struct opa_class_port_info (80 bytes), the VEMA's
-// ClassPortInfo (kernel-reference.md §4.5) and the OPA SA's (§10.5):
+// ClassPortInfo (docs/linux-compat.md §4.5) and the OPA SA's (§10.5):
 //
 //	off size field                  off size field
 //	  0    1 base_version            40   16 trap_gid

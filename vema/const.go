@@ -2,7 +2,7 @@ package vema
 
 import "fmt"
 
-// Base and class versions (kernel-reference.md §4.1, §9.1, §10.1).
+// Base and class versions (docs/linux-compat.md §4.1, §9.1, §10.1).
 const (
 	BaseVersion      uint8 = 0x80 // OPA_MGMT_BASE_VERSION: every OPA MAD
 	IBBaseVersion    uint8 = 0x01 // IB_MGMT_BASE_VERSION: 256-byte IB MADs
@@ -88,7 +88,7 @@ func (m Method) String() string {
 // bit 15 is the directed-route D bit, not part of the status.
 type Status uint16
 
-// Status values (kernel-reference.md §4.1, §9.2).
+// Status values (docs/linux-compat.md §4.1, §9.2).
 const (
 	StatusSuccess               Status = 0x0000
 	StatusBusy                  Status = 0x0001
@@ -127,7 +127,7 @@ func (s Status) String() string {
 	return fmt.Sprintf("0x%04X (%s)", uint16(s), name)
 }
 
-// VEMA attribute IDs (opa_vnic_encap.h OPA_EM_ATTR_*; kernel-reference.md §4.4).
+// VEMA attribute IDs (opa_vnic_encap.h OPA_EM_ATTR_*; docs/linux-compat.md §4.4).
 // The attribute modifier's low byte is the vport index.
 const (
 	AttrClassPortInfo           uint16 = 0x0001
@@ -141,7 +141,7 @@ const (
 	AttrVESWPortErrorCounters   uint16 = 0x0022
 )
 
-// SMP attribute IDs (opa_smi.h OPA_ATTRIB_ID_*, ib_smi.h; kernel-reference.md §9.5).
+// SMP attribute IDs (opa_smi.h OPA_ATTRIB_ID_*, ib_smi.h; docs/linux-compat.md §9.5).
 const (
 	SMPAttrNotice             uint16 = 0x0002
 	SMPAttrNodeDescription    uint16 = 0x0010
@@ -162,7 +162,7 @@ const (
 	SMPAttrBufferControlTable uint16 = 0x008A
 )
 
-// SA attribute IDs (ib_sa.h; kernel-reference.md §10.1).
+// SA attribute IDs (ib_sa.h; docs/linux-compat.md §10.1).
 const (
 	SAAttrClassPortInfo    uint16 = 0x0001
 	SAAttrNotice           uint16 = 0x0002

@@ -3,7 +3,7 @@ package vema
 import "github.com/opavnic/opavnic/encap"
 
 // SummaryCounters is the VESWPortSummaryCounters attribute (0x0020), struct
-// opa_veswport_summary_counters (360 bytes; kernel-reference.md §4.8). Every
+// opa_veswport_summary_counters (360 bytes; docs/linux-compat.md §4.8). Every
 // counter is a big-endian u64.
 //
 //	off field            off field            off field
@@ -102,7 +102,7 @@ func (c *SummaryCounters) UnmarshalBinary(b []byte) error {
 }
 
 // ErrorCounters is the VESWPortErrorCounters attribute (0x0022), struct
-// opa_veswport_error_counters (304 bytes; kernel-reference.md §4.8):
+// opa_veswport_error_counters (304 bytes; docs/linux-compat.md §4.8):
 //
 //	off field           off field           off field
 //	  0 vp_instance (2)  64 tx_dlid_zero    128 rx_oversize

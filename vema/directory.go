@@ -6,7 +6,7 @@ import (
 	"slices"
 )
 
-// The directory class (PROTOCOL.md §3, emulation: no kernel counterpart).
+// The directory class (docs/management.md §3, emulation: no kernel counterpart).
 // The FM tells each node the LID -> UDP endpoint of every member and the
 // members of every multicast group with Sets of class 0x3F; the MAD has
 // VEMA's 40-byte vendor header (OUI 00 06 6A) and 2048 bytes.

@@ -3,7 +3,7 @@
 // Subnet Administrator exchange, laid out byte for byte as the Linux
 // opa_vnic, hfi1 and ib_core structures.
 //
-// What it covers (shared/spec/kernel-reference.md):
+// What it covers (docs/linux-compat.md):
 //
 //   - §4.2, §9.2: the 24-byte common MAD header (MADHeader), the 12-byte RMPP
 //     header, the 40-byte vendor header with the Intel OUI (VendorHeader),

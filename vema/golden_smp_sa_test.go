@@ -3,7 +3,7 @@ package vema
 import "github.com/opavnic/opavnic/encap"
 
 // Golden vectors of the SMP and SA subset, written by hand at the offsets of
-// kernel-reference.md §9-§11 (opa_smi.h, opa_port_info.h, hfi1 mad.h,
+// docs/linux-compat.md §9-§11 (opa_smi.h, opa_port_info.h, hfi1 mad.h,
 // ib_mad.h, sa_query.c).
 
 func goldenSMPHeader() golden {

@@ -3,7 +3,7 @@ package vema
 import "github.com/opavnic/opavnic/encap"
 
 // Golden vectors of the MAD headers and the VEMA attributes. Every expected
-// byte is written by hand at the offset kernel-reference.md §4 (and the
+// byte is written by hand at the offset docs/linux-compat.md §4 (and the
 // kernel headers it cites) gives; field values are distinct so a field at the
 // wrong offset or in the wrong byte order shows.
 

@@ -34,7 +34,7 @@ type MACTableHeader struct {
 // Valid reports whether a request's range is one the VEMA accepts
 // (vema_mac_tbl_req_ok): num_entries <= 125 and offset + num_entries <= 2048.
 // A Set that fails it gets StatusUnsupportedMethodAttr, a Get
-// StatusInvalidAttrValue (kernel-reference.md §4.6).
+// StatusInvalidAttrValue (docs/linux-compat.md §4.6).
 func (h *MACTableHeader) Valid() bool {
 	return h.NumEntries <= MaxMACEntriesPerMAD &&
 		int(h.Offset)+int(h.NumEntries) <= MACTableMaxEntries

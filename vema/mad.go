@@ -3,7 +3,7 @@ package vema
 import "github.com/opavnic/opavnic/encap"
 
 // MADHeader is the common MAD header, struct ib_mad_hdr (24 bytes;
-// kernel-reference.md §4.2):
+// docs/linux-compat.md §4.2):
 //
 //	off size field
 //	  0    1 base_version    (0x80 for OPA)
@@ -148,7 +148,7 @@ func (r *RMPPHeader) decode(d *dec) {
 //	 37    3 OUI (00 06 6A for VEMA)
 //
 // The VEMA answers a request by copying these 40 bytes and setting method
-// GetResp and status (kernel-reference.md §4.1).
+// GetResp and status (docs/linux-compat.md §4.1).
 type VendorHeader struct {
 	MADHeader
 	RMPP     RMPPHeader
@@ -230,7 +230,7 @@ const (
 	TrapEthLinkStatusChange uint8 = 3 // OPA_VESWPORT_TRAP_ETH_LINK_STATUS_CHANGE
 )
 
-// TrapMAD is a VEMA trap as it travels (kernel-reference.md §4.9): vendor
+// TrapMAD is a VEMA trap as it travels (docs/linux-compat.md §4.9): vendor
 // header (method Trap, attribute Notice), the 96-byte notice and zeros up to
 // the 232-byte data length the kernel sends, 272 bytes in all.
 //

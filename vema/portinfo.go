@@ -3,7 +3,7 @@ package vema
 import "github.com/opavnic/opavnic/encap"
 
 // Port states, bits 3:0 of PortInfo byte 19 (enum ib_port_state;
-// kernel-reference.md §9.8).
+// docs/linux-compat.md §9.8).
 const (
 	PortStateNOP         uint8 = 0 // no change on Set
 	PortStateDown        uint8 = 1
@@ -69,7 +69,7 @@ const (
 	piMaskSubnetTime = 0x1F
 )
 
-// PortInfo is struct opa_port_info (242 bytes; kernel-reference.md §9.7).
+// PortInfo is struct opa_port_info (242 bytes; docs/linux-compat.md §9.7).
 // Every kernel field has its own Go field at its offset, in order; a byte
 // holding several bit fields is kept whole and read through the accessors.
 //

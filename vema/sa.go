@@ -3,7 +3,7 @@ package vema
 import "github.com/opavnic/opavnic/encap"
 
 // SAHeader is the header of struct ib_sa_mad (56 bytes, packed;
-// kernel-reference.md §10.1), the same for IB (base 1, class 2) and OPA
+// docs/linux-compat.md §10.1), the same for IB (base 1, class 2) and OPA
 // (base 0x80, class 0x80) SA MADs:
 //
 //	off size field
@@ -158,7 +158,7 @@ func unpackFlowWord(w uint32) (raw bool, rsvd uint8, flow uint32, hop uint8) {
 }
 
 // PathRecord is the OPA PathRecord (attribute 0x0035 with base and class
-// version 0x80, 64 bytes; kernel-reference.md §10.3, sa_query.c
+// version 0x80, 64 bytes; docs/linux-compat.md §10.3, sa_query.c
 // opa_path_rec_table). LIDs are 32-bit. Bit fields are separate Go fields;
 // AppendBinary returns ErrRange for a value wider than its field.
 //
@@ -308,9 +308,9 @@ func (r *PathRecord) UnmarshalBinary(b []byte) error {
 }
 
 // IBPathRecord is the IB PathRecord (attribute 0x0035 with base 1 and class
-// 2, 64 bytes; kernel-reference.md §10.2, sa_query.c path_rec_table), with
+// 2, 64 bytes; docs/linux-compat.md §10.2, sa_query.c path_rec_table), with
 // 16-bit LIDs. Extended LIDs travel in special GIDs with the LIDs 0
-// (WIRE.md §6). AppendBinary returns ErrRange for a value wider than its
+// (docs/wire.md §6). AppendBinary returns ErrRange for a value wider than its
 // field.
 //
 //	off bits  field

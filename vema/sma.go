@@ -8,7 +8,7 @@ import (
 )
 
 // SMAPort is the node's view of its one fabric port as the SMA reports and
-// sets it (PROTOCOL.md §2; kernel-reference.md §9.7): LIDs in the 32-bit
+// sets it (docs/management.md §2; docs/linux-compat.md §9.7): LIDs in the 32-bit
 // space, where 16B unicast LIDs have the same value.
 type SMAPort struct {
 	LID          encap.LID
@@ -90,7 +90,7 @@ func portInfoOf(p SMAPort) PortInfo {
 }
 
 // Handle answers one SMP (class 0x81 or 0x01) as hfi1's SMA does
-// (kernel-reference.md §9.10): method GetResp, the D bit for directed
+// (docs/linux-compat.md §9.10): method GetResp, the D bit for directed
 // route, length round_up(header + attribute, 8); a class version other
 // than 0x80 is answered with the request echoed whole (at most 2048
 // bytes). ok is false for what gets no answer: responses, Trap and
@@ -226,10 +226,10 @@ func (s *SMA) setPortInfo(data []byte) Status {
 }
 
 // AnnounceLen is the size of the announce trap SMP: hfi1 sends traps in a
-// 256-byte MAD (kernel-reference.md §11.3).
+// 256-byte MAD (docs/linux-compat.md §11.3).
 const AnnounceLen = IBMADSize
 
-// Announce builds the node's announce (PROTOCOL.md §2.1): a LID-routed SMP
+// Announce builds the node's announce (docs/management.md §2.1): a LID-routed SMP
 // Trap (class 0x01, method 0x05, attr Notice, attr_mod 0) with trap 144,
 // generic type 0x84, producer CA, issuer_lid = the node's LID (0 without),
 // issuer_gid = subnet prefix (fe80:: until the SM sets one) + port GUID,

@@ -8,7 +8,7 @@ import (
 	"github.com/opavnic/opavnic/encap"
 )
 
-// drSMP returns a directed-route SMP request by hand (kernel-reference.md
+// drSMP returns a directed-route SMP request by hand (docs/linux-compat.md
 // §9.3): hop_cnt 0, hop_ptr 1 (as the SM's send fixup leaves it), permissive
 // dr_slid/dr_dlid, data at 176.
 func drSMP(method byte, attr uint16, am uint32, data []byte) []byte {
@@ -46,7 +46,7 @@ func smaCheck(t *testing.T, s *SMA, name string, req, want []byte) {
 	}
 }
 
-// portInfoBytes is the node's PortInfo written out (kernel-reference.md §9.7).
+// portInfoBytes is the node's PortInfo written out (docs/linux-compat.md §9.7).
 func portInfoBytes(lid, smlid uint32, prefix uint64, state byte) []byte {
 	d := make([]byte, 242)
 	put(d, 0, byte(lid>>24), byte(lid>>16), byte(lid>>8), byte(lid)) // lid

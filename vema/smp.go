@@ -6,7 +6,7 @@ import (
 	"github.com/opavnic/opavnic/encap"
 )
 
-// SMP attribute-modifier pieces (hfi1 mad.h OPA_AM_*; kernel-reference.md §9.5).
+// SMP attribute-modifier pieces (hfi1 mad.h OPA_AM_*; docs/linux-compat.md §9.5).
 const (
 	// SMPAttrModNPort1 is N = 1 in bits 31:24, which PortInfo and
 	// PortStateInfo require.
@@ -28,7 +28,7 @@ func PortInfoAttrMod(port uint8, startSMConfig bool) uint32 {
 }
 
 // SMPHeader is the first 32 bytes of struct opa_smp, the whole header of a
-// LID-routed SMP (kernel-reference.md §9.3):
+// LID-routed SMP (docs/linux-compat.md §9.3):
 //
 //	off size field
 //	  0    1 base_version   (0x80)
@@ -224,7 +224,7 @@ const (
 	NodeTypeRouter uint8 = 3
 )
 
-// NodeInfo is struct opa_node_info (44 bytes; kernel-reference.md §9.6):
+// NodeInfo is struct opa_node_info (44 bytes; docs/linux-compat.md §9.6):
 //
 //	off size field
 //	  0    1 base_version
@@ -333,7 +333,7 @@ func (d *NodeDescription) UnmarshalBinary(b []byte) error {
 }
 
 // SMA notice values (ib_mad.h IB_NOTICE_*, hfi1 mad.h OPA_TRAP_*;
-// kernel-reference.md §11.1).
+// docs/linux-compat.md §11.1).
 const (
 	NoticeGenericFatal    uint8 = 0x80 // IB_NOTICE_TYPE_FATAL
 	NoticeGenericUrgent   uint8 = 0x81
@@ -358,7 +358,7 @@ const (
 )
 
 // SMPNotice is the SMA notice attribute, struct opa_mad_notice_attr (96
-// bytes; kernel-reference.md §11.2), carried at data offset 0 of a Trap SMP:
+// bytes; docs/linux-compat.md §11.2), carried at data offset 0 of a Trap SMP:
 //
 //	off size field
 //	  0    1 generic_type   (0x80|type for generic notices)

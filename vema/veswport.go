@@ -19,7 +19,7 @@ const (
 )
 
 // VESWInfo is the switch half of VESWPortInfo, struct opa_vesw_info (152
-// bytes; kernel-reference.md §4.5). Every field is writable by a Set, and
+// bytes; docs/linux-compat.md §4.5). Every field is writable by a Set, and
 // the reserved bytes are stored and echoed.
 //
 //	off size field
@@ -105,7 +105,7 @@ func (v *VESWInfo) decode(d *dec) {
 }
 
 // PerVESWPortInfo is the port half of VESWPortInfo, struct
-// opa_per_veswport_info (128 bytes; kernel-reference.md §4.5). It starts at
+// opa_per_veswport_info (128 bytes; docs/linux-compat.md §4.5). It starts at
 // byte 152 of VESWPortInfo.
 //
 //	off size field              Set writes it?

@@ -73,7 +73,7 @@ func (d *macEventDevice) Close() error {
 // TestEMBaseMACChangeSendsNoTrap: a base_mac_addr the EM pushes becomes the
 // netdev's MAC with no trap and no uc_macs_gen_count change (kernel
 // opa_vnic_process_vema_config: eth_commit_mac_addr_change, no
-// opa_vnic_vema_report_event; kernel-reference.md §4.9), even when the
+// opa_vnic_vema_report_event; docs/linux-compat.md §4.9), even when the
 // netdev's change event reaches the link watcher before the Set has
 // returned. A change by the user afterwards is still trapped.
 func TestEMBaseMACChangeSendsNoTrap(t *testing.T) {

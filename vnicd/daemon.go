@@ -143,7 +143,7 @@ func NewDaemon(cfg *config.Config, newDevice engine.DeviceFactory, log *zap.Logg
 		saved, dropped = d.readRuntimeOnStart()
 	}
 	// Static mode configures its ports through its own VEMA agent, as the
-	// EM would (DESIGN.md: the agent is the only way a port's config changes).
+	// EM would (docs/design.md: the agent is the only way a port's config changes).
 	for _, v := range cfg.VNICs {
 		if err := d.mgmt.configurePort(v.VPort, &v.Port, v.MACTable); err != nil {
 			return nil, err

@@ -11,7 +11,7 @@ import (
 	"github.com/opavnic/opavnic/vnicd/engine"
 )
 
-// Prometheus metrics (MANAGEMENT.md §3). The collectors read the same atomic
+// Prometheus metrics (docs/management.md §7). The collectors read the same atomic
 // counters vnicctl shows, at scrape time: nothing is added to the per-packet
 // path, and a scrape costs one Snapshot per port and one for the HFI.
 
@@ -37,7 +37,7 @@ var vnicCounterHelp = map[string]string{
 // offloadCounterNames are the counters of TAP.OffloadCounters.
 var offloadCounterNames = []string{"tx_tso_superframes", "tx_tso_segments", "tx_uso_superframes", "tx_uso_segments", "rx_coalesced", "offload_drops"}
 
-// hfiDropReasons maps hfi.Counters names of receive checks (WIRE.md §7) to
+// hfiDropReasons maps hfi.Counters names of receive checks (docs/wire.md §7) to
 // the reason label of opavnic_hfi_rcv_drops_total.
 var hfiDropReasons = map[string]string{
 	"rcv_malformed":  "malformed",
@@ -94,7 +94,7 @@ func NewHFICollector(h *hfi.HFI, node string) *HFICollector {
 		c.port[k] = prometheus.NewDesc(v.name, v.help, nil, cl)
 	}
 	c.drops = prometheus.NewDesc("opavnic_hfi_rcv_drops_total",
-		"Received packets dropped, by the check that failed (WIRE.md §7) or the layer above the HFI that refused them.",
+		"Received packets dropped, by the check that failed (docs/wire.md §7) or the layer above the HFI that refused them.",
 		[]string{"reason"}, cl)
 	c.xmitDrops = prometheus.NewDesc("opavnic_hfi_xmit_drops_total",
 		"Packets not sent, by reason.", []string{"reason"}, cl)

@@ -34,7 +34,7 @@ type MgmtConfig struct {
 	Netdev func(vport uint8) engine.NetdevConfig
 }
 
-// Mgmt is the node's management plane (PROTOCOL.md): the hfi.Receiver of
+// Mgmt is the node's management plane (docs/management.md): the hfi.Receiver of
 // L4 0x08, with the SMA, the VEMA agent, the directory assembler, the SA
 // client, the announce loop and the traps.
 type Mgmt struct {
@@ -74,7 +74,7 @@ type Mgmt struct {
 	Bad atomic.Uint64
 }
 
-// Management framing (PROTOCOL.md §1).
+// Management framing (docs/management.md §1).
 const (
 	scSMP      = 15
 	pkeyFull   = encap.PKey(0xFFFF)
@@ -280,7 +280,7 @@ func (m *Mgmt) deliver(tid uint64, mad []byte) bool {
 	return ok || announce
 }
 
-// handleDirectory answers a directory-class MAD (PROTOCOL.md §3). A MAD
+// handleDirectory answers a directory-class MAD (docs/management.md §3). A MAD
 // with another base or class version or OUI is not the directory class's
 // and gets no answer (as the agent treats VEMA's).
 func (m *Mgmt) handleDirectory(req []byte) ([]byte, bool) {
@@ -365,7 +365,7 @@ func (m *Mgmt) applyDirectory(req []byte) vema.Status {
 	return vema.StatusSuccess
 }
 
-// portEvent turns netdev changes into VEMA traps (kernel-reference.md §4.9).
+// portEvent turns netdev changes into VEMA traps (docs/linux-compat.md §4.9).
 func (m *Mgmt) portEvent(ev engine.PortEvent) {
 	switch ev.Kind {
 	case engine.EventMAC:
@@ -441,7 +441,7 @@ func (m *Mgmt) Run(ctx context.Context) {
 	}
 }
 
-// announce sends one announce (PROTOCOL.md §2) to the FM.
+// announce sends one announce (docs/management.md §2) to the FM.
 func (m *Mgmt) announce() {
 	tid := m.tid.Add(1)
 	m.pendMu.Lock()
@@ -473,7 +473,7 @@ var ErrSATimeout = errors.New("vnicd: the SA did not answer within 2 s")
 var ErrSABusy = fmt.Errorf("vnicd: %d SA queries are in flight; try again", MaxSAQueries)
 
 // Path asks the SA (the FM) for the path record from this node to dlid
-// (PROTOCOL.md §5).
+// (docs/management.md §5).
 func (m *Mgmt) Path(ctx context.Context, dlid encap.LID) (vema.PathRecord, error) {
 	if !m.Managed() {
 		return vema.PathRecord{}, ErrNoFM
@@ -497,7 +497,7 @@ func (m *Mgmt) Path(ctx context.Context, dlid encap.LID) (vema.PathRecord, error
 			return vema.PathRecord{}, fmt.Errorf("vnicd: SA answer: %w", err)
 		}
 		if st := r.Status; st == vema.StatusInvalidAttrValue {
-			// The FM's "no record" (PROTOCOL.md §5).
+			// The FM's "no record" (docs/management.md §5).
 			return vema.PathRecord{}, fmt.Errorf("vnicd: the SA has no path to %v: the fabric manager does not know the LID or its node is not active (SA status %v)", dlid, st)
 		} else if st != vema.StatusSuccess {
 			return vema.PathRecord{}, fmt.Errorf("vnicd: SA answered status %v", st)
@@ -515,7 +515,7 @@ func (m *Mgmt) Path(ctx context.Context, dlid encap.LID) (vema.PathRecord, error
 	}
 }
 
-// pathQuery is the SubnAdmGet PathRecord Path sends (PROTOCOL.md §5): an
+// pathQuery is the SubnAdmGet PathRecord Path sends (docs/management.md §5): an
 // OPA SA MAD (base and class version 0x80) with comp_mask SLID|DLID and the
 // OPA record carrying the 32-bit LIDs. It is 256 bytes, as the kernel's SA
 // client sends it: sa_query.c alloc_mad asks ib_create_send_mad for
@@ -540,7 +540,7 @@ func pathQuery(tid uint64, slid, dlid encap.LID) ([]byte, error) {
 
 // configurePort runs a VNIC of the static config through the agent, as the
 // EM would set it: Set VESWPortInfo, then the MAC table in Sets of at most
-// 125 entries (DESIGN.md: the VEMA agent is the only way a port's config
+// 125 entries (docs/design.md: the VEMA agent is the only way a port's config
 // changes).
 func (m *Mgmt) configurePort(vport uint8, pc *engine.PortConfig, macs []engine.MACEntry) error {
 	info := VESWPortInfoFrom(pc)
@@ -576,7 +576,7 @@ func (m *Mgmt) configurePort(vport uint8, pc *engine.PortConfig, macs []engine.M
 	return nil
 }
 
-// MACTableDigest is the EM's mac_tbl_digest (PROTOCOL.md §4.3): CRC-32
+// MACTableDigest is the EM's mac_tbl_digest (docs/management.md §4.3): CRC-32
 // (IEEE) of the encoded entries.
 func MACTableDigest(ents []vema.MACTableEntry) uint32 {
 	var b []byte

@@ -13,7 +13,7 @@ import (
 )
 
 // A directory-class MAD whose base version, class version or OUI is not
-// the directory class's (PROTOCOL.md §1, §3: 0x80, 0x80, 00 06 6A) is not
+// the directory class's (docs/management.md §1, §3: 0x80, 0x80, 00 06 6A) is not
 // the FM's directory: it installs nothing, gets no answer and counts in
 // mgmt_bad, as a VEMA MAD with a wrong header does at the agent.
 func TestDirectoryMADWithAnotherHeaderIsDropped(t *testing.T) {

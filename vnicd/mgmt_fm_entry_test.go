@@ -15,7 +15,7 @@ import (
 // not always the one the node reaches it at (an FM behind a port mapping:
 // it binds its container's address, the node is configured with the host's,
 // and the FM's datagrams reach the node from the host's). The node takes
-// management MADs only from its configured FM endpoint (PROTOCOL.md §6), so
+// management MADs only from its configured FM endpoint (docs/management.md §6), so
 // its directory must map the FM LID to that endpoint whatever the FM's
 // directory says; otherwise the HFI's source check drops everything the FM
 // sends once the first directory is installed, and the node loses its FM.

@@ -14,7 +14,7 @@ import (
 )
 
 // The FM answers a path query for a LID it does not know, or whose node is
-// not active, with status 0x001C (PROTOCOL.md §5: the emulation's "no
+// not active, with status 0x001C (docs/management.md §5: the emulation's "no
 // record"). vnicctl path shows Path's error as it is, so the error says
 // that there is no path to the LID, not only "invalid attribute value".
 func TestPathNoRecordSaysSo(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"github.com/opavnic/opavnic/vema"
 )
 
-// An SA answer is taken only from the fabric manager (PROTOCOL.md §6), as
+// An SA answer is taken only from the fabric manager (docs/management.md §6), as
 // Gets and Sets are: a fabric member that guesses the TID of a query in
 // flight (TIDs count up from 1) and answers it from its own LID and
 // endpoint is dropped and counted, and the FM's answer still reaches the

@@ -22,7 +22,7 @@ import (
 )
 
 // fakeFM is a fabric manager reduced to what a test needs: a transport at
-// the FM's endpoint, MADs framed by hand per PROTOCOL.md §1, and whatever
+// the FM's endpoint, MADs framed by hand per docs/management.md §1, and whatever
 // arrives queued for the test to read.
 type fakeFM struct {
 	t   *testing.T

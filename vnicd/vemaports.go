@@ -247,7 +247,7 @@ func (c *EnginePorts) IfaceMACs(vport uint8, mcast bool) (vema.IfaceMACList, boo
 }
 
 // Counters maps the port's counters onto the VEMA counter MADs
-// (kernel-reference.md §4.8).
+// (docs/linux-compat.md §4.8).
 func (c *EnginePorts) Counters(vport uint8) (vema.SummaryCounters, vema.ErrorCounters, bool) {
 	p := c.e.Port(vport)
 	if p == nil {
@@ -275,7 +275,7 @@ func (c *EnginePorts) Counters(vport uint8) (vema.SummaryCounters, vema.ErrorCou
 // netdevMcast counts a change of the netdev's multicast list (its link
 // watcher's readings differ; the first reading is none) in
 // mc_macs_gen_count and reports whether the trap with opcode 2 is due: as
-// the driver after ndo_set_rx_mode (kernel-reference.md §4.9), whenever the
+// the driver after ndo_set_rx_mode (docs/linux-compat.md §4.9), whenever the
 // vport exists.
 func (c *EnginePorts) netdevMcast(vport uint8) bool {
 	c.mu.Lock()
@@ -292,7 +292,7 @@ func (c *EnginePorts) netdevMcast(vport uint8) bool {
 // user's (a trap with opcode 1 is due): not the first reading, and not the
 // report of a base_mac_addr a VESWPortInfo Set is applying or has applied
 // (the kernel sends no trap for the EM's change, and one for every
-// ndo_set_mac_address, kernel-reference.md §4.9: a user who sets the MAC
+// ndo_set_mac_address, docs/linux-compat.md §4.9: a user who sets the MAC
 // back to the base_mac_addr is trapped too). A user change bumps
 // uc_macs_gen_count.
 func (c *EnginePorts) netdevMAC(vport uint8, mac [6]byte, initial bool) bool {

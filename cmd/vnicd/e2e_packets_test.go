@@ -92,7 +92,7 @@ var dropFates = []string{fateMalformed, fateBadICRC, fateBadSource, fateBadDLID,
 	fateBadTail, fateMgmtBad, fateUntrusted, fateBadVESW, fateBadPKey, fateOversize, fateRunt}
 
 // attackFate is the test's oracle: what host b does with datagram p, by
-// WIRE.md §7 (length, L2, ICRC, source, DLID, L4), then the VNIC port's
+// docs/wire.md §7 (length, L2, ICRC, source, DLID, L4), then the VNIC port's
 // checks (tail, vesw, PKEY, size) or the management layer's. fromPeer
 // says it came from host a's endpoint. Host b runs in static mode with no
 // trusted manager, so every well-formed MAD is untrusted (a response

@@ -541,7 +541,7 @@ func udpPayload(f []byte, port uint16) ([]byte, bool) {
 }
 
 // checkCapture decodes every captured datagram as a 16B VNIC packet with
-// code of its own (WIRE.md §2, §3, §5), independent of package encap.
+// code of its own (docs/wire.md §2, §3, §5), independent of package encap.
 func checkCapture(t *testing.T, pkts []captured, lids, mcasts map[uint32]bool) {
 	t.Helper()
 	gso := 0

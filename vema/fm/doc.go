@@ -5,7 +5,7 @@
 // the SA (OPA PathRecord with special GIDs for extended LIDs, ClassPortInfo)
 // and the EM (VESWPortInfo, MAC tables, traps, DeleteVESW on reload).
 //
-// It implements the FM side of vema/PROTOCOL.md (§2 SM, §3 directory, §4 EM,
+// It implements the FM side of docs/management.md (§2 SM, §3 directory, §4 EM,
 // §5 SA) over an *hfi.HFI whose source check is relaxed for management
 // packets (hfi.Config.TrustAnyMgmtSource). It does not implement a node's
 // side (SMA, VEMA agent, directory receiver), switches, multiple FMs or

@@ -17,7 +17,7 @@ import (
 	"github.com/opavnic/opavnic/vema"
 )
 
-// The EM (PROTOCOL.md §4): it configures every member (node, vport) of every
+// The EM (docs/management.md §4): it configures every member (node, vport) of every
 // vesw through the node's VEMA and keeps it right.
 //
 // Every push is a request tried f.tries times. One whose tries all go
@@ -362,7 +362,7 @@ func (f *FM) macTable(v *VESWConfig) ([]vema.MACTableEntry, uint32) {
 }
 
 // macDigest is the CRC-32 (IEEE) of the encoded entries, never 0: a digest
-// of 0 read back means the node lost its table (PROTOCOL.md §4.3), so an
+// of 0 read back means the node lost its table (docs/management.md §4.3), so an
 // empty table carries 1.
 func macDigest(ents []vema.MACTableEntry) uint32 {
 	var b []byte

@@ -15,7 +15,7 @@ import (
 	"github.com/opavnic/opavnic/vema"
 )
 
-// fakeNode speaks the node side of PROTOCOL.md with the vema codecs: it
+// fakeNode speaks the node side of docs/management.md with the vema codecs: it
 // announces, answers NodeInfo, NodeDescription and PortInfo SMPs, keeps the
 // VEMA state the EM sets and the directory the FM pushes, and acks it all.
 type fakeNode struct {

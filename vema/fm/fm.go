@@ -20,7 +20,7 @@ import (
 	"github.com/opavnic/opavnic/vema"
 )
 
-// Timing of the FM (PROTOCOL.md §2.5): a poll a second, three missed polls
+// Timing of the FM (docs/management.md §2.5): a poll a second, three missed polls
 // drop a node; requests are tried three times, 300 ms apart.
 const (
 	DefaultPollInterval = time.Second

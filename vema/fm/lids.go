@@ -9,7 +9,7 @@ import (
 	"github.com/opavnic/opavnic/encap"
 )
 
-// Saved LIDs (PROTOCOL.md §2.3), as OpenSM's guid2lid file: the pool LID
+// Saved LIDs (docs/management.md §2.3), as OpenSM's guid2lid file: the pool LID
 // the FM last gave each port GUID, kept in the state file (state.go) so
 // that a node that comes back without a LID after the FM restarted (a rack
 // power cycle) gets the LID, and so the LID-derived MACs, it had.

@@ -25,7 +25,7 @@ vesws:
 // A reload that lists a name two active unlisted hosts share makes one of
 // them (the lower LID) that config node, not both: the other stays an
 // unlisted node and gets none of the config node's ports, as a join would
-// leave a second host with one name (PROTOCOL.md §2.3).
+// leave a second host with one name (docs/management.md §2.3).
 func TestReloadTwoNodesOneEntry(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)

@@ -7,9 +7,9 @@ import (
 	"github.com/opavnic/opavnic/vema"
 )
 
-// The SA (PROTOCOL.md §5): PathRecord Get and ClassPortInfo Get.
+// The SA (docs/management.md §5): PathRecord Get and ClassPortInfo Get.
 
-// SA answer values (PROTOCOL.md §5).
+// SA answer values (docs/management.md §5).
 const (
 	saMTU4096  = 5  // IB_MTU_4096
 	saRate100G = 16 // IB_RATE_100_GBPS

@@ -18,14 +18,14 @@ import (
 )
 
 // The MAC file keeps what the EM knows of each member's MAC across FM
-// restarts (PROTOCOL.md §4, step 4): the MAC learned from a trap, if any,
+// restarts (docs/management.md §4, step 4): the MAC learned from a trap, if any,
 // and the config's fixed `mac` when it was recorded. Without it a restarted
 // FM can only guess from the port, which cannot tell a learned MAC from a
 // fixed `mac` changed while the FM was down. The file lists the members the
 // FM has read or configured; a member it does not list is guessed as
 // before.
 //
-// The same file keeps the FM's saved LIDs (lids.go, PROTOCOL.md §2.3): the
+// The same file keeps the FM's saved LIDs (lids.go, docs/management.md §2.3): the
 // pool LID each port GUID last had. The field is optional: a file written
 // before it (version 1 still) loads with no saved LIDs.
 const macFileVersion = 1

@@ -70,7 +70,7 @@ const (
 type Config struct {
 	Node NodeConfig
 	// TrustedManagers are the endpoints a static node takes management
-	// Get/Set MADs from (PROTOCOL.md §6); nil when there are none.
+	// Get/Set MADs from (docs/management.md §6); nil when there are none.
 	TrustedManagers []netip.AddrPort
 	// Netdevs names, places and addresses the netdevs of vports the EM
 	// creates (managed mode), by vport index; nil when there are none.

@@ -715,7 +715,7 @@ func TestDemoConfigs(t *testing.T) {
 }
 
 // TestDemoMACsRoute checks that each demo host's default MAC carries its LID
-// where the other host's transmit path looks (kernel-reference.md §2.3).
+// where the other host's transmit path looks (docs/linux-compat.md §2.3).
 func TestDemoMACsRoute(t *testing.T) {
 	a, b := loadDemo(t, "a"), loadDemo(t, "b")
 	for i := range a.VNICs {

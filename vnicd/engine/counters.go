@@ -7,7 +7,7 @@ import (
 )
 
 // PortCounters are a VNIC port's counters, kept as the kernel's opa_vnic kept
-// them (kernel-reference.md §2.7, §3, §5): the base counts are atomic; the
+// them (docs/linux-compat.md §2.7, §3, §5): the base counts are atomic; the
 // aggregates (rx_errors, tx_errors, rx_dropped, tx_dropped, rx_length_errors)
 // are derived when read.
 type PortCounters struct {

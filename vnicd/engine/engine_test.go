@@ -53,7 +53,7 @@ func TestEngineUnicastAndBroadcast(t *testing.T) {
 		}
 	}
 	// opa_vnic_ethtool.c's vnic_gstrings_stats has 39 entries (8 netdev,
-	// 22 summary, 9 error; kernel-reference.md §5 says 38, a miscount).
+	// 22 summary, 9 error; docs/linux-compat.md §5 says 38, a miscount).
 	if len(ca) != 41 {
 		t.Errorf("%d counters, want the kernel's 39 plus rx_bad_veswid and rx_bad_pkey", len(ca))
 	}
@@ -265,7 +265,7 @@ func TestEthMTUBelowMinimum(t *testing.T) {
 
 // TestEngineRefusedFrameNotReceived: a frame the device refuses counts in
 // rx_fifo_errors only, as the kernel counts a frame it drops for want of
-// room (kernel-reference.md §3, step 4): not in rx_packets, rx_bytes, the
+// room (docs/linux-compat.md §3, step 4): not in rx_packets, rx_bytes, the
 // histogram or the unicast count. The frames around it are counted.
 func TestEngineRefusedFrameNotReceived(t *testing.T) {
 	n := hfitest.NewNetwork()

@@ -168,7 +168,7 @@ func (e *Engine) followPort(p *Port, w linkWatcher, prev <-chan struct{}) {
 
 // capMTU brings the netdev's MTU down to the port's maxMTU when it is
 // above: the kernel's opa_vnic refused such an MTU (max_mtu,
-// kernel-reference.md §6), a TAP takes up to 65535, and the port would drop
+// docs/linux-compat.md §6), a TAP takes up to 65535, and the port would drop
 // every frame longer than eth_mtu + 18.
 func (e *Engine) capMTU(p *Port, w linkWatcher, mtu int) {
 	ms, ok := w.(mtuSetter)
@@ -200,7 +200,7 @@ const (
 )
 
 // PortEvent is a change on a port's netdev that the management plane hears
-// about (VEMA traps, kernel-reference.md §4.9), or that the daemon records
+// about (VEMA traps, docs/linux-compat.md §4.9), or that the daemon records
 // (EventPlace).
 type PortEvent struct {
 	VPort   uint8

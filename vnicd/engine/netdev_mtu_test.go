@@ -46,7 +46,7 @@ func tapPort(t *testing.T, ns *nstest.NS, pc engine.PortConfig) (*engine.Engine,
 
 // TestNetdevMTUNotAboveEthMTU: the netdev's MTU never stays above the vesw's
 // eth_mtu. The kernel's opa_vnic sets max_mtu = max(eth_mtu, min_mtu) on
-// every config apply (kernel-reference.md §6), so `ip link set mtu` above
+// every config apply (docs/linux-compat.md §6), so `ip link set mtu` above
 // eth_mtu is refused; a TAP's max_mtu is 65535, so vnicd brings a larger
 // MTU back down, or the port would drop every frame longer than eth_mtu +
 // 18 as a transmit error.
@@ -83,7 +83,7 @@ func TestNetdevMTUNotAboveEthMTU(t *testing.T) {
 
 // TestRxOversizeAgainstNetdevMTU: a received frame longer than the
 // netdev's MTU + 18 is dropped as rx_oversize, as the kernel's opa_vnic
-// checked it against netdev->mtu (kernel-reference.md §3), so a user who
+// checked it against netdev->mtu (docs/linux-compat.md §3), so a user who
 // lowers a VNIC's MTU gets no longer frames; one that fits still passes.
 func TestRxOversizeAgainstNetdevMTU(t *testing.T) {
 	ns := nstest.NewTAPNS(t, "rxmtu")

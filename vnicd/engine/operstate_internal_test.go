@@ -10,7 +10,7 @@ import (
 
 // TestOperStateAfterConcurrentLinkAndConfig: oper_state is FORWARDING iff
 // config_state is FORWARDING and the netdev is up (opa_vnic_update_state,
-// kernel-reference.md §6), also when the link watcher's up/down and a
+// docs/linux-compat.md §6), also when the link watcher's up/down and a
 // VESWPortInfo Set's config_state land at the same time: neither may store
 // a state computed from the other's old value.
 func TestOperStateAfterConcurrentLinkAndConfig(t *testing.T) {

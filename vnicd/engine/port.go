@@ -209,7 +209,7 @@ func (p *Port) OperState() uint8 {
 }
 
 // maxMTU is the largest MTU the port's netdev may have: the kernel's
-// max_mtu, max(eth_mtu, min_mtu) (kernel-reference.md §6).
+// max_mtu, max(eth_mtu, min_mtu) (docs/linux-compat.md §6).
 func (p *Port) maxMTU() int { return max(int(p.st.Load().cfg.VESW.EthMTU), MinEthMTU) }
 
 // LinkUp reports whether the netdev is administratively up.

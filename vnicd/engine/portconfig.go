@@ -13,7 +13,7 @@ const (
 )
 
 // VESWConfig is a virtual Ethernet switch as one of its ports sees it: the
-// fields of the kernel's opa_vesw_info (kernel-reference.md §4.5).
+// fields of the kernel's opa_vesw_info (docs/linux-compat.md §4.5).
 type VESWConfig struct {
 	FabricID    uint16
 	VESWID      encap.VESWID

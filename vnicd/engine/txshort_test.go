@@ -13,8 +13,8 @@ import (
 // The kernel's netdev pads a frame shorter than 60 bytes with zeros before
 // anything looks at it (opa_netdev_start_xmit, then opa_vnic_encap_skb and
 // hfi1_netdev_start_xmit): tx_bytes counts the 60 bytes the fabric carries,
-// and the SC and RC choices read the padded frame (kernel-reference.md §2,
-// §2.7; DESIGN.md "pad to 60, pick DLID/SC/RC/entropy").
+// and the SC and RC choices read the padded frame (docs/linux-compat.md §2,
+// §2.7; docs/design.md "pad to 60, pick DLID/SC/RC/entropy").
 func TestEncapShortFrameSeesPaddedFrame(t *testing.T) {
 	a := enginetest.NewNode(t, hfitest.NewNetwork(), enginetest.LIDA, enginetest.EPA)
 	cfg := enginetest.PortConfig(enginetest.LIDA, 1, 0x8001)

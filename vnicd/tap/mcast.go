@@ -10,7 +10,7 @@ import (
 )
 
 // The netdev's multicast list, as the VEMA reports it (IfaceMcastMACs,
-// kernel-reference.md §4.7) and traps its changes (opcode 2, §4.9). The
+// docs/linux-compat.md §4.7) and traps its changes (opcode 2, §4.9). The
 // opa_vnic driver heard of every change through ndo_set_rx_mode; a TAP's
 // owner hears of none (the kernel sends no netlink event for link-layer
 // multicast addresses), so vnicd reads the list again every
@@ -56,7 +56,7 @@ func parseDevMcast(text []byte, index int) ([][6]byte, error) {
 }
 
 // MACListDigest is the digest the opa_vnic driver compared to decide on a
-// MAC-list trap (kernel-reference.md §4.9): the kernel's crc32_le, which has
+// MAC-list trap (docs/linux-compat.md §4.9): the kernel's crc32_le, which has
 // no inversion of its own, seeded with 0 over each 6-byte address and then
 // the list's byte length as a little-endian uint32, inverted. hash/crc32
 // inverts before and after, so the seed 0 is ^0 here and the final

@@ -8,7 +8,7 @@ package tap
 // Buffers: the caller owns bufs and sizes before, during and after every
 // call; a Device keeps no reference to them once Read or Write returns. The
 // offset leaves headroom in front of each frame, where the transmit path
-// writes the 16B header so that no frame is copied (DESIGN.md, data path).
+// writes the 16B header so that no frame is copied (docs/design.md, data path).
 //
 // Concurrency: Read is called by one goroutine at a time. Write may be called
 // concurrently with Read and with other Writes. Close may be called at any

@@ -28,7 +28,7 @@ import (
 )
 
 // DefaultTAPName is the name pattern of a TAP whose config names none: the
-// kernel replaces %d with the lowest free number (DESIGN.md, names).
+// kernel replaces %d with the lowest free number (docs/design.md, names).
 const DefaultName = "vnic%d"
 
 // TAPBatchSize is the largest number of frames one TAP.Read returns: as the

@@ -11,7 +11,7 @@ import (
 
 // TestAttachTAPKeepsLowerMTU: taking a persistent TAP over (a vnicd restart)
 // lowers its MTU to the port's eth_mtu if it is above, but never raises it:
-// the kernel never raises a VNIC's MTU (kernel-reference.md §6), and a
+// the kernel never raises a VNIC's MTU (docs/linux-compat.md §6), and a
 // container's lower MTU belongs to whoever uses the netdev there, as its
 // addresses and administrative state do.
 func TestAttachTAPKeepsLowerMTU(t *testing.T) {

@@ -1,5 +1,5 @@
 // Package metrics serves a Prometheus registry over HTTP at /metrics for the
-// daemons' opt-in --metrics-listen flag (MANAGEMENT.md §3). The collectors
+// daemons' opt-in --metrics-listen flag (docs/management.md §7). The collectors
 // live beside what they read (vnicd, cmd/internal/fmd); this package only
 // owns the registry and the listener.
 package metrics
