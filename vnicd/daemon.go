@@ -94,7 +94,9 @@ func NewDaemon(cfg *config.Config, newDevice engine.DeviceFactory, log *zap.Logg
 		d.rt.path, d.rt.node = RuntimePath(cfg.Control.Socket), cfg.Node.Name
 		newDevice = d.runtimeFactory(newDevice)
 	}
-	d.engine = engine.NewEngine(h, newDevice, log)
+	if d.engine, err = engine.NewEngine(h, newDevice, log); err != nil {
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
 			d.engine.Close()
@@ -106,11 +108,8 @@ func NewDaemon(cfg *config.Config, newDevice engine.DeviceFactory, log *zap.Logg
 		log.Info("GOMAXPROCS raised for the data plane's queues", zap.Int("gomaxprocs", n+1), zap.Int("queues", n))
 		runtime.GOMAXPROCS(n + 1)
 	}
-	if err := d.engine.EnableQueues(more); err != nil {
-		log.Warn("the data plane runs a goroutine per port and direction", zap.Error(err))
-		for _, q := range qs[1:] {
-			q.Close() // so that the queue group steers every datagram to the first
-		}
+	if err = d.engine.EnableQueues(more); err != nil {
+		return nil, err
 	}
 	if bp := cfg.Node.BusyPoll; bp > 0 {
 		if err := d.engine.SetBusyPoll(bp); err != nil {

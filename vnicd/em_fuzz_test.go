@@ -39,7 +39,6 @@ func FuzzEMConfiguresNode(f *testing.F) {
 		n := hfitest.NewNetwork()
 		nd := enginetest.NewNode(t, n, enginetest.LIDA, enginetest.EPA)
 		m := vnicd.NewMgmt(nd.Engine, vnicd.MgmtConfig{NodeGUID: 0x1122, PortGUID: 0x1122, Description: "node"}, nil)
-		go nd.HFI.Run(t.Context())
 		// Each op: kind, vport (0..3), offset, length, then length bytes.
 		for steps := 0; len(ops) >= 4 && steps < 32; steps++ {
 			kind, vport, off, k := ops[0], ops[1]%4, int(ops[2]), int(ops[3])

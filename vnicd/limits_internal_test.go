@@ -8,7 +8,7 @@ import (
 
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/hfi/hfitest"
-	"github.com/opavnic/opavnic/vnicd/engine"
+	"github.com/opavnic/opavnic/vnicd/engine/enginetest"
 )
 
 // TestLimitSAQueries: with MaxSAQueries SA queries in flight, Path fails at
@@ -17,7 +17,7 @@ import (
 func TestLimitSAQueries(t *testing.T) {
 	n := hfitest.NewNetwork()
 	h := hfi.New(n.Listen(netip.MustParseAddrPort("10.0.0.5:4793")), hfi.Config{LID: 5})
-	m := NewMgmt(engine.NewEngine(h, nil, nil), MgmtConfig{FM: netip.MustParseAddrPort("10.0.0.100:4793")}, nil)
+	m := NewMgmt(enginetest.StartEngine(t, h, nil), MgmtConfig{FM: netip.MustParseAddrPort("10.0.0.100:4793")}, nil)
 	for i := range MaxSAQueries {
 		if m.expect(uint64(1000+i)) == nil {
 			t.Fatalf("query %d refused", i)

@@ -19,6 +19,7 @@ import (
 	"github.com/opavnic/opavnic/vnicd/config"
 	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/engine"
+	"github.com/opavnic/opavnic/vnicd/engine/enginetest"
 	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
 )
@@ -51,11 +52,10 @@ func handle(t *testing.T, a *vema.Agent, req []byte) vema.Status {
 func limitNode(t *testing.T) (*engine.Engine, *vnicd.Mgmt) {
 	n := hfitest.NewNetwork()
 	h := hfi.New(n.Listen(tEPNode), hfi.Config{LID: 0x10})
-	e := engine.NewEngine(h, func(s engine.DeviceSpec) (tap.Netdev, error) {
+	e := enginetest.StartEngine(t, h, func(s engine.DeviceSpec) (tap.Netdev, error) {
 		port, _ := taptest.Pair(taptest.Options{BatchSize: 1})
 		return port, nil
-	}, nil)
-	t.Cleanup(func() { e.Close() })
+	})
 	return e, vnicd.NewMgmt(e, vnicd.MgmtConfig{}, nil)
 }
 

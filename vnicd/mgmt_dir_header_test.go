@@ -9,7 +9,7 @@ import (
 	"github.com/opavnic/opavnic/hfi/hfitest"
 	"github.com/opavnic/opavnic/vema"
 	"github.com/opavnic/opavnic/vnicd"
-	"github.com/opavnic/opavnic/vnicd/engine"
+	"github.com/opavnic/opavnic/vnicd/engine/enginetest"
 )
 
 // A directory-class MAD whose base version, class version or OUI is not
@@ -33,8 +33,7 @@ func TestDirectoryMADWithAnotherHeaderIsDropped(t *testing.T) {
 			h := hfi.New(n.Listen(tEPNode), hfi.Config{LID: nodeLID})
 			dir, _ := hfi.NewDirectory(map[uint32]netip.AddrPort{fmLID: tEPFM}, nil)
 			h.SetDirectory(dir)
-			e := engine.NewEngine(h, nil, nil)
-			t.Cleanup(func() { e.Close() })
+			e := enginetest.StartEngine(t, h, nil)
 			m := vnicd.NewMgmt(e, vnicd.MgmtConfig{FM: tEPFM, FMLID: fmLID}, nil)
 			for _, b := range []struct {
 				attr uint16

@@ -17,6 +17,7 @@ import (
 	"github.com/opavnic/opavnic/vema"
 	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/engine"
+	"github.com/opavnic/opavnic/vnicd/engine/enginetest"
 	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
 )
@@ -31,19 +32,17 @@ func newWarnNode(t *testing.T, refuse *atomic.Bool) (*fakeFM, *engine.Engine, *o
 	h := hfi.New(n.Listen(tEPNode), hfi.Config{VerifyICRC: true})
 	dir, _ := hfi.NewDirectory(map[uint32]netip.AddrPort{fmLID: tEPFM}, nil)
 	h.SetDirectory(dir)
-	e := engine.NewEngine(h, func(s engine.DeviceSpec) (tap.Netdev, error) {
+	e := enginetest.StartEngine(t, h, func(s engine.DeviceSpec) (tap.Netdev, error) {
 		if refuse != nil && refuse.Load() {
 			return nil, errors.New("netdev vnic0: the name is taken in namespace x")
 		}
 		port, _ := taptest.Pair(taptest.Options{})
 		return port, nil
-	}, nil)
-	t.Cleanup(func() { e.Close() })
+	})
 	core, logs := observer.New(zap.WarnLevel)
 	m := vnicd.NewMgmt(e, vnicd.MgmtConfig{NodeGUID: 0x1122, PortGUID: 0x1122, Description: "node",
 		FM: tEPFM, FMLID: fmLID}, zap.New(core))
 	m.HeardFromSM(0x10005)
-	go h.Run(t.Context())
 	return fm, e, logs
 }
 

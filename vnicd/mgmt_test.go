@@ -131,18 +131,12 @@ func newManagedNodeWith(t *testing.T, n *hfitest.Network, before func(*vnicd.Mgm
 	dir, _ := hfi.NewDirectory(map[uint32]netip.AddrPort{fmLID: tEPFM}, nil)
 	h.SetDirectory(dir)
 	nd := &mnode{hfi: h, host: map[uint8]*taptest.Device{}}
-	nd.engine = engine.NewEngine(h, func(s engine.DeviceSpec) (tap.Netdev, error) {
-		port, host := taptest.Pair(taptest.Options{})
-		nd.host[s.VPort] = host
-		return port, nil
-	}, nil)
+	nd.engine = enginetest.StartEngine(t, h, enginetest.Fakes(nd.host))
 	nd.mgmt = vnicd.NewMgmt(nd.engine, vnicd.MgmtConfig{NodeGUID: 0x1122, PortGUID: 0x1122, Description: "node",
 		FM: tEPFM, FMLID: fmLID}, nil)
-	t.Cleanup(func() { nd.engine.Close() })
 	if before != nil {
 		before(nd.mgmt)
 	}
-	go h.Run(t.Context())
 	go nd.mgmt.Run(t.Context())
 	return nd
 }
@@ -303,23 +297,21 @@ func newPeer(t *testing.T, n *hfitest.Network, lid uint32, vesw encap.VESWID) *p
 	h := hfi.New(pn.tr, hfi.Config{LID: lid, VerifyICRC: true})
 	dir, _ := hfi.NewDirectory(map[uint32]netip.AddrPort{lid: tEPPeer, 0x10005: tEPNode}, nil)
 	h.SetDirectory(dir)
-	e := engine.NewEngine(h, func(s engine.DeviceSpec) (tap.Netdev, error) {
+	e := enginetest.StartEngine(t, h, func(s engine.DeviceSpec) (tap.Netdev, error) {
 		port, host := taptest.Pair(taptest.Options{})
 		pn.host[s.VPort] = host
 		return port, nil
-	}, nil)
-	t.Cleanup(func() { e.Close() })
+	})
 	if err := e.SetPort(0, enginetest.PortConfig(lid, vesw, 0x8001), engine.NetdevConfig{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	go h.Run(t.Context())
 	return pn
 }
 
 func TestPathWithoutFM(t *testing.T) {
 	n := hfitest.NewNetwork()
 	h := hfi.New(n.Listen(tEPNode), hfi.Config{LID: 5})
-	e := engine.NewEngine(h, nil, nil)
+	e := enginetest.StartEngine(t, h, nil)
 	m := vnicd.NewMgmt(e, vnicd.MgmtConfig{}, nil)
 	if _, err := m.Path(context.Background(), 7); !errors.Is(err, vnicd.ErrNoFM) {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/opavnic/opavnic/vema"
 	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/engine"
+	"github.com/opavnic/opavnic/vnicd/engine/enginetest"
 	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
@@ -27,10 +28,8 @@ func newTrapNode(t *testing.T, newDev func(engine.DeviceSpec) tap.Netdev) (*vnic
 	h := hfi.New(n.Listen(tEPNode), hfi.Config{LID: trapNodeLID})
 	dir, _ := hfi.NewDirectory(map[uint32]netip.AddrPort{fmLID: tEPFM, trapNodeLID: tEPNode}, nil)
 	h.SetDirectory(dir)
-	e := engine.NewEngine(h, func(s engine.DeviceSpec) (tap.Netdev, error) { return newDev(s), nil }, nil)
-	t.Cleanup(func() { e.Close() })
+	e := enginetest.StartEngine(t, h, func(s engine.DeviceSpec) (tap.Netdev, error) { return newDev(s), nil })
 	m := vnicd.NewMgmt(e, vnicd.MgmtConfig{}, nil)
-	go h.Run(t.Context())
 	cb, _ := (&vema.ClassPortInfo{TrapLID: fmLID}).MarshalBinary()
 	if st := handle(t, m.Agent, vemaMAD(vema.MethodSet, vema.AttrClassPortInfo, 0, cb)); st != vema.StatusSuccess {
 		t.Fatalf("Set ClassPortInfo: %v", st)

@@ -227,11 +227,9 @@ func (c *EnginePorts) IfaceMACs(vport uint8, mcast bool) (vema.IfaceMACList, boo
 		if p == nil {
 			return vema.IfaceMACList{}, false
 		}
-		if ml, ok := p.Netdev().(mcastLister); ok {
-			var err error
-			if macs, err = ml.McastMACs(); err != nil {
-				return vema.IfaceMACList{}, false
-			}
+		var err error
+		if macs, err = p.Netdev().McastMACs(); err != nil {
+			return vema.IfaceMACList{}, false
 		}
 	}
 	c.mu.Lock()
@@ -315,9 +313,4 @@ func (c *EnginePorts) netdevMAC(vport uint8, mac [6]byte, initial bool) bool {
 	}
 	s.ucGen++
 	return true
-}
-
-// mcastLister is a netdev that reports its multicast list (the TAP does).
-type mcastLister interface {
-	McastMACs() ([][6]byte, error)
 }

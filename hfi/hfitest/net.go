@@ -1,6 +1,9 @@
 // Package hfitest is an in-memory fabric for tests: transports that carry
 // datagrams between each other by copying, with no sockets, so that whole
-// engines can be joined without a kernel.
+// engines can be joined without a kernel. A Transport is an
+// hfi.PollTransport: its Control fd (internal/readiness) is readable while
+// datagrams may be queued, so an engine's epoll loop drives it as it drives
+// a UDP socket.
 package hfitest
 
 import (
@@ -13,6 +16,7 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
+	"github.com/opavnic/opavnic/internal/readiness"
 )
 
 // Network joins Transports by address.
@@ -34,7 +38,7 @@ type datagram struct {
 	src netip.AddrPort
 }
 
-// Transport is one endpoint of a Network. It implements hfi.Transport.
+// Transport is one endpoint of a Network. It implements hfi.PollTransport.
 // Datagrams to unknown addresses, or to a full queue, are dropped and counted.
 type Transport struct {
 	net   *Network
@@ -43,12 +47,13 @@ type Transport struct {
 	free  chan []byte
 	done  chan struct{}
 	once  sync.Once
+	ready *readiness.Signal
 
 	// Dropped counts datagrams this transport could not deliver.
 	Dropped atomic.Uint64
 }
 
-var _ hfi.Transport = (*Transport)(nil)
+var _ hfi.PollTransport = (*Transport)(nil)
 
 // Listen adds an endpoint at addr, replacing any earlier one.
 func (n *Network) Listen(addr netip.AddrPort) *Transport {
@@ -58,6 +63,7 @@ func (n *Network) Listen(addr netip.AddrPort) *Transport {
 		queue: make(chan datagram, queueLen),
 		free:  make(chan []byte, queueLen),
 		done:  make(chan struct{}),
+		ready: readiness.Must(),
 	}
 	for range queueLen {
 		// A byte more than the largest packet, as the HFI's own buffers:
@@ -77,6 +83,7 @@ func (t *Transport) Inject(src netip.AddrPort, b []byte) bool {
 		n := copy(buf, b)
 		select {
 		case t.queue <- datagram{buf, n, src}:
+			t.ready.Notify()
 			return true
 		default:
 			t.free <- buf
@@ -94,6 +101,39 @@ func (t *Transport) ReadBatch(msgs []hfi.Message) (int, error) {
 	case <-t.done:
 		return 0, net.ErrClosed
 	}
+	return t.take(d, msgs), nil
+}
+
+// TryReadBatch implements hfi.PollTransport.
+func (t *Transport) TryReadBatch(msgs []hfi.Message) (int, error) {
+	select {
+	case <-t.done:
+		return 0, net.ErrClosed
+	default:
+	}
+	if len(msgs) == 0 {
+		return 0, nil
+	}
+	t.ready.Clear() // before taking datagrams: an Inject after this notifies again
+	select {
+	case d := <-t.queue:
+		return t.take(d, msgs), nil
+	default:
+		return 0, nil
+	}
+}
+
+// Control implements hfi.PollTransport.
+func (t *Transport) Control(f func(fd uintptr)) error {
+	if err := t.ready.Control(f); err != nil {
+		return net.ErrClosed
+	}
+	return nil
+}
+
+// take copies d, and then up to len(msgs)-1 more datagrams that are
+// queued, into msgs, and returns how many.
+func (t *Transport) take(d datagram, msgs []hfi.Message) int {
 	k := 0
 	for {
 		msgs[k].N = copy(msgs[k].Buf, d.buf[:d.n])
@@ -101,12 +141,12 @@ func (t *Transport) ReadBatch(msgs []hfi.Message) (int, error) {
 		t.free <- d.buf
 		k++
 		if k == len(msgs) {
-			return k, nil
+			return k
 		}
 		select {
 		case d = <-t.queue:
 		default:
-			return k, nil
+			return k
 		}
 	}
 }
@@ -142,9 +182,14 @@ func (t *Transport) BatchSize() int { return 32 }
 // LocalAddr implements hfi.Transport.
 func (t *Transport) LocalAddr() netip.AddrPort { return t.addr }
 
-// Close implements hfi.Transport: blocked and later reads return net.ErrClosed.
+// Close implements hfi.Transport: blocked and later reads return
+// net.ErrClosed, and the Control fd stays readable so that a poll loop
+// waiting on it wakes up to find the transport closed.
 func (t *Transport) Close() error {
-	t.once.Do(func() { close(t.done) })
+	t.once.Do(func() {
+		close(t.done)
+		t.ready.Close()
+	})
 	return nil
 }
 

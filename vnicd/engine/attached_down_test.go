@@ -37,11 +37,10 @@ func (d *downDevice) Watch(context.Context) (<-chan tap.LinkEvent, error) { retu
 func TestPortOnADownNetdevStartsDropAll(t *testing.T) {
 	n := hfitest.NewNetwork()
 	h := hfi.New(n.Listen(netip.MustParseAddrPort("10.0.0.5:4793")), hfi.Config{LID: enginetest.LIDA})
-	e := engine.NewEngine(h, func(engine.DeviceSpec) (tap.Netdev, error) {
+	e := enginetest.StartEngine(t, h, func(engine.DeviceSpec) (tap.Netdev, error) {
 		port, _ := taptest.Pair(taptest.Options{})
 		return &downDevice{Device: port, events: make(chan tap.LinkEvent)}, nil
-	}, nil)
-	t.Cleanup(func() { e.Close() })
+	})
 	if err := e.SetPort(0, enginetest.PortConfig(enginetest.LIDA, 1, 0x8001), engine.NetdevConfig{}, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -16,44 +16,17 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
-	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
-// The data plane's poll loop: one goroutine does all of a node's per-packet
-// work, both directions, for the UDP transport and every TAP. It waits in
-// epoll_wait on its own epoll set and reads every ready fd without waiting.
-// With node.queues above 1 there is such a loop per queue, each with its own
-// UDP socket and its own fd of every TAP (dataPlane).
-//
-// With a goroutine per direction and port parked in the runtime's poller,
-// every packet that crossed a daemon was two or three hand-offs between
-// runtime threads (netpoll wake-up, wakep of a spinning thread, futex and
-// nanosleep calls of the scheduler): per ping across two daemons, 16 of 28
-// syscalls were the scheduler's. In the loop, a datagram that arrives wakes
-// the one thread that handles it, and the frame its TAP write makes the
-// kernel answer (an ACK, an echo reply) is read and sent by the same thread
-// before it waits again. Measured interleaved on the bench's two daemons:
-// ping average 0.72-0.83 ms before, 0.31-0.46 ms after, TCP about 20% more.
-// (The loop's own timer wake-ups and yields, below, make more context
-// switches per second when traffic is sparse; they are off the packets'
-// path.) Also measured there, and not kept: a loop per direction (TCP
-// 25-30% lower, ping slower). Polling for a while before sleeping, without
-// yielding the CPU, was no better: both daemons and both ends of the test
-// share two cores. Polling that yields the CPU between polls is the
-// opt-in busy-poll window (SetBusyPoll). In the bench it took back-to-back
-// pings from 146-360 us to 52-76 us. TCP stayed within the noise, and CPU
-// per gigabit rose by 7-29%. So it is off by default, as the kernel's
-// net.core.busy_poll is. Nor did changing how the kernel schedules the
-// daemons' threads help, on a standalone pair in interleaved runs: nice -5,
-// or an EEVDF slice of 100 us or 3 ms (sched_setattr), left single-stream
-// TCP within the noise; SCHED_FIFO (chrt -f 10) made it lower (median of 7
-// rounds 3.35 against 3.69 Gbit/s) and back-to-back pings slower in 8 of 9
-// rounds (average 0.24-0.69 ms against 0.17-0.42 ms; the hypervisor stole
-// 20% of the CPU time in a sample that day).
-//
-// Devices that cannot be polled (test doubles) keep their own transmit
-// goroutine (Port.txLoop), and a transport that cannot be polled is read by
-// hfi.HFI.Run.
+// The data plane is a poll loop per queue: one goroutine does all of a
+// queue's per-packet work, both directions, for the UDP transport and every
+// TAP. It waits in epoll_wait on its own epoll set and reads every ready fd
+// without waiting, so that a datagram that arrives wakes the one thread that
+// handles it, and the frame its TAP write makes the kernel answer (an ACK,
+// an echo reply) is read and sent by the same thread before it waits again.
+// docs/performance.md has the measurements behind this shape and the
+// alternatives that lost (a goroutine per port and direction, a loop per
+// direction, polling without yielding, scheduler policies).
 
 // pollWaitMs bounds one epoll_wait of the loop, and yieldEvery is how
 // often the loop yields to the scheduler. The runtime preempts a goroutine
@@ -73,25 +46,6 @@ const (
 // ErrDataPlaneStopped is returned by SetPort for a new port once the
 // engine's poll loop has stopped.
 var ErrDataPlaneStopped = errors.New("vnicd: the data plane has stopped")
-
-// frameWriter writes frames into a device, or a queue of one (Device.Write).
-type frameWriter interface {
-	Write(bufs [][]byte, offset int) (int, error)
-}
-
-// pollDevice is a Device, or a queue of one, the poll loop can drive (TAP,
-// TAPQueue).
-type pollDevice interface {
-	frameWriter
-	TryRead(bufs [][]byte, sizes []int, offset int) (int, error)
-	Control(f func(fd uintptr)) error
-}
-
-// queuedDevice is a pollDevice with more queues (a multiqueue TAP).
-type queuedDevice interface {
-	Queues() int
-	Queue(i int) *tap.Queue
-}
 
 // Tags of the poll loop's epoll events; a port's is its vport index.
 const (
@@ -157,13 +111,9 @@ type QueueCounters struct {
 // dropped at it (hfi.UDP).
 type kernelDropper interface{ KernelDrops() (uint64, bool) }
 
-// QueueCounters returns each data-plane queue's counts, queue 0 first; nil
-// without the poll loop.
+// QueueCounters returns each data-plane queue's counts, queue 0 first.
 func (e *Engine) QueueCounters() []QueueCounters {
 	dp := e.dataPlane()
-	if dp == nil {
-		return nil
-	}
 	out := make([]QueueCounters, len(dp.loops))
 	for i, l := range dp.loops {
 		out[i] = QueueCounters{RxPackets: l.rxPackets.Load(), TxFrames: l.txFrames.Load(), RxMisrouted: l.rx.Misrouted()}
@@ -180,32 +130,39 @@ type polledPorts struct {
 	byVPort [256]*Port
 }
 
-// EnablePolling makes the engine's data plane one poll loop (RunDataPlane)
-// instead of a goroutine per port and direction, when the HFI's transport
-// can be polled. It must be called before the first port is created. An
-// error leaves the engine as it was.
-func (e *Engine) EnablePolling() error { return e.EnableQueues(nil) }
-
-// EnableQueues is EnablePolling with a loop per queue: the HFI's transport
+// EnableQueues gives the data plane a loop per queue: the HFI's transport
 // is queue 0, and more are further queues of its port, in the order of the
 // queue group (hfi.ListenUDPQueues), which the engine closes when its data
 // plane stops (on an error they stay the caller's). Each port's device then
-// gets as many queues (a multiqueue TAP) as there are loops.
+// gets as many queues (a multiqueue TAP) as there are loops. It must be
+// called before the first port is created, and at most once with more
+// queues. An error leaves the engine as it was.
 func (e *Engine) EnableQueues(more []hfi.PollTransport) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if len(e.ports) > 0 {
-		return errors.New("vnicd: EnablePolling after ports were created")
+		return errors.New("vnicd: EnableQueues after ports were created")
 	}
-	if e.dp != nil {
-		if len(more) > 0 {
-			return errors.New("vnicd: EnableQueues: the data plane's queues are already set")
-		}
+	if len(more) == 0 {
 		return nil
 	}
+	if len(e.dp.loops) > 1 {
+		return errors.New("vnicd: EnableQueues: the data plane's queues are already set")
+	}
+	dp, err := e.newDataPlane(more)
+	if err != nil {
+		return err
+	}
+	e.dp.close()
+	e.dp = dp
+	return nil
+}
+
+// newDataPlane makes the loops of the HFI's transport and more.
+func (e *Engine) newDataPlane(more []hfi.PollTransport) (*dataPlane, error) {
 	tr, ok := e.hfi.Transport().(hfi.PollTransport)
 	if !ok {
-		return errors.New("vnicd: the HFI's transport cannot be polled")
+		return nil, ErrNotPollable
 	}
 	dp := &dataPlane{e: e, done: make(chan struct{})}
 	dp.ports.Store(&polledPorts{})
@@ -223,12 +180,11 @@ func (e *Engine) EnableQueues(more []hfi.PollTransport) error {
 		}
 		if err := l.open(); err != nil {
 			dp.close()
-			return err
+			return nil, err
 		}
 		dp.loops = append(dp.loops, l)
 	}
-	e.dp = dp
-	return nil
+	return dp, nil
 }
 
 // open makes the loop's epoll set, with its wake-up eventfd and its
@@ -260,19 +216,10 @@ func (l *pollLoop) open() error {
 	return nil
 }
 
-// Queues returns how many poll loops (queues) the engine's data plane has:
-// 0 without the poll loop.
-func (e *Engine) Queues() int {
-	if dp := e.dataPlane(); dp != nil {
-		return len(dp.loops)
-	}
-	return 0
-}
+// Queues returns how many poll loops (queues) the engine's data plane has.
+func (e *Engine) Queues() int { return len(e.dataPlane().loops) }
 
-// Polling reports whether the engine's data plane is the poll loop.
-func (e *Engine) Polling() bool { return e.dataPlane() != nil }
-
-// dataPlane returns the engine's poll loop, or nil.
+// dataPlane returns the engine's poll loops.
 func (e *Engine) dataPlane() *dataPlane {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -292,30 +239,22 @@ const MaxBusyPoll = time.Second
 // hop (a ping crosses four such hops), at the price of CPU time spent
 // polling: up to d after every burst, all of it while traffic keeps coming
 // more often than every d. Each queue's loop busy-polls after its own
-// traffic. It takes effect at the loops' next wait; it needs the poll loop
-// (EnablePolling) and more Ps than loops, GOMAXPROCS >= queues + 1 (without
-// a P to spare a loop must give its P back to sleep, and is never
-// busy-polled).
+// traffic. It takes effect at the loops' next wait; it needs more Ps than
+// loops, GOMAXPROCS >= queues + 1 (without a P to spare a loop must give
+// its P back to sleep, and is never busy-polled).
 func (e *Engine) SetBusyPoll(d time.Duration) error {
 	if d < 0 || d > MaxBusyPoll {
 		return fmt.Errorf("vnicd: busy-poll window %v: must be 0 (off) to %v", d, MaxBusyPoll)
 	}
-	dp := e.dataPlane()
-	if dp == nil {
-		if d == 0 {
-			return nil
-		}
-		return errors.New("vnicd: busy polling needs the poll loop (EnablePolling)")
-	}
-	dp.busyPoll.Store(int64(d))
+	e.dataPlane().busyPoll.Store(int64(d))
 	return nil
 }
 
 // BusyPoll returns the busy-poll window in effect: SetBusyPoll's, or 0
-// when the engine has no poll loop or no P to spare (GOMAXPROCS <= queues).
+// when the engine has no P to spare (GOMAXPROCS <= queues).
 func (e *Engine) BusyPoll() time.Duration {
 	dp := e.dataPlane()
-	if dp == nil || !dp.loops[0].canRawWait() {
+	if !dp.loops[0].canRawWait() {
 		return 0
 	}
 	return time.Duration(dp.busyPoll.Load())
@@ -324,25 +263,18 @@ func (e *Engine) BusyPoll() time.Duration {
 // BusyPolls returns how many times the loops polled in their busy-poll
 // window and found nothing (each such poll also yields the CPU once).
 func (e *Engine) BusyPolls() uint64 {
-	dp := e.dataPlane()
-	if dp == nil {
-		return 0
-	}
 	var n uint64
-	for _, l := range dp.loops {
+	for _, l := range e.dataPlane().loops {
 		n += l.busyPolls.Load()
 	}
 	return n
 }
 
-// RunDataPlane runs the data plane until ctx is done: the poll loop when
-// EnablePolling succeeded, the HFI's own receive loop otherwise. As
-// hfi.HFI.Run, it returns nil on a clean stop and closes the transport.
+// RunDataPlane runs the data plane's loops until ctx is done, Close stops
+// them or one fails. It returns nil on a clean stop, and closes the
+// transports.
 func (e *Engine) RunDataPlane(ctx context.Context) error {
 	dp := e.dataPlane()
-	if dp == nil {
-		return e.hfi.Run(ctx)
-	}
 	defer func() {
 		for _, l := range dp.loops {
 			l.tr.Close()

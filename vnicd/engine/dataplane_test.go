@@ -21,6 +21,7 @@ import (
 	"github.com/opavnic/opavnic/vnicd/engine/enginetest"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 	"github.com/opavnic/opavnic/vnicd/tap"
+	"github.com/opavnic/opavnic/vnicd/taptest"
 )
 
 // pollHost is one host of TestDataPlanePollLoop: an engine on a real UDP
@@ -54,15 +55,15 @@ func newQueuedHostWith(t testing.TB, suffix string, queues int, factory engine.D
 		more = append(more, q)
 	}
 	h := hfi.New(tr, hfi.Config{VerifyICRC: true})
-	e := engine.NewEngine(h, factory, nil)
-	if err := e.EnableQueues(more); err != nil {
+	e, err := engine.NewEngine(h, factory, nil)
+	if err == nil {
+		err = e.EnableQueues(more)
+	}
+	if err != nil {
 		for _, q := range qs {
 			q.Close()
 		}
 		t.Fatal(err)
-	}
-	if !e.Polling() {
-		t.Fatal("EnablePolling succeeded but the engine does not poll")
 	}
 	ph := &pollHost{ns: nstest.NewNS(t, suffix), engine: e, tr: tr, done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -154,7 +155,7 @@ func newLinkedPair(t testing.TB, suffixA, suffixB, net string) (a, b *pollHost) 
 // loop (and the others) working, and the loop stops cleanly.
 func TestDataPlanePollLoop(t *testing.T) {
 	a, b := newLinkedPair(t, "pla", "plb", "192.168.71")
-	if !a.engine.Port(0).Polled() || !b.engine.Port(0).Polled() {
+	if a.engine.Port(0).Queues() != 1 || b.engine.Port(0).Queues() != 1 {
 		t.Error("a TAP port is not in the poll loop")
 	}
 
@@ -192,34 +193,38 @@ func TestDataPlanePollLoop(t *testing.T) {
 	}
 }
 
-// TestEnablePollingRefusals: a transport that cannot be polled, or ports
-// that already exist, leave the engine with its goroutines.
-func TestEnablePollingRefusals(t *testing.T) {
+// plainTransport hides every method of its transport but hfi.Transport's:
+// a transport a poll loop cannot drive.
+type plainTransport struct{ hfi.Transport }
+
+// TestEngineRefusals: an HFI whose transport cannot be polled has no
+// engine, and the data plane's queues are set before the first port or
+// not at all.
+func TestEngineRefusals(t *testing.T) {
 	n := hfitest.NewNetwork()
-	nd := enginetest.NewNode(t, n, enginetest.LIDA, enginetest.EPA)
-	if err := nd.Engine.EnablePolling(); err == nil || nd.Engine.Polling() {
-		t.Errorf("EnablePolling on an in-memory transport: %v, polling %v", err, nd.Engine.Polling())
+	h := hfi.New(plainTransport{n.Listen(enginetest.EPA)}, hfi.Config{LID: enginetest.LIDA})
+	if e, err := engine.NewEngine(h, enginetest.Fakes(nil), nil); !errors.Is(err, engine.ErrNotPollable) || e != nil {
+		t.Errorf("NewEngine on a transport that cannot be polled: %v, %v; want ErrNotPollable", e, err)
 	}
-	// The engine still runs its goroutine per port and direction.
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- nd.Engine.RunDataPlane(ctx) }()
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("RunDataPlane without polling: %v", err)
+	nd := enginetest.NewStoppedNode(t, n, enginetest.LIDB, enginetest.EPB)
+	if err := nd.Engine.SetPort(0, enginetest.PortConfig(enginetest.LIDB, 1, 0x8001), engine.NetdevConfig{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := nd.Engine.EnableQueues([]hfi.PollTransport{n.Listen(netip.MustParseAddrPort("10.0.0.9:4793"))}); err == nil {
+		t.Error("EnableQueues after a port was made succeeded")
+	}
+	if q := nd.Engine.Queues(); q != 1 {
+		t.Errorf("%d queues after a refused EnableQueues, want 1", q)
 	}
 }
 
-// TestSetBusyPollRefusals: a window out of range, or one for an engine
-// without the poll loop, is an error; 0 is always accepted.
+// TestSetBusyPollRefusals: a window out of range is an error; 0 is always
+// accepted.
 func TestSetBusyPollRefusals(t *testing.T) {
 	n := hfitest.NewNetwork()
 	nd := enginetest.NewNode(t, n, enginetest.LIDA, enginetest.EPA)
-	if err := nd.Engine.SetBusyPoll(time.Millisecond); err == nil {
-		t.Error("SetBusyPoll(1ms) without the poll loop succeeded")
-	}
 	if err := nd.Engine.SetBusyPoll(0); err != nil {
-		t.Errorf("SetBusyPoll(0) without the poll loop: %v", err)
+		t.Errorf("SetBusyPoll(0): %v", err)
 	}
 	for _, d := range []time.Duration{-time.Microsecond, engine.MaxBusyPoll + 1} {
 		if err := nd.Engine.SetBusyPoll(d); err == nil || !strings.Contains(err.Error(), "must be 0 (off) to 1s") {
@@ -227,7 +232,7 @@ func TestSetBusyPollRefusals(t *testing.T) {
 		}
 	}
 	if nd.Engine.BusyPolls() != 0 {
-		t.Errorf("BusyPolls without the poll loop = %d", nd.Engine.BusyPolls())
+		t.Errorf("BusyPolls with the window off = %d", nd.Engine.BusyPolls())
 	}
 }
 
@@ -292,24 +297,25 @@ func TestDataPlaneBusyPoll(t *testing.T) {
 	}
 }
 
-// failingDevice is a pollable device whose fd (an eventfd) is always
-// readable and whose every read fails, as a TAP whose netdev was deleted
-// under it does (EBADFD).
+// failingDevice is a netdev whose fd (an eventfd) is always readable and
+// whose every read fails, as a TAP whose netdev was deleted under it does
+// (EBADFD) before its watcher says so.
 type failingDevice struct {
+	*taptest.Device
 	efd   int
 	reads atomic.Int64
 }
 
-func (d *failingDevice) Read([][]byte, []int, int) (int, error) { return 0, unix.EBADFD }
+func newFailingDevice(t *testing.T) *failingDevice {
+	port, _ := taptest.Pair(taptest.Options{Names: [2]string{"failing0", ""}})
+	return &failingDevice{Device: port, efd: readableFD(t)}
+}
+
 func (d *failingDevice) TryRead([][]byte, []int, int) (int, error) {
 	d.reads.Add(1)
 	return 0, unix.EBADFD
 }
-func (d *failingDevice) Write(b [][]byte, _ int) (int, error) { return len(b), nil }
-func (d *failingDevice) BatchSize() int                       { return 8 }
-func (d *failingDevice) Name() string                         { return "failing0" }
-func (d *failingDevice) Control(f func(fd uintptr)) error     { f(uintptr(d.efd)); return nil }
-func (d *failingDevice) Close() error                         { return nil }
+func (d *failingDevice) Control(f func(fd uintptr)) error { f(uintptr(d.efd)); return nil }
 
 // readableFD returns an eventfd that is always readable, closed when the
 // test ends.
@@ -323,8 +329,8 @@ func readableFD(t *testing.T) int {
 	return efd
 }
 
-// polledEngineOn returns an engine with the poll loop, on a loopback UDP
-// transport, whose port 0 is dev; it is closed when the test ends.
+// polledEngineOn returns an engine on a loopback UDP transport whose port
+// 0 is dev; it is closed when the test ends.
 func polledEngineOn(t *testing.T, dev tap.Netdev) *engine.Engine {
 	t.Helper()
 	tr, err := hfi.ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"), 0)
@@ -332,11 +338,11 @@ func polledEngineOn(t *testing.T, dev tap.Netdev) *engine.Engine {
 		t.Fatal(err)
 	}
 	h := hfi.New(tr, hfi.Config{LID: enginetest.LIDA})
-	e := engine.NewEngine(h, func(engine.DeviceSpec) (tap.Netdev, error) { return dev, nil }, nil)
-	t.Cleanup(func() { e.Close() })
-	if err := e.EnablePolling(); err != nil {
+	e, err := engine.NewEngine(h, func(engine.DeviceSpec) (tap.Netdev, error) { return dev, nil }, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { e.Close() })
 	if err := e.SetPort(0, enginetest.PortConfig(enginetest.LIDA, 1, 0x8001), engine.NetdevConfig{}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -362,9 +368,9 @@ func runDataPlane(t *testing.T, e *engine.Engine) (stop func()) {
 // counted (tx_fifo_errors) and left alone for a while after each failure,
 // so the loop neither spins on it nor stops serving the others.
 func TestDataPlaneFailingDeviceNotSpun(t *testing.T) {
-	dev := &failingDevice{efd: readableFD(t)}
+	dev := newFailingDevice(t)
 	e := polledEngineOn(t, dev)
-	if !e.Port(0).Polled() {
+	if e.Port(0).Queues() != 1 {
 		t.Fatal("the device is not in the poll loop")
 	}
 	stop := runDataPlane(t, e)
@@ -382,41 +388,17 @@ func TestDataPlaneFailingDeviceNotSpun(t *testing.T) {
 	}
 }
 
-// unfollowableDevice is a failingDevice whose netdev is reported moved to
-// another namespace by hand and then cannot be followed there, as when it
-// is deleted in its new namespace before vnicd looks.
-type unfollowableDevice struct {
-	failingDevice
-	events   chan tap.LinkEvent
-	followed chan struct{}
-}
-
-func (d *unfollowableDevice) Watch(context.Context) (<-chan tap.LinkEvent, error) {
-	return d.events, nil
-}
-
-func (d *unfollowableDevice) Follow() error {
-	close(d.followed)
-	return errors.New("find vnic0: Link not found")
-}
-
 // TestDataPlaneUnfollowedDeviceLeavesLoop: a port whose netdev was moved
 // by hand and could not be followed leaves the poll loop, as a port whose
 // netdev was deleted does, instead of counting a transmit error for every
 // failed read of its fd for as long as vnicd runs.
 func TestDataPlaneUnfollowedDeviceLeavesLoop(t *testing.T) {
-	dev := &unfollowableDevice{failingDevice: failingDevice{efd: readableFD(t)}, events: make(chan tap.LinkEvent, 2),
-		followed: make(chan struct{})}
-	dev.events <- tap.LinkEvent{Up: true, MTU: 1500, Name: "failing0"}
+	dev := newFailingDevice(t)
+	notFound := errors.New("find vnic0: Link not found")
+	dev.FollowErr.Store(&notFound)
 	e := polledEngineOn(t, dev)
 	defer runDataPlane(t, e)()
-	dev.events <- tap.LinkEvent{Up: true, MTU: 1500, Name: "failing0", Moved: true}
-	close(dev.events)
-	select {
-	case <-dev.followed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the engine did not try to follow the moved netdev")
-	}
+	dev.MoveAway("elsewhere", "vnic0")
 	p := e.Port(0)
 	for deadline := time.Now().Add(2 * time.Second); p.LinkUp() && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
@@ -471,11 +453,11 @@ func TestDataPlaneDrainsPeerErrors(t *testing.T) {
 	}
 
 	h := hfi.New(tr, hfi.Config{LID: enginetest.LIDA})
-	e := engine.NewEngine(h, func(engine.DeviceSpec) (tap.Netdev, error) { return nil, errors.New("no devices here") }, nil)
-	defer e.Close()
-	if err := e.EnablePolling(); err != nil {
+	e, err := engine.NewEngine(h, func(engine.DeviceSpec) (tap.Netdev, error) { return nil, errors.New("no devices here") }, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer e.Close()
 	defer runDataPlane(t, e)()
 	for deadline := time.Now().Add(5 * time.Second); pollErr() || h.Counters.XmitPeerErrors.Load() == 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {

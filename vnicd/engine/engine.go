@@ -40,44 +40,9 @@ type DeviceSpec struct {
 // tests pass fakes.
 type DeviceFactory func(DeviceSpec) (tap.Netdev, error)
 
-// Optional capabilities of a Device, used when present.
-type (
-	macSetter     interface{ SetMAC([6]byte) error }
-	mtuSetter     interface{ SetMTU(int) error }
-	carrierSetter interface{ SetCarrier(bool) error }
-	// netnsMover moves the netdev to another namespace and name (TAP.MoveTo).
-	netnsMover interface {
-		MoveTo(netns, name string, addrs []netip.Prefix) error
-	}
-	// netnsReporter tells the namespace the netdev is in now.
-	netnsReporter interface{ NetNS() string }
-	// offloadReporter has offload counters (TAP.OffloadCounters).
-	offloadReporter interface{ OffloadCounters() []Counter }
-	// persister makes the netdev outlive the device (TAP.SetPersist).
-	persister interface {
-		SetPersist(on bool, tag string) error
-	}
-)
-
-// The TAP has every optional ability; a change of signature on either side
-// must not make one silently absent.
-var (
-	_ macSetter       = (*tap.TAP)(nil)
-	_ mtuSetter       = (*tap.TAP)(nil)
-	_ carrierSetter   = (*tap.TAP)(nil)
-	_ netnsMover      = (*tap.TAP)(nil)
-	_ netnsReporter   = (*tap.TAP)(nil)
-	_ offloadReporter = (*tap.TAP)(nil)
-	_ persister       = (*tap.TAP)(nil)
-	_ linkWatcher     = (*tap.TAP)(nil)
-	_ follower        = (*tap.TAP)(nil)
-	_ mcastLister     = (*tap.TAP)(nil)
-	_ pollDevice      = (*tap.TAP)(nil)
-	_ queuedDevice    = (*tap.TAP)(nil)
-)
-
-// Engine is the VNIC side of one HFI: its ports, their transmit goroutines,
-// and the receiver for L4 0x78 that steers packets to ports by vesw_id.
+// Engine is the VNIC side of one HFI: its ports, the data plane's poll
+// loops that carry their frames both ways, and the receiver for L4 0x78
+// that steers packets to ports by vesw_id.
 type Engine struct {
 	log       *zap.Logger
 	hfi       *hfi.HFI
@@ -93,7 +58,7 @@ type Engine struct {
 	// (EnableQueues).
 	rx0 *queueRx
 
-	dp *dataPlane // the poll loop (EnablePolling), or nil; set before any port
+	dp *dataPlane // the poll loops; replaced only before the first port (EnableQueues)
 
 	hook atomic.Pointer[func(PortEvent)]
 
@@ -117,8 +82,15 @@ var ErrPortConfig = errors.New("vnicd: bad port config")
 // begun: a port made then would miss Close's removal of every port.
 var ErrEngineClosed = errors.New("vnicd: the engine is closed")
 
-// NewEngine makes an engine on h and registers it for L4 0x78.
-func NewEngine(h *hfi.HFI, newDevice DeviceFactory, log *zap.Logger) *Engine {
+// ErrNotPollable is NewEngine's error for an HFI whose transport a poll
+// loop cannot drive (it is not an hfi.PollTransport).
+var ErrNotPollable = errors.New("vnicd: the HFI's transport cannot be polled")
+
+// NewEngine makes an engine on h, with a data plane of one poll loop on h's
+// transport (EnableQueues adds more), and registers it for L4 0x78. h's
+// transport must be an hfi.PollTransport. The engine's frames flow once
+// RunDataPlane runs.
+func NewEngine(h *hfi.HFI, newDevice DeviceFactory, log *zap.Logger) (*Engine, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -130,8 +102,13 @@ func NewEngine(h *hfi.HFI, newDevice DeviceFactory, log *zap.Logger) *Engine {
 	}
 	e.rx.Store(&rxTable{byVESW: map[encap.VESWID]*Port{}})
 	e.rx0 = &queueRx{e: e}
+	dp, err := e.newDataPlane(nil)
+	if err != nil {
+		return nil, err
+	}
+	e.dp = dp
 	h.Register(encap.L4Ethernet, e)
-	return e
+	return e, nil
 }
 
 // HFI returns the engine's fabric port.
@@ -187,55 +164,38 @@ func (e *Engine) SetPort(vport uint8, cfg PortConfig, nd NetdevConfig, macs []MA
 	}
 	st := newPortState(cfg, macs)
 	if p == nil {
-		if e.dp != nil && e.dp.isClosed() {
-			return fmt.Errorf("vnicd: vport %d: %w", vport, ErrDataPlaneStopped)
-		}
 		if e.closing {
 			return fmt.Errorf("vnicd: vport %d: %w", vport, ErrEngineClosed)
 		}
-		queues := 1
-		if e.dp != nil {
-			queues = len(e.dp.loops)
+		if e.dp.isClosed() {
+			return fmt.Errorf("vnicd: vport %d: %w", vport, ErrDataPlaneStopped)
 		}
+		queues := len(e.dp.loops)
 		dev, err := e.newDevice(DeviceSpec{VPort: vport, VESW: vesw, MAC: cfg.Port.BaseMAC, MTU: max(int(cfg.VESW.EthMTU), MinEthMTU), Netdev: nd, Queues: queues})
 		if err != nil {
 			return fmt.Errorf("vnicd: vport %d: %w", vport, err)
 		}
-		p = &Port{vport: vport, dev: dev, netdev: nd, txDone: make(chan struct{})}
+		p = &Port{vport: vport, dev: dev, netdev: nd}
 		p.st.Store(st)
 		// A TAP made now is up; one taken over (AttachTAP) is as its user
 		// left it, and the port starts from that, not from a guess the
 		// watcher's first event then corrects with a link trap.
-		up := true
-		if u, ok := dev.(interface{ IsUp() (bool, error) }); ok {
-			if v, err := u.IsUp(); err == nil {
-				up = v
-			}
+		up, err := dev.IsUp()
+		p.linkUp.Store(up || err != nil)
+		p.mtu.Store(int32(p.maxMTU())) // as the netdev was made; its watcher corrects it
+		p.pq = []*portQueue{{dev: dev}}
+		for i := 1; i < min(dev.Queues(), queues); i++ {
+			p.pq = append(p.pq, &portQueue{dev: dev.Queue(i)})
 		}
-		p.linkUp.Store(up)
-		p.mtu.Store(int32(cfg.VESW.EthMTU))
-		if pd, ok := dev.(pollDevice); ok && e.dp != nil {
-			p.pq = []*portQueue{{dev: pd}}
-			if qd, ok := dev.(queuedDevice); ok {
-				for i := 1; i < min(qd.Queues(), queues); i++ {
-					p.pq = append(p.pq, &portQueue{dev: qd.Queue(i)})
-				}
-			}
-			if err := e.dp.add(p); err != nil {
-				dev.Close()
-				return err
-			}
-			close(p.txDone)
-		} else {
-			go p.txLoop(e.hfi.NewSender())
+		if err := e.dp.add(p); err != nil {
+			dev.Close()
+			return err
 		}
 		e.ports[vport] = p
-		if w, ok := dev.(linkWatcher); ok {
-			e.watchLink(p, w)
-		}
+		e.watchLink(p)
 		e.log.Info("vnic port created", zap.Uint8("vnic", vport), zap.String("ifname", dev.Name()),
-			zap.Uint16("vesw", uint16(vesw)), zap.Stringer("pkey", cfg.VESW.PKey), zap.Int("queues", max(len(p.pq), 1)))
-		if len(p.pq) < queues && p.pq != nil {
+			zap.Uint16("vesw", uint16(vesw)), zap.Stringer("pkey", cfg.VESW.PKey), zap.Int("queues", len(p.pq)))
+		if len(p.pq) < queues {
 			e.log.Warn("the netdev has fewer queues than the data plane: the other loops write its received frames through its first queue",
 				zap.Uint8("vnic", vport), zap.Int("queues", len(p.pq)), zap.Int("loops", queues))
 		}
@@ -247,22 +207,17 @@ func (e *Engine) SetPort(vport uint8, cfg PortConfig, nd NetdevConfig, macs []MA
 		// put it there, but a TAP refuses an all-zero MAC, and the next
 		// Set gives a real one.
 		if old.Port.BaseMAC != cfg.Port.BaseMAC && cfg.Port.BaseMAC != ([6]byte{}) {
-			if ms, ok := p.dev.(macSetter); ok {
-				if err := ms.SetMAC(cfg.Port.BaseMAC); err != nil {
-					e.log.Warn("cannot set MAC", zap.Uint8("vnic", vport), zap.Error(err))
-				}
+			if err := p.dev.SetMAC(cfg.Port.BaseMAC); err != nil {
+				e.log.Warn("cannot set MAC", zap.Uint8("vnic", vport), zap.Error(err))
 			}
 		}
-		if ms, ok := p.dev.(mtuSetter); ok && int(p.mtu.Load()) > p.maxMTU() {
-			if err := ms.SetMTU(p.maxMTU()); err != nil {
+		if int(p.mtu.Load()) > p.maxMTU() {
+			if err := p.dev.SetMTU(p.maxMTU()); err != nil {
 				e.log.Warn("cannot lower MTU", zap.Uint8("vnic", vport), zap.Error(err))
 			} else {
 				p.mtu.Store(int32(p.maxMTU()))
 			}
 		}
-	}
-	if _, ok := p.dev.(linkWatcher); !ok {
-		p.mtu.Store(int32(p.maxMTU())) // no netdev: the vesw's eth_mtu
 	}
 	e.applyState(p)
 	e.rebuildRx()
@@ -272,11 +227,9 @@ func (e *Engine) SetPort(vport uint8, cfg PortConfig, nd NetdevConfig, macs []MA
 // applyState sets carrier and oper state from config_state and the link.
 func (e *Engine) applyState(p *Port) {
 	p.updateOper()
-	if cs, ok := p.dev.(carrierSetter); ok {
-		on := p.st.Load().cfg.Port.ConfigState == StateForwarding
-		if err := cs.SetCarrier(on); err != nil {
-			e.log.Warn("cannot set carrier", zap.Uint8("vnic", p.vport), zap.Error(err))
-		}
+	on := p.st.Load().cfg.Port.ConfigState == StateForwarding
+	if err := p.dev.SetCarrier(on); err != nil {
+		e.log.Warn("cannot set carrier", zap.Uint8("vnic", p.vport), zap.Error(err))
 	}
 }
 
@@ -287,10 +240,6 @@ func (e *Engine) setLinkUp(p *Port, up bool) {
 	p.updateOper()
 }
 
-// ErrCannotMove is returned by MovePort for a device that cannot change
-// namespace.
-var ErrCannotMove = errors.New("vnicd: this port's netdev cannot change namespace")
-
 // MovePort moves vport's netdev into the namespace netns ("" is vnicd's
 // own) under ifname, up, with addrs (TAP.MoveTo: the port's data path goes
 // on, its fd is untouched). On error the netdev is where it was. The link
@@ -300,18 +249,14 @@ func (e *Engine) MovePort(vport uint8, netns, ifname string, addrs []netip.Prefi
 	if p == nil {
 		return fmt.Errorf("vnicd: no vport %d", vport)
 	}
-	m, ok := p.dev.(netnsMover)
-	if !ok {
-		return ErrCannotMove
-	}
 	p.moveMu.Lock()
 	defer p.moveMu.Unlock()
-	err := m.MoveTo(netns, ifname, addrs) // ends the device's watches
-	if w, ok := p.dev.(linkWatcher); ok && !p.closing.Load() {
+	err := p.dev.MoveTo(netns, ifname, addrs) // ends the device's watches
+	if !p.closing.Load() {
 		if p.watchDone != nil {
 			<-p.watchDone // the old watcher has handled its last event
 		}
-		e.watchLink(p, w)
+		e.watchLink(p)
 	}
 	if err == nil {
 		e.log.Info("vnic port moved", zap.Uint8("vnic", vport), zap.String("ifname", p.dev.Name()), zap.String("netns", netns))
@@ -334,11 +279,8 @@ func (e *Engine) DeletePort(vport uint8) error {
 
 func (e *Engine) closePort(p *Port) error {
 	p.closing.Store(true)
-	if p.pq != nil {
-		e.dp.remove(p)
-	}
+	e.dp.remove(p)
 	err := p.dev.Close()
-	<-p.txDone
 	e.log.Info("vnic port removed", zap.Uint8("vnic", p.vport), zap.String("ifname", p.dev.Name()))
 	return err
 }
@@ -356,9 +298,7 @@ func (e *Engine) Close() error {
 	for _, p := range ports {
 		errs = append(errs, e.closePort(p))
 	}
-	if dp := e.dataPlane(); dp != nil {
-		dp.stop()
-	}
+	e.dataPlane().stop()
 	return errors.Join(errs...)
 }
 
@@ -387,10 +327,9 @@ func (e *Engine) Receive(pkt []byte, h encap.Header16B, src netip.AddrPort) {
 // TAP in one batch.
 func (e *Engine) Flush() { e.rx0.Flush() }
 
-// queueRx is the receive side of one queue: the VNIC packets its loop (or,
-// for queue 0 without one, the HFI's receive goroutine) reads, checked and
-// queued per port until Flush writes them to the port's device queue. It is
-// an hfi.Receiver, used by one goroutine.
+// queueRx is the receive side of one queue: the VNIC packets its loop
+// reads, checked and queued per port until Flush writes them to the port's
+// device queue. It is an hfi.Receiver, used by one goroutine.
 type queueRx struct {
 	e       *Engine
 	q       int
@@ -466,7 +405,7 @@ func (r *queueRx) Receive(pkt []byte, h encap.Header16B, _ netip.AddrPort) {
 // the data plane) in one batch.
 func (r *queueRx) Flush() {
 	for _, p := range r.dirty {
-		var w frameWriter = p.dev
+		var w tap.Poller = p.dev
 		if r.q < len(p.pq) {
 			w = p.pq[r.q].dev
 		}

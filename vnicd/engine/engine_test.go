@@ -23,7 +23,6 @@ func TestEngineUnicastAndBroadcast(t *testing.T) {
 		if err := nd.Engine.SetPort(0, enginetest.PortConfig(nd.HFI.LID(), 1, 0x8001), engine.NetdevConfig{}, nil); err != nil {
 			t.Fatal(err)
 		}
-		go nd.HFI.Run(t.Context())
 	}
 	macA, macB := encap.MACForLID(enginetest.LIDA, 1), encap.MACForLID(enginetest.LIDB, 1)
 	f := enginetest.EthFrame(macB, macA, 200)
@@ -240,7 +239,6 @@ func TestEthMTUBelowMinimum(t *testing.T) {
 		if err := nd.Engine.SetPort(0, pc, engine.NetdevConfig{}, nil); err != nil {
 			t.Fatal(err)
 		}
-		go nd.HFI.Run(t.Context())
 	}
 	macA, macB := encap.MACForLID(enginetest.LIDA, 1), encap.MACForLID(enginetest.LIDB, 1)
 	f := enginetest.EthFrame(macB, macA, 68+18)
@@ -270,19 +268,17 @@ func TestEthMTUBelowMinimum(t *testing.T) {
 func TestEngineRefusedFrameNotReceived(t *testing.T) {
 	n := hfitest.NewNetwork()
 	a := enginetest.NewNode(t, n, enginetest.LIDA, enginetest.EPA)
-	b := enginetest.NewNode(t, n, enginetest.LIDB, enginetest.EPB)
+	b := enginetest.NewStoppedNode(t, n, enginetest.LIDB, enginetest.EPB)
 	var host *taptest.Device
-	b.Engine = engine.NewEngine(b.HFI, func(engine.DeviceSpec) (tap.Netdev, error) {
+	b.Engine = enginetest.StartEngine(t, b.HFI, func(engine.DeviceSpec) (tap.Netdev, error) {
 		port, h := taptest.Pair(taptest.Options{MaxFrame: 300}) // refuses longer frames
 		host = h
 		return port, nil
-	}, nil)
-	t.Cleanup(func() { b.Engine.Close() })
+	})
 	for _, nd := range []*enginetest.Node{a, b} {
 		if err := nd.Engine.SetPort(0, enginetest.PortConfig(nd.HFI.LID(), 1, 0x8001), engine.NetdevConfig{}, nil); err != nil {
 			t.Fatal(err)
 		}
-		go nd.HFI.Run(t.Context())
 	}
 	macA, macB := encap.MACForLID(enginetest.LIDA, 1), encap.MACForLID(enginetest.LIDB, 1)
 	for _, size := range []int{200, 400, 260} {

@@ -10,33 +10,24 @@ import (
 	"go.uber.org/zap"
 )
 
-// linkWatcher is a Device that reports its netdev's state (the TAP does).
-type linkWatcher interface {
-	Watch(ctx context.Context) (<-chan tap.LinkEvent, error)
-}
-
 // watchLink follows a port's netdev: its administrative state drives the
 // port's oper state, and its MTU is remembered so that a smaller eth_mtu can
-// lower it (and lowered at once when the user raises it above eth_mtu). Its goroutine ends when the device is closed or moved, and then
-// closes p.watchDone.
-func (e *Engine) watchLink(p *Port, w linkWatcher) {
+// lower it (and lowered at once when the user raises it above eth_mtu). Its
+// goroutine ends when the device is closed or moved, and then closes
+// p.watchDone.
+func (e *Engine) watchLink(p *Port) {
 	p.watchDone = nil
-	ch, err := w.Watch(context.Background())
+	ch, err := p.dev.Watch(context.Background())
 	if err != nil {
 		e.log.Warn("cannot watch the netdev; its link state is taken as up", zap.Uint8("vnic", p.vport), zap.Error(err))
 		return
 	}
 	done := make(chan struct{})
 	p.watchDone = done
-	ml, _ := w.(mcastLister)
 	go func() {
 		defer close(done)
-		var tick <-chan time.Time
-		if ml != nil {
-			t := time.NewTicker(McastPollInterval)
-			defer t.Stop()
-			tick = t.C
-		}
+		t := time.NewTicker(McastPollInterval)
+		defer t.Stop()
 		var (
 			lastMAC  [6]byte
 			lastName string
@@ -49,7 +40,7 @@ func (e *Engine) watchLink(p *Port, w linkWatcher) {
 		// device closing or moving, which also ends the watch) is tried
 		// again at the next tick.
 		pollMcast := func() {
-			macs, err := ml.McastMACs()
+			macs, err := p.dev.McastMACs()
 			if err != nil {
 				return
 			}
@@ -63,7 +54,7 @@ func (e *Engine) watchLink(p *Port, w linkWatcher) {
 		for {
 			var ev tap.LinkEvent
 			select {
-			case <-tick:
+			case <-t.C:
 				pollMcast()
 				continue
 			case got, ok := <-ch:
@@ -79,7 +70,7 @@ func (e *Engine) watchLink(p *Port, w linkWatcher) {
 				if !p.closing.Load() {
 					e.log.Info("netdev moved to another namespace from outside vnicd; following it",
 						zap.Uint8("vnic", p.vport), zap.String("ifname", p.dev.Name()))
-					go e.followPort(p, w, done)
+					go e.followPort(p, done)
 				}
 				continue
 			}
@@ -92,7 +83,7 @@ func (e *Engine) watchLink(p *Port, w linkWatcher) {
 				continue
 			}
 			p.mtu.Store(int32(ev.MTU))
-			e.capMTU(p, w, ev.MTU)
+			e.capMTU(p, ev.MTU)
 			changed := p.linkUp.Load() != ev.Up
 			if changed {
 				e.log.Info("netdev link changed", zap.Uint8("vnic", p.vport), zap.Bool("up", ev.Up))
@@ -107,7 +98,7 @@ func (e *Engine) watchLink(p *Port, w linkWatcher) {
 				}
 				e.event(PortEvent{VPort: p.vport, Kind: EventMAC, MAC: ev.MAC, Initial: first})
 			}
-			if ml != nil && (first || changed) {
+			if first || changed {
 				pollMcast() // going up joins groups: seen at once, not a tick later
 			}
 			if !first && ev.Name != lastName && ev.Name != "" {
@@ -128,32 +119,21 @@ func (e *Engine) watchLink(p *Port, w linkWatcher) {
 // rx_drop_state, as for any port that is not oper-up.
 func (e *Engine) lostNetdev(p *Port) {
 	e.setLinkUp(p, false)
-	if p.pq != nil {
-		e.dp.remove(p)
-	}
+	e.dp.remove(p)
 }
-
-// follower is a Device whose netdev can be followed to the namespace
-// someone else moved it to (the TAP can).
-type follower interface{ Follow() error }
 
 // followPort points p's device at its netdev in the namespace it was
 // moved to by hand, and watches it there, once the watcher that saw the
 // move (its goroutine closes prev) has ended. A MovePort in between has
 // already watched it anew.
-func (e *Engine) followPort(p *Port, w linkWatcher, prev <-chan struct{}) {
+func (e *Engine) followPort(p *Port, prev <-chan struct{}) {
 	p.moveMu.Lock()
 	defer p.moveMu.Unlock()
 	<-prev
 	if p.closing.Load() || p.watchDone != prev {
 		return
 	}
-	f, ok := w.(follower)
-	if !ok {
-		e.setLinkUp(p, false)
-		return
-	}
-	if err := f.Follow(); err != nil {
+	if err := p.dev.Follow(); err != nil {
 		e.log.Warn("cannot follow the netdev; the port drops its frames", zap.Uint8("vnic", p.vport), zap.Error(err))
 		e.lostNetdev(p)
 		return
@@ -161,7 +141,7 @@ func (e *Engine) followPort(p *Port, w linkWatcher, prev <-chan struct{}) {
 	e.log.Info("netdev followed", zap.Uint8("vnic", p.vport), zap.String("ifname", p.dev.Name()),
 		zap.String("netns", p.NetNS()))
 	if !p.closing.Load() {
-		e.watchLink(p, w)
+		e.watchLink(p)
 		e.event(PortEvent{VPort: p.vport, Kind: EventPlace, IfName: p.dev.Name(), NetNS: p.NetNS()})
 	}
 }
@@ -170,13 +150,12 @@ func (e *Engine) followPort(p *Port, w linkWatcher, prev <-chan struct{}) {
 // above: the kernel's opa_vnic refused such an MTU (max_mtu,
 // docs/linux-compat.md §6), a TAP takes up to 65535, and the port would drop
 // every frame longer than eth_mtu + 18.
-func (e *Engine) capMTU(p *Port, w linkWatcher, mtu int) {
-	ms, ok := w.(mtuSetter)
+func (e *Engine) capMTU(p *Port, mtu int) {
 	limit := p.maxMTU()
-	if !ok || mtu <= limit || p.closing.Load() {
+	if mtu <= limit || p.closing.Load() {
 		return
 	}
-	if err := ms.SetMTU(limit); err != nil {
+	if err := p.dev.SetMTU(limit); err != nil {
 		e.log.Warn("cannot lower the netdev's MTU to eth_mtu", zap.Uint8("vnic", p.vport), zap.Int("mtu", mtu), zap.Error(err))
 		return
 	}
@@ -221,11 +200,6 @@ func (e *Engine) event(ev PortEvent) {
 	if f := e.hook.Load(); f != nil && *f != nil {
 		(*f)(ev)
 	}
-}
-
-// mcastLister is a netdev that reports its multicast list (the TAP does).
-type mcastLister interface {
-	McastMACs() ([][6]byte, error)
 }
 
 // TAPFactory returns the DeviceFactory that makes real TAP netdevs: named as

@@ -30,9 +30,7 @@ func tapPort(t *testing.T, ns *nstest.NS, pc engine.PortConfig) (*engine.Engine,
 		t.Fatal(err)
 	}
 	h.SetDirectory(dir)
-	e := engine.NewEngine(h, engine.TAPFactory(nil), nil)
-	t.Cleanup(func() { e.Close() })
-	go h.Run(t.Context())
+	e := enginetest.StartEngine(t, h, engine.TAPFactory(nil))
 	name := nstest.LinkName("m")
 	if err := e.SetPort(0, pc, engine.NetdevConfig{IfName: name, NetNS: ns.Name()}, nil); err != nil {
 		t.Fatal(err)

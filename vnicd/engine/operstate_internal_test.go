@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/opavnic/opavnic/internal/race"
+	"github.com/opavnic/opavnic/vnicd/taptest"
 	"go.uber.org/zap"
 )
 
@@ -17,7 +18,8 @@ func TestOperStateAfterConcurrentLinkAndConfig(t *testing.T) {
 	e := &Engine{log: zap.NewNop()}
 	fwd := newPortState(PortConfig{VESW: VESWConfig{EthMTU: 1500}, Port: VPortConfig{ConfigState: StateForwarding}}, nil)
 	drop := newPortState(PortConfig{VESW: VESWConfig{EthMTU: 1500}, Port: VPortConfig{ConfigState: StateDropAll}}, nil)
-	p := &Port{}
+	dev, _ := taptest.Pair(taptest.Options{})
+	p := &Port{dev: dev}
 	rounds := 1000000
 	if testing.Short() || race.Enabled {
 		rounds = 100000

@@ -127,12 +127,10 @@ type Port struct {
 	// Counters are the port's counters, under the kernel's names.
 	Counters PortCounters
 
-	txDone  chan struct{}
 	closing atomic.Bool
 
 	// pq are the device's queues as the engine's poll loops drive them, one
-	// per loop (fewer if the device has fewer), set at creation when the
-	// loops carry the port (nil: txLoop does).
+	// per loop (fewer if the device has fewer), set at creation.
 	pq []*portQueue
 
 	moveMu    sync.Mutex    // one MovePort at a time
@@ -145,28 +143,19 @@ func (p *Port) VPort() uint8 { return p.vport }
 // AllCounters returns the port's kernel counters (PortCounters.Snapshot)
 // followed by its netdev's offload counters, if it has them (a TAP does).
 func (p *Port) AllCounters() []Counter {
-	out := p.Counters.Snapshot()
-	if r, ok := p.dev.(offloadReporter); ok {
-		out = append(out, r.OffloadCounters()...)
-	}
-	return out
+	return append(p.Counters.Snapshot(), p.dev.OffloadCounters()...)
 }
 
 // portQueue is one queue of a port's device as a poll loop drives it. The
 // loop owns tx, the queue's transmit buffers, and txReady, whether the
 // queue may have frames queued.
 type portQueue struct {
-	dev     pollDevice
+	dev     tap.Poller
 	tx      *txState
 	txReady bool
 }
 
-// Polled reports whether the engine's poll loop carries the port's frames
-// (else its own transmit goroutine does).
-func (p *Port) Polled() bool { return p.pq != nil }
-
-// Queues returns how many of the device's queues poll loops carry: 0 when
-// the port has its own transmit goroutine.
+// Queues returns how many of the device's queues poll loops carry.
 func (p *Port) Queues() int { return len(p.pq) }
 
 // Netdev returns the port's netdev.
@@ -177,12 +166,7 @@ func (p *Port) NetdevConfig() NetdevConfig { return p.netdev }
 
 // NetNS returns the namespace the port's netdev is in, as the config or a
 // move named it ("" is vnicd's own).
-func (p *Port) NetNS() string {
-	if r, ok := p.dev.(netnsReporter); ok {
-		return r.NetNS()
-	}
-	return p.netdev.NetNS
-}
+func (p *Port) NetNS() string { return p.dev.NetNS() }
 
 // Config returns the port's current configuration.
 func (p *Port) Config() PortConfig { return p.st.Load().cfg }
@@ -221,8 +205,8 @@ func (p *Port) updateOper() {
 	p.fwd.Store(p.st.Load().cfg.Port.ConfigState == StateForwarding && p.linkUp.Load())
 }
 
-// txState is a port's transmit buffers, owned by whoever transmits for the
-// port: its own goroutine (txLoop) or the engine's poll loop. They are sized
+// txState is the transmit buffers of one of a port's queues, owned by the
+// poll loop that carries the queue. They are sized
 // for the port's eth_mtu, and grown (the one allocation, on a config change)
 // when it rises.
 type txState struct {
@@ -267,32 +251,6 @@ func (p *Port) transmit(tx *txState, n int, s *hfi.Sender) {
 		s.Send(pkts)
 	}
 	clear(pkts)
-}
-
-// txLoop is the port's transmit goroutine, for a device the engine does not
-// poll: it owns its buffers from TAP read to UDP send and returns when the
-// device is closed.
-func (p *Port) txLoop(s *hfi.Sender) {
-	defer close(p.txDone)
-	tx := newTxState(p.dev.BatchSize(), p.st.Load().maxFrame)
-	for {
-		tx = p.txBuffers(tx)
-		n, err := p.dev.Read(tx.bufs, tx.sizes, encap.Headroom)
-		if err != nil && n == 0 {
-			if p.closing.Load() {
-				return
-			}
-			// A read error on a live TAP (rare): count it and go on, but
-			// never spin.
-			p.Counters.TxFifoErrors.Add(1)
-			if isClosed(err) {
-				return
-			}
-			time.Sleep(readErrorBackoff)
-			continue
-		}
-		p.transmit(tx, n, s)
-	}
 }
 
 // encap makes the transmit decisions for one frame (at buf[Headroom:]) and

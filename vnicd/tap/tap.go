@@ -79,9 +79,11 @@ type Config struct {
 // MaxTAPQueues bounds TAPConfig.Queues.
 const MaxQueues = 16
 
-// TAP is a Linux TAP netdev (IFF_TAP, IFF_NO_PI): the Device of a VNIC
-// port. Its fd is non-blocking and served by the Go runtime's poller, so
-// Close wakes a blocked Read at once.
+// TAP is a Linux TAP netdev (IFF_TAP, IFF_NO_PI): the Netdev of a VNIC
+// port. Its fds are non-blocking and kept out of the Go runtime's poller:
+// the engine's poll loop waits for them in its own epoll set (Control,
+// TryRead). A blocking Read or Write waits in internal/fdwait, which sees
+// Close within fdwait.Round.
 //
 // Lifetime: the netdev lives as long as the fd. The TAP is not persistent
 // and its fd is close-on-exec and never shared, so closing it makes the
@@ -326,8 +328,14 @@ type Queue struct {
 // for a persistent TAP made single-queue, AttachTAP).
 func (t *TAP) Queues() int { return len(t.queues) }
 
-// Queue returns queue i, 0 <= i < Queues().
-func (t *TAP) Queue(i int) *Queue { return t.queues[i] }
+// Queue returns queue i (a *Queue), 0 <= i < Queues().
+func (t *TAP) Queue(i int) Poller { return t.queues[i] }
+
+// The TAP is a Netdev, and each of its queues a Poller.
+var (
+	_ Netdev = (*TAP)(nil)
+	_ Poller = (*Queue)(nil)
+)
 
 func (c *Config) validate() error {
 	if err := validIfName(c.Name); c.Name != "" && err != nil {
@@ -461,7 +469,7 @@ func (t *TAP) Index() int {
 // BatchSize returns TAPBatchSize.
 func (t *TAP) BatchSize() int { return BatchSize }
 
-// Read implements Device. One frame from the kernel is one read(2); a batch
+// Read reads a batch of frames, waiting for the first (TryRead does not wait). One frame from the kernel is one read(2); a batch
 // is the frames the kernel has queued when the first arrives, so a batch costs
 // one wake-up. A TCP super-frame comes out as the frames it is cut into, in
 // this Read and, when they do not all fit, the next ones; it is dropped
@@ -626,7 +634,7 @@ func (t *TAP) OffloadCounters() []Counter {
 // complete. The kernel only reads it.
 var zeroVnetHdr [vnetHdrLen]byte
 
-// Write implements Device: one writev(2) per frame, behind a zero
+// Write implements Poller: one writev(2) per frame, behind a zero
 // virtio_net_hdr, except that runs of consecutive TCP segments of one flow
 // are coalesced into one super-frame (gro.go) unless the kernel refused one.
 // The frames' bytes are never changed. A refused super-frame's frames are

@@ -33,7 +33,7 @@ func kernelQueues(t *testing.T, ns *nstest.NS, name string) int {
 func respondAll(tp *tap.TAP, echoes *atomic.Int32) []<-chan error {
 	var done []<-chan error
 	for i := range tp.Queues() {
-		done = append(done, responder(tp.Queue(i), echoes))
+		done = append(done, responder(tp.Queue(i).(*tap.Queue), echoes))
 	}
 	return done
 }

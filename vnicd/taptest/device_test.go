@@ -2,6 +2,7 @@ package taptest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"strconv"
@@ -9,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/opavnic/opavnic/internal/race"
+	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
 const headroom = 24 // as the 16B encoder would leave
@@ -237,5 +241,163 @@ func BenchmarkRoundTrip(b *testing.B) {
 				_, _ = y.Read(bufs, sizes, headroom)
 			}
 		})
+	}
+}
+
+// readable reports whether d's Control fd is readable now.
+func readable(t *testing.T, d *Device) bool {
+	t.Helper()
+	var n int
+	if err := d.Control(func(fd uintptr) {
+		p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, _ = unix.Poll(p, 0)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
+}
+
+// TestPollable: the Control fd is readable while frames are queued and
+// not once TryRead has taken them all; TryRead never waits.
+func TestPollable(t *testing.T) {
+	a, b := Pair(Options{BatchSize: 2})
+	bufs, sizes := readBufs(4, 100)
+	if n, err := b.TryRead(bufs, sizes, headroom); n != 0 || err != nil {
+		t.Fatalf("TryRead of an empty queue = %d, %v", n, err)
+	}
+	if readable(t, b) {
+		t.Fatal("readable with nothing queued")
+	}
+	in := [][]byte{withHeadroom(frame(60, 1)), withHeadroom(frame(60, 2)), withHeadroom(frame(60, 3))}
+	if n, err := a.Write(in, headroom); n != 3 || err != nil {
+		t.Fatalf("Write = %d, %v", n, err)
+	}
+	if !readable(t, b) {
+		t.Fatal("not readable with three frames queued")
+	}
+	if n, _ := b.TryRead(bufs, sizes, headroom); n != 2 {
+		t.Fatalf("first TryRead = %d frames, want a batch of 2", n)
+	}
+	// A full batch leaves the fd clear but the reader reads again (the
+	// engine does after a full batch) and finds the third.
+	if n, _ := b.TryRead(bufs, sizes, headroom); n != 1 || sizes[0] != 60 || bufs[0][headroom] != 3 {
+		t.Fatalf("second TryRead = %d frames, first %d bytes", n, sizes[0])
+	}
+	if readable(t, b) {
+		t.Fatal("readable after the queue was drained")
+	}
+	b.Close()
+	if _, err := b.TryRead(bufs, sizes, headroom); !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("TryRead after Close: %v", err)
+	}
+	if err := b.Control(func(uintptr) {}); !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("Control after Close: %v", err)
+	}
+}
+
+// nextEvent returns the next event of ch, failing after 2 s.
+func nextEvent(t *testing.T, ch <-chan tap.LinkEvent) (tap.LinkEvent, bool) {
+	t.Helper()
+	select {
+	case ev, ok := <-ch:
+		return ev, ok
+	case <-time.After(2 * time.Second):
+		t.Fatal("no event within 2 s")
+	}
+	return tap.LinkEvent{}, false
+}
+
+// TestNetdevState: settings change the state Watch reports, as a TAP's
+// netlink watch reports them; a move from outside ends the watch with
+// Moved and Follow takes the new place; a delete ends it with Deleted and
+// fails I/O.
+func TestNetdevState(t *testing.T) {
+	mac := [6]byte{2, 0, 0, 0, 0, 1}
+	a, _ := Pair(Options{MTU: 9000, MAC: mac, Names: [2]string{"vnic0", ""}})
+	ch, err := a.Watch(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev, _ := nextEvent(t, ch); !ev.Up || ev.MTU != 9000 || ev.MAC != mac || ev.Name != "vnic0" {
+		t.Fatalf("first event %+v", ev)
+	}
+	a.SetUp(false)
+	if ev, _ := nextEvent(t, ch); ev.Up {
+		t.Fatalf("after SetUp(false): %+v", ev)
+	}
+	if err := a.SetMTU(20); err == nil {
+		t.Error("SetMTU(20) succeeded")
+	}
+	if err := a.SetMTU(1500); err != nil {
+		t.Fatal(err)
+	}
+	if ev, _ := nextEvent(t, ch); ev.MTU != 1500 {
+		t.Fatalf("after SetMTU(1500): %+v", ev)
+	}
+	if err := a.SetMAC([6]byte{1}); err == nil {
+		t.Error("a multicast MAC was taken")
+	}
+	if err := a.SetCarrier(false); err != nil || a.Carrier() {
+		t.Fatalf("SetCarrier(false): %v, carrier %v", err, a.Carrier())
+	}
+	a.SetMcast([][6]byte{{1, 0, 0x5e, 0, 0, 1}})
+	if m, err := a.McastMACs(); err != nil || len(m) != 1 {
+		t.Fatalf("McastMACs = %v, %v", m, err)
+	}
+
+	a.MoveAway("ns1", "eth0")
+	if ev, _ := nextEvent(t, ch); !ev.Moved {
+		t.Fatalf("after MoveAway: %+v", ev)
+	}
+	if _, ok := nextEvent(t, ch); ok {
+		t.Fatal("the watch goes on after Moved")
+	}
+	if err := a.Follow(); err != nil || a.Name() != "eth0" || a.NetNS() != "ns1" {
+		t.Fatalf("Follow: %v, now %s in %q", err, a.Name(), a.NetNS())
+	}
+	if err := a.Follow(); err == nil {
+		t.Error("a second Follow without a move succeeded")
+	}
+
+	if ch, err = a.Watch(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	nextEvent(t, ch)
+	a.Delete()
+	if ev, _ := nextEvent(t, ch); !ev.Deleted {
+		t.Fatalf("after Delete: %+v", ev)
+	}
+	bufs, sizes := readBufs(1, 100)
+	if _, err := a.TryRead(bufs, sizes, headroom); !errors.Is(err, ErrDeleted) {
+		t.Fatalf("TryRead of a deleted netdev: %v", err)
+	}
+	if !readable(t, a) {
+		t.Error("a deleted netdev's fd is not readable (a TAP's is in error)")
+	}
+}
+
+// TestHoldSettings: a held settings call waits until the gate opens, and
+// frames flow meanwhile.
+func TestHoldSettings(t *testing.T) {
+	a, b := Pair(Options{})
+	gate := make(chan struct{})
+	a.HoldSettings(gate)
+	done := make(chan error, 1)
+	go func() { done <- a.SetMTU(2000) }()
+	if n, err := b.Write([][]byte{withHeadroom(frame(60, 1))}, headroom); n != 1 || err != nil {
+		t.Fatalf("Write while a setting is held: %d, %v", n, err)
+	}
+	bufs, sizes := readBufs(1, 100)
+	if n, err := a.Read(bufs, sizes, headroom); n != 1 || err != nil {
+		t.Fatalf("Read while a setting is held: %d, %v", n, err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("SetMTU returned (%v) before the gate opened", err)
+	default:
+	}
+	close(gate)
+	if err := <-done; err != nil || a.MTU() != 2000 {
+		t.Fatalf("SetMTU after the gate opened: %v, MTU %d", err, a.MTU())
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/opavnic/opavnic/vema/fm"
 	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/engine"
+	"github.com/opavnic/opavnic/vnicd/engine/enginetest"
 	"github.com/opavnic/opavnic/vnicd/tap"
 	"github.com/opavnic/opavnic/vnicd/taptest"
 )
@@ -49,11 +50,10 @@ func scrape(t *testing.T) (map[string]*dto.MetricFamily, []byte) {
 	t.Helper()
 	n := hfitest.NewNetwork()
 	h := hfi.New(n.Listen(netip.MustParseAddrPort("10.0.0.1:4793")), hfi.Config{LID: 0x10, VerifyICRC: true})
-	e := engine.NewEngine(h, func(s engine.DeviceSpec) (tap.Netdev, error) {
+	e := enginetest.StartEngine(t, h, func(s engine.DeviceSpec) (tap.Netdev, error) {
 		port, _ := taptest.Pair(taptest.Options{Names: [2]string{"vnic0", "host0"}})
 		return port, nil
-	}, nil)
-	t.Cleanup(func() { e.Close() })
+	})
 	cfg := engine.PortConfig{
 		VESW: engine.VESWConfig{VESWID: 1, PKey: 0x8001, McastDLID: 0xF00001, EthMTU: 1500},
 		Port: engine.VPortConfig{EncapSLID: 0x10, BaseMAC: encap.MACForLID(0x10, 1), ConfigState: engine.StateForwarding},

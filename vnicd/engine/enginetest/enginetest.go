@@ -1,11 +1,14 @@
 // Package enginetest is a fabric of engines in memory for tests: HFIs
 // joined by hfitest, ports on taptest pairs, the test holding the kernel's
-// end of each pair.
+// end of each pair. Each engine's data plane is its poll loop, as in
+// production: the fakes are pollable.
 package enginetest
 
 import (
+	"context"
 	"encoding/binary"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,9 +43,19 @@ type Node struct {
 }
 
 // NewNode makes a node with LID lid listening at ep on n; its directory
-// knows LIDA at EPA, LIDB at EPB and the group Mcast of both. The engine
-// is closed on cleanup.
+// knows LIDA at EPA, LIDB at EPB and the group Mcast of both. Its data
+// plane runs until cleanup, which stops it and closes the engine.
 func NewNode(t testing.TB, n *hfitest.Network, lid uint32, ep netip.AddrPort) *Node {
+	t.Helper()
+	nd := NewStoppedNode(t, n, lid, ep)
+	nd.Start(t)
+	return nd
+}
+
+// NewStoppedNode is NewNode without the data plane running, for a test
+// that sets the engine up first (EnableQueues) or runs it itself
+// (Engine.RunDataPlane, or Start). The engine is closed on cleanup.
+func NewStoppedNode(t testing.TB, n *hfitest.Network, lid uint32, ep netip.AddrPort) *Node {
 	t.Helper()
 	tr := n.Listen(ep)
 	h := hfi.New(tr, hfi.Config{LID: lid, VerifyICRC: true})
@@ -55,13 +68,73 @@ func NewNode(t testing.TB, n *hfitest.Network, lid uint32, ep netip.AddrPort) *N
 	}
 	h.SetDirectory(dir)
 	nd := &Node{HFI: h, Tr: tr, Host: map[uint8]*taptest.Device{}}
-	nd.Engine = engine.NewEngine(h, func(s engine.DeviceSpec) (tap.Netdev, error) {
-		port, host := taptest.Pair(taptest.Options{})
-		nd.Host[s.VPort] = host
-		return port, nil
-	}, nil)
+	e, err := engine.NewEngine(h, Fakes(nd.Host), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nd.Engine = e
 	t.Cleanup(func() { nd.Engine.Close() })
 	return nd
+}
+
+// Start runs the node's data plane until cleanup, when it is stopped and
+// the test fails if it returned an error.
+func (nd *Node) Start(t testing.TB) {
+	t.Helper()
+	Run(t, nd.Engine)
+}
+
+// Run runs e's data plane until cleanup, when it is stopped and the test
+// fails if it returned an error or did not stop within 5 s.
+func Run(t testing.TB, e *engine.Engine) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.RunDataPlane(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("RunDataPlane: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("RunDataPlane did not return within 5 s of its context's end")
+		}
+	})
+}
+
+// StartEngine makes an engine on h with newDevice (nil: Fakes(nil)), runs
+// its data plane until cleanup, and then closes the engine.
+func StartEngine(t testing.TB, h *hfi.HFI, newDevice engine.DeviceFactory) *engine.Engine {
+	t.Helper()
+	if newDevice == nil {
+		newDevice = Fakes(nil)
+	}
+	e, err := engine.NewEngine(h, newDevice, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	Run(t, e)
+	return e
+}
+
+// Fakes is a DeviceFactory of taptest pairs with the spec's MTU and MAC;
+// the kernel's end of each goes to host, by vport, when host is not nil.
+// The factory may be called from any goroutine; host is the caller's to
+// read only once the port exists.
+func Fakes(host map[uint8]*taptest.Device) engine.DeviceFactory {
+	var mu sync.Mutex
+	return func(s engine.DeviceSpec) (tap.Netdev, error) {
+		port, peer := taptest.Pair(taptest.Options{MTU: s.MTU, MAC: s.MAC})
+		if host != nil {
+			mu.Lock()
+			host[s.VPort] = peer
+			mu.Unlock()
+		}
+		return port, nil
+	}
 }
 
 // PortConfig is a forwarding port of lid on vesw with pkey, its MAC the one
