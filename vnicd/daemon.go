@@ -238,6 +238,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.rt.op.Unlock()
 	d.ctl.Close()
 	wg.Wait()
+	d.mgmt.Wait() // the data plane has stopped: no MAD comes after these
 	close(errs)
 	for e := range errs {
 		err = errors.Join(err, e)
@@ -612,6 +613,7 @@ func (d *Daemon) registerControl() {
 			hfi.CounterValue{Name: "vnic_rx_no_port", Value: d.engine.RxNoPort.Load()},
 			hfi.CounterValue{Name: "mgmt_untrusted", Value: d.mgmt.Untrusted.Load()},
 			hfi.CounterValue{Name: "mgmt_bad", Value: d.mgmt.Bad.Load()},
+			hfi.CounterValue{Name: "mgmt_dropped", Value: d.mgmt.Dropped.Load()},
 			hfi.CounterValue{Name: "busy_polls_idle", Value: d.engine.BusyPolls()})
 		qc := d.engine.QueueCounters()
 		for i, q := range qc {

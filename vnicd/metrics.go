@@ -240,7 +240,8 @@ func (c *VNICCollector) Collect(ch chan<- prometheus.Metric) {
 
 // Collectors returns the daemon's metrics: its VNICs, and its HFI with the
 // drops counted by the engine (vnic_bad_tail, vnic_no_port) and by the
-// management agent (mgmt_untrusted, mgmt_bad) as further reasons.
+// management agent (mgmt_untrusted, mgmt_bad, mgmt_dropped) as further
+// reasons.
 func (d *Daemon) Collectors() []prometheus.Collector {
 	hc := NewHFICollector(d.hfi, d.cfg.Node.Name)
 	hc.extraDrops = func() map[string]uint64 {
@@ -249,6 +250,7 @@ func (d *Daemon) Collectors() []prometheus.Collector {
 			"vnic_no_port":   d.engine.RxNoPort.Load(),
 			"mgmt_untrusted": d.mgmt.Untrusted.Load(),
 			"mgmt_bad":       d.mgmt.Bad.Load(),
+			"mgmt_dropped":   d.mgmt.Dropped.Load(),
 		}
 	}
 	return []prometheus.Collector{NewVNICCollector(d.engine), hc, newDataPlaneCollector(d.engine, d.cfg.Node.Name)}

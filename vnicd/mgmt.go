@@ -67,11 +67,33 @@ type Mgmt struct {
 	refusedMu sync.Mutex
 	refused   map[uint8]string
 
+	// The data plane's hand-off (Receive): MADs waiting for the
+	// management goroutine, the free buffers they are copied into, and how
+	// many are queued or being handled (a goroutine runs while it is not 0).
+	work    chan madWork
+	free    chan *[vema.MADSize]byte
+	queued  atomic.Int32
+	working sync.WaitGroup
+
 	// Untrusted counts MADs from a source that is not the manager, and
 	// responses nobody asked for (mgmt_untrusted).
 	Untrusted atomic.Uint64
 	// Bad counts management packets that do not parse (mgmt_bad).
 	Bad atomic.Uint64
+	// Dropped counts MADs that came while MaxQueuedMADs were waiting for
+	// the management goroutine (mgmt_dropped); the sender's retry brings
+	// them again, as a full receive queue of the kernel's MAD layer does.
+	Dropped atomic.Uint64
+}
+
+// madWork is a MAD the data plane handed to the management goroutine, with
+// what it needs of the packet that carried it.
+type madWork struct {
+	buf             *[vema.MADSize]byte
+	n               int
+	slid            uint32
+	src             netip.AddrPort
+	srcQPN, destQPN uint32
 }
 
 // Management framing (docs/management.md §1).
@@ -87,6 +109,9 @@ const (
 	// MaxSAQueries bounds the SA queries (Path) in flight; one more fails
 	// with ErrSABusy.
 	MaxSAQueries = 64
+	// MaxQueuedMADs bounds the MADs the data plane has handed to the
+	// management goroutine and it has not handled yet; one more is dropped.
+	MaxQueuedMADs = 64
 )
 
 // NewMgmt makes the management plane of engine e's HFI and registers it for
@@ -102,7 +127,11 @@ func NewMgmt(e *engine.Engine, cfg MgmtConfig, log *zap.Logger) *Mgmt {
 		cfg.SubnetPrefix = encap.DefaultSubnetPrefix
 	}
 	h := e.HFI()
-	m := &Mgmt{log: log.Named("mgmt"), hfi: h, cfg: cfg, sender: h.NewSender(), pending: map[uint64]chan []byte{}}
+	m := &Mgmt{log: log.Named("mgmt"), hfi: h, cfg: cfg, sender: h.NewSender(), pending: map[uint64]chan []byte{},
+		work: make(chan madWork, MaxQueuedMADs), free: make(chan *[vema.MADSize]byte, MaxQueuedMADs)}
+	for range MaxQueuedMADs {
+		m.free <- new([vema.MADSize]byte)
+	}
 	m.Ports = NewEnginePorts(e, cfg.Netdev)
 	m.Agent = vema.NewAgent(m.Ports, nil)
 	state := vema.PortStateInit
@@ -152,17 +181,56 @@ func (m *Mgmt) trusted(slid uint32, src netip.AddrPort) bool {
 	})
 }
 
-// Receive handles one management packet (hfi.Receiver).
+// Receive takes one management packet (hfi.Receiver). It runs on the data
+// plane's poll loop, which must not wait: it copies the MAD (at most
+// vema.MADSize bytes) and hands it to the management goroutine, which
+// handles MADs one at a time, in order (handle). A Set that reconfigures a
+// port makes netlink calls that take tens of milliseconds; the frames of
+// every port on the loop go on meanwhile. Without a free buffer (the
+// goroutine is MaxQueuedMADs behind) the MAD is dropped and counted.
 func (m *Mgmt) Receive(pkt []byte, h encap.Header16B, src netip.AddrPort) {
 	mp, err := encap.MgmtPayload(pkt)
-	if err != nil || len(mp.MAD) < vema.MADHeaderLen {
+	if err != nil || len(mp.MAD) < vema.MADHeaderLen || len(mp.MAD) > vema.MADSize {
 		m.Bad.Add(1)
 		return
 	}
-	mad := mp.MAD
+	var buf *[vema.MADSize]byte
+	select {
+	case buf = <-m.free:
+	default:
+		m.Dropped.Add(1)
+		return
+	}
+	m.work <- madWork{buf: buf, n: copy(buf[:], mp.MAD), slid: h.SLID(), src: src, srcQPN: mp.SrcQPN, destQPN: mp.DestQPN}
+	// The MAD is queued before it is counted, so a goroutine that sees the
+	// count above zero finds a MAD to take; the count going from zero
+	// starts one.
+	if m.queued.Add(1) == 1 {
+		m.working.Add(1)
+		go m.drain()
+	}
+}
+
+// drain handles queued MADs until none is left.
+func (m *Mgmt) drain() {
+	defer m.working.Done()
+	for {
+		w := <-m.work
+		m.handle(w.buf[:w.n], w.slid, w.src, w.srcQPN, w.destQPN)
+		m.free <- w.buf
+		if m.queued.Add(-1) == 0 {
+			return
+		}
+	}
+}
+
+// Wait returns once every MAD handed over so far has been handled.
+func (m *Mgmt) Wait() { m.working.Wait() }
+
+// handle handles one MAD from slid at src (the management goroutine).
+func (m *Mgmt) handle(mad []byte, slid uint32, src netip.AddrPort, srcQPN, destQPN uint32) {
 	method := vema.Method(mad[3])
 	tid := binary.BigEndian.Uint64(mad[8:])
-	slid := h.SLID()
 	// A response is taken, as a Get or Set, only from the manager: a fabric
 	// member could otherwise answer a query in flight (its TID guessed) and
 	// so end it before the FM's answer comes.
@@ -199,7 +267,7 @@ func (m *Mgmt) Receive(pkt []byte, h encap.Header16B, src netip.AddrPort) {
 		m.Bad.Add(1)
 		return
 	}
-	m.send(resp, slid, sc, pkey, mp.SrcQPN, mp.DestQPN, src)
+	m.send(resp, slid, sc, pkey, srcQPN, destQPN, src)
 }
 
 // noteSet warns when the node refuses a VEMA Set of the EM (a netdev name
@@ -240,7 +308,7 @@ func (m *Mgmt) noteSet(req, resp []byte) {
 		zap.String("reason", reason))
 }
 
-// Flush is part of hfi.Receiver; management packets are handled at once.
+// Flush is part of hfi.Receiver; each MAD is handed over in Receive.
 func (m *Mgmt) Flush() {}
 
 func (m *Mgmt) selfLID() uint32 {

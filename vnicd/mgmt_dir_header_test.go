@@ -48,6 +48,7 @@ func TestDirectoryMADWithAnotherHeaderIsDropped(t *testing.T) {
 				pkt, _ := encap.AppendMgmt(nil, &encap.MgmtParams{SLID: fmLID, DLID: nodeLID, PKey: 0xFFFF, DestQPN: 1, SrcQPN: 1}, raw)
 				m.Receive(pkt, encap.Header16B(pkt), tEPFM)
 			}
+			m.Wait()
 			if _, ok := h.Directory().Endpoint(peerLID); ok {
 				t.Error("the directory was installed")
 			}

@@ -322,6 +322,7 @@ func TestPathWithoutFM(t *testing.T) {
 	pkt, _ := encap.AppendMgmt(nil, &encap.MgmtParams{SLID: 9, DLID: 5, PKey: 0xFFFF, DestQPN: 1, SrcQPN: 1}, mad)
 	m.Receive(pkt, encap.Header16B(pkt), tEPPeer)
 	m.Receive(pkt[:10], encap.Header16B(pkt), tEPPeer)
+	m.Wait()
 	if m.Untrusted.Load() != 1 || m.Bad.Load() != 1 {
 		t.Fatalf("untrusted %d bad %d", m.Untrusted.Load(), m.Bad.Load())
 	}
