@@ -22,9 +22,9 @@ import (
 // DefaultPort is the fabric's UDP port.
 const DefaultPort = 4793
 
-// DefaultBatchSize is how many datagrams one recvmmsg/sendmmsg moves at most.
-// 128 measured better than 64 (TCP through vnicd +10%, fewer sendmmsg per
-// TAP super-frame) and no worse than 256.
+// DefaultBatchSize is how many datagrams one recvmmsg/sendmmsg moves at most:
+// enough for the frames of a TAP super-frame to go in one sendmmsg
+// (docs/performance.md has the sizes tried).
 const DefaultBatchSize = 128
 
 // socketBuffer is the send and receive buffer the UDP transport asks for; a
@@ -205,8 +205,7 @@ func listenUDP(addr netip.AddrPort, batch int, prebind func(fd int) error) (*UDP
 //
 // The data plane waits for the socket in its own epoll set (vnicd's poll
 // loop). Were the socket also in the runtime's, every datagram would wake a
-// runtime thread as well, for nothing; measured, that doubled the context
-// switches per packet. The blocking calls (ReadBatch, a full send buffer)
+// runtime thread as well, for nothing (docs/performance.md). The blocking calls (ReadBatch, a full send buffer)
 // wait with poll(2) instead (internal/fdwait).
 func unpolled(conn *net.UDPConn) (*os.File, error) {
 	rc, err := conn.SyscallConn()

@@ -53,7 +53,7 @@ import (
 // persistent TAP that no claim names).
 // A restarted vnicd reads them back as pending; when the EM makes the port
 // again (it does for a rejoining node) on the claimed vesw, vnicd takes the
-// persistent TAP over in the container's namespace (AttachTAP) instead of
+// persistent TAP over in the container's namespace (tap.Attach) instead of
 // making a new netdev, and the container's traffic resumes. A claim whose
 // namespace is gone, whose netdev is gone, or whose port the EM makes on
 // another vesw ends, and the port is made afresh in vnicd's namespace.
@@ -399,7 +399,7 @@ func pickPort(node string, vesw uint16, want *uint8, ports []candidate, joined b
 		ctl.ErrNoFreePort, vesw, len(on), plural, node, strings.Join(whys, "; "))
 }
 
-// claimTag is the alias a claimed TAP carries: AttachTAP takes over only a
+// claimTag is the alias a claimed TAP carries: tap.Attach takes over only a
 // netdev with it.
 func (d *Daemon) claimTag(vport uint8) string {
 	return fmt.Sprintf("opavnic:%s:vport%d", d.cfg.Node.Name, vport)

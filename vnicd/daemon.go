@@ -23,8 +23,9 @@ import (
 	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
-// Daemon is a running vnicd in static mode: the HFI on its UDP socket, the
-// engine with its ports, and the control socket.
+// Daemon is a running vnicd, static or managed: the HFI on its UDP sockets,
+// the engine with its ports, the management plane, the state files and the
+// control socket.
 type Daemon struct {
 	cfg    *config.Config
 	log    *zap.Logger
@@ -35,7 +36,7 @@ type Daemon struct {
 	rt     runtimeVNICs // VNICs of vnic_add (runtime.go)
 	claims *claimTable  // managed mode: ports claimed by containers (claims.go)
 	// removeTAP deletes a claimed netdev (or a runtime VNIC's) left in a namespace
-	// (RemovePersistentTAP; tests replace it).
+	// (tap.RemovePersistent; tests replace it).
 	removeTAP func(netns, name string, match func(alias string) bool) error
 	kick      chan struct{} // a claimed port may have changed: reconcile
 	// rtReadErr is why the runtime VNICs' file of the last run could not

@@ -31,7 +31,7 @@ func (d *Daemon) EMDeleteVESW(vport uint8) error {
 
 // SetStartRemoveTAP replaces what deletes a netdev left in a namespace for
 // the daemons NewDaemon makes from now on (their start-up included); nil
-// restores RemovePersistentTAP.
+// restores tap.RemovePersistent.
 func SetStartRemoveTAP(f func(netns, name string, match func(alias string) bool) error) {
 	if f == nil {
 		f = tap.RemovePersistent

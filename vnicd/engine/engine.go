@@ -26,7 +26,7 @@ type DeviceSpec struct {
 	MTU    int
 	Netdev NetdevConfig
 	// Attach, when set, asks for the persistent netdev named Netdev.IfName
-	// in Netdev.NetNS whose alias is Attach to be taken over (AttachTAP)
+	// in Netdev.NetNS whose alias is Attach to be taken over (tap.Attach)
 	// instead of a new one: a claimed port kept across a vnicd restart
 	// (claims.go). Netdev.Addresses are then not set.
 	Attach string
@@ -177,7 +177,7 @@ func (e *Engine) SetPort(vport uint8, cfg PortConfig, nd NetdevConfig, macs []MA
 		}
 		p = &Port{vport: vport, dev: dev, netdev: nd}
 		p.st.Store(st)
-		// A TAP made now is up; one taken over (AttachTAP) is as its user
+		// A TAP made now is up; one taken over (tap.Attach) is as its user
 		// left it, and the port starts from that, not from a guess the
 		// watcher's first event then corrects with a link trap.
 		up, err := dev.IsUp()

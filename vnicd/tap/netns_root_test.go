@@ -17,9 +17,9 @@ import (
 	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
-// TestOpenTAPByPID places a TAP in the namespace of a process running there,
+// TestOpenByPID places a TAP in the namespace of a process running there,
 // named "pid:N".
-func TestOpenTAPByPID(t *testing.T) {
+func TestOpenByPID(t *testing.T) {
 	ns := nstest.NewTAPNS(t, "pid")
 	nstest.RequireTools(t, "ip", "sleep")
 	ctx, cancel := context.WithCancel(context.Background())

@@ -27,19 +27,19 @@ import (
 	"github.com/opavnic/opavnic/vnicd/internal/nlutil"
 )
 
-// DefaultTAPName is the name pattern of a TAP whose config names none: the
+// DefaultName is the name pattern of a TAP whose config names none: the
 // kernel replaces %d with the lowest free number (docs/design.md, names).
 const DefaultName = "vnic%d"
 
-// TAPBatchSize is the largest number of frames one TAP.Read returns: as the
-// UDP batch (hfi.DefaultBatchSize), 128 measured better than 64: nearly three
-// 64 KB super-frames of 1428-byte frames, sent in one sendmmsg.
+// BatchSize is the largest number of frames one TAP read returns, as the
+// UDP batch (hfi.DefaultBatchSize): nearly three 64 KB super-frames of
+// 1428-byte frames, sent in one sendmmsg.
 const BatchSize = 128
 
 // netnsDir is where iproute2 keeps named network namespaces.
 const netnsDir = "/var/run/netns"
 
-// TAPTxQueueLen is the length of a TAP's kernel transmit queue (frames the
+// TxQueueLen is the length of a TAP's kernel transmit queue (frames the
 // stack has sent and vnicd has not yet read). The kernel's default, 1000, is
 // less than one wake-up's worth of a TCP burst at 10 Gbit/s: the overflow is
 // dropped (tx_dropped) and becomes a TCP retransmit.
@@ -48,15 +48,15 @@ const TxQueueLen = 10000
 // netlinkTimeout bounds every netlink request a TAP makes.
 const netlinkTimeout = 5 * time.Second
 
-// ErrBadTAPConfig is wrapped by every error OpenTAP returns for a config it
+// ErrBadConfig is wrapped by every error Open returns for a config it
 // rejects before touching the kernel.
 var ErrBadConfig = errors.New("vnicd: bad TAP config")
 
-// TAPConfig is how OpenTAP makes a TAP netdev.
+// Config is how Open makes a TAP netdev.
 type Config struct {
 	// Name of the netdev, at most 15 bytes; a %d in it becomes the lowest
-	// free number. "" means DefaultTAPName. The name must be free in the
-	// target namespace: OpenTAP never attaches to an existing netdev.
+	// free number. "" means DefaultName. The name must be free in the
+	// target namespace: Open never attaches to an existing netdev.
 	Name string
 	// MAC is the netdev's address; the zero MAC keeps the random one the
 	// kernel chose.
@@ -72,11 +72,11 @@ type Config struct {
 	Addresses []netip.Prefix
 	// Queues is how many queues (fds) the TAP has: more than one makes a
 	// multiqueue TAP (IFF_MULTI_QUEUE), whose kernel side steers each flow
-	// to one queue. 0 means 1; at most MaxTAPQueues.
+	// to one queue. 0 means 1; at most MaxQueues.
 	Queues int
 }
 
-// MaxTAPQueues bounds TAPConfig.Queues.
+// MaxQueues bounds Config.Queues.
 const MaxQueues = 16
 
 // TAP is a Linux TAP netdev (IFF_TAP, IFF_NO_PI): the Netdev of a VNIC
@@ -104,7 +104,7 @@ type TAP struct {
 	persist atomic.Bool
 
 	// queues are the TAP's fds, each a queue of its netdev: the first is
-	// f, the others (a multiqueue TAP, TAPConfig.Queues) are read and
+	// f, the others (a multiqueue TAP, Config.Queues) are read and
 	// written through Queue. Fixed once the TAP is made.
 	queues []*Queue
 
@@ -133,12 +133,12 @@ type TAP struct {
 }
 
 // tapPlace is where a TAP's netdev is: its name and its namespace as
-// TAPConfig.NetNS names it ("" for the namespace it was made in).
+// Config.NetNS names it ("" for the namespace it was made in).
 type tapPlace struct{ name, netns string }
 
 var _ Netdev = (*TAP)(nil)
 
-// OpenTAP creates a TAP netdev as cfg says: it is created in the caller's
+// Open creates a TAP netdev as cfg says: it is created in the caller's
 // namespace (under a temporary name when it is to move, so that its name
 // never clashes there), moved into cfg.NetNS and renamed there, given its
 // MAC and MTU, set up, and given its addresses, every step through a
@@ -302,7 +302,7 @@ func newTAPQueue(t *TAP, f *os.File, rc syscall.RawConn) *Queue {
 	return q
 }
 
-// TAPQueue is one queue of a TAP's netdev: an fd of its own, with the
+// Queue is one queue of a TAP's netdev: an fd of its own, with the
 // frames the kernel steers to it (a flow's frames to one queue) and its own
 // read state. A queue is read by one goroutine at a time, as a TAP is, and
 // may be written concurrently; a TAP's Read, TryRead, Control and Write
@@ -324,8 +324,8 @@ type Queue struct {
 	seg    gsoSegmenter // the super-frame being cut, across Reads
 }
 
-// Queues returns how many queues the TAP has (TAPConfig.Queues, or fewer
-// for a persistent TAP made single-queue, AttachTAP).
+// Queues returns how many queues the TAP has (Config.Queues, or fewer
+// for a persistent TAP made single-queue, Attach).
 func (t *TAP) Queues() int { return len(t.queues) }
 
 // Queue returns queue i (a *Queue), 0 <= i < Queues().
@@ -379,7 +379,7 @@ func validIfName(name string) error {
 // (offload.go) when the kernel allows it, and plain frames otherwise.
 // With excl, IFF_TUN_EXCL makes a name clash an error (EBUSY) where the
 // kernel would otherwise attach to an existing persistent TAP of that name;
-// without it, that attaching is the point (AttachTAP). A persistent TAP
+// without it, that attaching is the point (Attach). A persistent TAP
 // made single-queue or multiqueue is attached as it was made (the kernel
 // refuses the other kind, EINVAL), with one fd if single-queue.
 func createTAP(name string, excl bool, queues int) ([]*os.File, string, error) {
@@ -447,7 +447,7 @@ func openTUN(name string, excl, mq bool) (*os.File, string, error) {
 	return f, ifr.Name(), nil
 }
 
-// openNS opens a namespace named as TAPConfig.NetNS names it.
+// openNS opens a namespace named as Config.NetNS names it.
 func openNS(spec string) (netns.NsHandle, error) {
 	return netns.GetFromPath(NetNSPath(spec))
 }
@@ -455,7 +455,7 @@ func openNS(spec string) (netns.NsHandle, error) {
 // Name returns the netdev's name as the kernel made it (a %d filled in).
 func (t *TAP) Name() string { return t.place.Load().name }
 
-// NetNS returns the namespace the netdev is in, as TAPConfig.NetNS or
+// NetNS returns the namespace the netdev is in, as Config.NetNS or
 // MoveTo named it ("" for the one it was made in).
 func (t *TAP) NetNS() string { return t.place.Load().netns }
 
@@ -466,7 +466,7 @@ func (t *TAP) Index() int {
 	return t.index
 }
 
-// BatchSize returns TAPBatchSize.
+// BatchSize returns BatchSize.
 func (t *TAP) BatchSize() int { return BatchSize }
 
 // Read reads a batch of frames, waiting for the first (TryRead does not wait). One frame from the kernel is one read(2); a batch
@@ -512,7 +512,7 @@ func (q *Queue) Control(f func(fd uintptr)) error {
 	return nil
 }
 
-// BatchSize returns TAPBatchSize.
+// BatchSize returns BatchSize.
 func (q *Queue) BatchSize() int { return BatchSize }
 
 func (q *Queue) read(bufs [][]byte, sizes []int, offset int) (int, error) {
@@ -874,8 +874,8 @@ func (t *TAP) withLink(what string, f func(*netlink.Handle, netlink.Link) error)
 // Write (they return os.ErrClosed) and makes the kernel delete the netdev,
 // and checks, in the namespace the netdev was in, that it is gone (deleting
 // it if it is not). Later calls return nil. A persistent TAP (SetPersist)
-// keeps its netdev, with carrier off, until AttachTAP takes it over or
-// RemovePersistentTAP or its namespace's end deletes it.
+// keeps its netdev, with carrier off, until Attach takes it over or
+// RemovePersistent or its namespace's end deletes it.
 func (t *TAP) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()

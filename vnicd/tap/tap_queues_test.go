@@ -46,7 +46,7 @@ func TestTAPQueues(t *testing.T) {
 	nstest.RequireTools(t, "ip", "ping")
 	pod := nstest.NewTAPNS(t, "queues")
 	if _, err := tap.Open(tap.Config{Name: "bad0", NetNS: pod.Name(), Queues: tap.MaxQueues + 1}); !errors.Is(err, tap.ErrBadConfig) {
-		t.Errorf("%d queues: %v, want ErrBadTAPConfig", tap.MaxQueues+1, err)
+		t.Errorf("%d queues: %v, want ErrBadConfig", tap.MaxQueues+1, err)
 	}
 	tp, err := tap.Open(tap.Config{Name: nstest.LinkName("q"), MAC: tapMAC, NetNS: pod.Name(),
 		Addresses: []netip.Prefix{netip.PrefixFrom(tapIP, 24)}, Queues: 3})

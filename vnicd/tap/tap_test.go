@@ -70,8 +70,8 @@ func tuntaps(t testing.TB, h *netlink.Handle) []string {
 	return names
 }
 
-// tempTAPsHere lists the TAPs OpenTAP is moving (vnictmp*) in the test's
-// own namespace; OpenTAP leaves none once it returns.
+// tempTAPsHere lists the TAPs Open is moving (vnictmp*) in the test's
+// own namespace; Open leaves none once it returns.
 func tempTAPsHere(t testing.TB) []string {
 	t.Helper()
 	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
@@ -93,7 +93,7 @@ func requireGone(t testing.TB, ns *nstest.NS, name string, index int) {
 	}
 }
 
-func TestOpenTAPBadConfig(t *testing.T) {
+func TestOpenBadConfig(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  tap.Config
@@ -112,13 +112,13 @@ func TestOpenTAPBadConfig(t *testing.T) {
 				if tp != nil {
 					tp.Close()
 				}
-				t.Fatalf("OpenTAP = %v; want ErrBadTAPConfig", err)
+				t.Fatalf("Open = %v; want ErrBadConfig", err)
 			}
 		})
 	}
 }
 
-func TestOpenTAPPlacement(t *testing.T) {
+func TestOpenPlacement(t *testing.T) {
 	ns := nstest.NewTAPNS(t, "place")
 	for _, tc := range []struct {
 		name  string
@@ -186,7 +186,7 @@ func TestOpenTAPPlacement(t *testing.T) {
 	}
 }
 
-func TestOpenTAPCallerNamespace(t *testing.T) {
+func TestOpenCallerNamespace(t *testing.T) {
 	ns := nstest.NewTAPNS(t, "here")
 	var taps []*tap.TAP
 	err := ns.Do(func() error {
@@ -206,7 +206,7 @@ func TestOpenTAPCallerNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The netdevs are in the namespace the calling thread was in, named
-	// from DefaultTAPName; the TAPs work from any thread afterwards.
+	// from DefaultName; the TAPs work from any thread afterwards.
 	if got := tuntaps(t, ns.Netlink()); !slices.Equal(got, []string{"vnic0", "vnic1"}) ||
 		taps[0].Name() != "vnic0" || taps[1].Name() != "vnic1" {
 		t.Fatalf("TAPs %q and %q, %s has %v; want vnic0 and vnic1", taps[0].Name(), taps[1].Name(), ns.Name(), got)
@@ -227,7 +227,7 @@ func TestOpenTAPCallerNamespace(t *testing.T) {
 	}
 }
 
-func TestOpenTAPRollback(t *testing.T) {
+func TestOpenRollback(t *testing.T) {
 	ns := nstest.NewTAPNS(t, "rollback")
 	nstest.RequireTools(t, "ip")
 	// Names taken in the namespace: by a bridge, and by a persistent TAP,
@@ -272,7 +272,7 @@ func TestOpenTAPRollback(t *testing.T) {
 				tp, err := tap.Open(cfg)
 				if err == nil {
 					tp.Close()
-					return errors.New("OpenTAP succeeded")
+					return errors.New("Open succeeded")
 				}
 				return err
 			}
@@ -283,7 +283,7 @@ func TestOpenTAPRollback(t *testing.T) {
 				err = open()
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.step) {
-				t.Fatalf("OpenTAP: %v; want a failure at %q", err, tc.step)
+				t.Fatalf("Open: %v; want a failure at %q", err, tc.step)
 			}
 			t.Log(err)
 			if got := tuntaps(t, ns.Netlink()); !slices.Equal(got, []string{persistent}) {

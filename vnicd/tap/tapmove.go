@@ -24,7 +24,7 @@ import (
 // goes on through a move; only the netlink side (index, watchers)
 // follows the netdev.
 
-// ErrNotOurTAP is returned by AttachTAP and RemovePersistentTAP for a
+// ErrNotOurs is returned by Attach and RemovePersistent for a
 // netdev that is not a TAP with the expected alias: vnicd leaves it alone.
 var ErrNotOurs = errors.New("vnicd: not a persistent TAP of this vnicd")
 
@@ -47,7 +47,7 @@ func nsFor(spec string) (netns.NsHandle, error) {
 	return openNS(spec)
 }
 
-// MoveTo moves the netdev into the namespace netnsSpec (a TAPConfig.NetNS
+// MoveTo moves the netdev into the namespace netnsSpec (a Config.NetNS
 // form; "" is the caller's own) under name (a "%d" in it becomes the lowest
 // free number), sets it up there and adds addrs. The kernel drops the
 // addresses a netdev had when it changes namespace. On the way the netdev is
@@ -192,7 +192,7 @@ func (t *TAP) Follow() error {
 // maxNetnsNames bounds the names nsSpecOf looks through.
 const maxNetnsNames = 4096
 
-// nsSpecOf names ns as TAPConfig.NetNS does: "" for the caller's own, its
+// nsSpecOf names ns as Config.NetNS does: "" for the caller's own, its
 // name under netnsDir when it has one. A namespace with neither has no
 // name that lasts (the TAP keeps no handle of it): it is named as
 // /proc/PID/ns/net shows it, net:[INODE], which names no namespace to
@@ -292,7 +292,7 @@ func restore(h *netlink.Handle, idx int, name string) error {
 // SetPersist makes the TAP persistent (TUNSETPERSIST) with the alias tag on
 // its netdev, or, with on false, not persistent and without an alias. A
 // persistent TAP's netdev outlives the fd, and vnicd: Close leaves it where
-// it is, carrier off, for AttachTAP to take over (tag tells it that the
+// it is, carrier off, for Attach to take over (tag tells it that the
 // netdev is the one it left).
 func (t *TAP) SetPersist(on bool, tag string) error {
 	if on && tag == "" {
@@ -321,14 +321,14 @@ func (t *TAP) SetPersist(on bool, tag string) error {
 // Persistent reports whether the TAP is persistent (SetPersist).
 func (t *TAP) Persistent() bool { return t.persist.Load() }
 
-// AttachTAP takes over the persistent TAP named cfg.Name in cfg.NetNS that
+// Attach takes over the persistent TAP named cfg.Name in cfg.NetNS that
 // an earlier TAP left there (SetPersist with tag): it opens a new fd on it,
 // sets cfg.MAC and lowers its MTU to cfg.MTU if it is above (never raises
 // it, as the kernel never raised a VNIC's MTU). Its administrative state,
 // addresses and a lower MTU stay as they are: they belong to whoever uses
 // the netdev there. It fails,
 // changing nothing, when there is no such netdev, when it is not a TAP with
-// alias tag (ErrNotOurTAP), or when another fd holds it (EBUSY; only a
+// alias tag (ErrNotOurs), or when another fd holds it (EBUSY; only a
 // single-queue TAP: the kernel lets more fds attach to a multiqueue one).
 // It takes cfg.Queues queues of a multiqueue TAP, and the one queue of a
 // single-queue TAP, whatever cfg.Queues says. The TAP it returns is
@@ -336,7 +336,7 @@ func (t *TAP) Persistent() bool { return t.persist.Load() }
 //
 // Its fds are opened in cfg.NetNS (TUNSETIFF finds a netdev by name only in
 // the namespace /dev/net/tun was opened in), and the kernel's socket behind
-// each holds that namespace: unlike a TAP OpenTAP made, an attached TAP in
+// each holds that namespace: unlike a TAP Open made, an attached TAP in
 // another namespace keeps it alive until Close, so its Watch never sees the
 // namespace go (tapns.go).
 func Attach(cfg Config, tag string) (*TAP, error) {
@@ -418,10 +418,10 @@ func Attach(cfg Config, tag string) (*TAP, error) {
 	return t, nil
 }
 
-// RemovePersistentTAP deletes the netdev name in the namespace netnsSpec if
+// RemovePersistent deletes the netdev name in the namespace netnsSpec if
 // it is a TAP whose alias match accepts: a persistent TAP that no vnicd
 // will take over. No such namespace or netdev is not an error; another kind
-// of netdev, or another alias, is ErrNotOurTAP and is left alone.
+// of netdev, or another alias, is ErrNotOurs and is left alone.
 func RemovePersistent(netnsSpec, name string, match func(alias string) bool) error {
 	ns, err := nsFor(netnsSpec)
 	if errors.Is(err, os.ErrNotExist) {

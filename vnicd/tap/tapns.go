@@ -25,7 +25,7 @@ import (
 // its name was deleted, and with it the TAP's netdev, its other devices (a
 // veth's peer) and the port's vesw. (The TAP's fd was opened in the
 // namespace the TAP was made in, which it does pin: vnicd's own, except for
-// AttachTAP, whose fd has to be opened where the netdev is.)
+// Attach, whose fd has to be opened where the netdev is.)
 //
 // So every operation asks the fd where its netdev is now (TUNGETDEVNETNS,
 // a new namespace fd), opens a netlink handle there, and closes both when
