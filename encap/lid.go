@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -245,3 +246,13 @@ func (g GUID) String() string { return fmt.Sprintf("0x%016x", uint64(g)) }
 
 // MarshalText formats g as String does.
 func (g GUID) MarshalText() ([]byte, error) { return []byte(g.String()), nil }
+
+// GUIDFromName derives a GUID from a name, for a daemon whose config gives
+// none: the 64-bit FNV-1a hash of the name with the low two bits of its top
+// byte set to binary 10, which makes it a locally administered, individual
+// EUI-64 and never 0. vnicd and the FM derive their GUIDs alike.
+func GUIDFromName(name string) GUID {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return GUID(h.Sum64()&^(3<<56) | 2<<56)
+}

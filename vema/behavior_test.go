@@ -251,6 +251,11 @@ func TestPortInfoFields(t *testing.T) {
 	if p.PortPhysStatePortState != 0x2F {
 		t.Errorf("byte 19 = %#x", p.PortPhysStatePortState)
 	}
+	p.SetSMTrapQPN(0xAB000002) // masked to 24 bits, bits 31:24 kept
+	p.SetSAQPN(0x00123456)
+	if p.SMTrapQP != 0xFF000002 || p.SAQP != 0xEE123456 {
+		t.Errorf("sm_trap_qp %#x, sa_qp %#x", p.SMTrapQP, p.SAQP)
+	}
 	if PortInfoAttrMod(1, false) != 0x01000001 || PortInfoAttrMod(1, true) != 0x01000201 {
 		t.Error("PortInfoAttrMod")
 	}

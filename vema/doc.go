@@ -21,9 +21,12 @@
 //   - §10.1-§10.5: the SA MAD (56-byte header + data), the OPA PathRecord
 //     (32-bit LIDs) and the IB PathRecord (16-bit LIDs), and the ClassPortInfo
 //     cap_mask2 bit that announces OPA path records.
+//   - docs/management.md §3: the directory class, the emulation's own
+//     (DirectoryBlock, MulticastBlock).
 //
 // What it does not do: no I/O, no 16B framing (package encap), no agent or
-// manager behaviour (who answers what, with which status, when to trap), no
+// manager behaviour (who answers what, with which status, when to trap: the
+// node's agents are package vema/node, the manager package vema/fm), no
 // directed-route hop handling. The few helpers beyond layout name what a field
 // value means in the kernel (the MAC-table request rule, the DLID bits of a MAC
 // entry, the power-on VESWPortInfo), so the agent and the manager read the same

@@ -230,6 +230,12 @@ func (p *PortInfo) SMTrapQPN() uint32 { return p.SMTrapQP & piMaskQPN }
 // SAQPN returns the SA's QP, bits 23:0 of sa_qp.
 func (p *PortInfo) SAQPN() uint32 { return p.SAQP & piMaskQPN }
 
+// SetSMTrapQPN sets bits 23:0 of sm_trap_qp (q masked to 24 bits).
+func (p *PortInfo) SetSMTrapQPN(q uint32) { p.SMTrapQP = p.SMTrapQP&^piMaskQPN | q&piMaskQPN }
+
+// SetSAQPN sets bits 23:0 of sa_qp (q masked to 24 bits).
+func (p *PortInfo) SetSAQPN(q uint32) { p.SAQP = p.SAQP&^piMaskQPN | q&piMaskQPN }
+
 // ClientReregister reports bit 7 of byte 47.
 func (p *PortInfo) ClientReregister() bool { return p.ClientReregSubnetTimeout&piMaskClientRrg != 0 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/hfi/hfitest"
 	"github.com/opavnic/opavnic/vema"
+	"github.com/opavnic/opavnic/vema/node"
 	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/config"
 	"github.com/opavnic/opavnic/vnicd/ctl"
@@ -38,7 +39,7 @@ func vemaMAD(method vema.Method, attr uint16, am uint32, data []byte) []byte {
 	return b
 }
 
-func handle(t *testing.T, a *vema.Agent, req []byte) vema.Status {
+func handle(t *testing.T, a *node.Agent, req []byte) vema.Status {
 	t.Helper()
 	resp, ok := a.Handle(req)
 	if !ok {

@@ -16,6 +16,7 @@ import (
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/vema"
+	"github.com/opavnic/opavnic/vema/node"
 	"github.com/opavnic/opavnic/vnicd/engine"
 )
 
@@ -41,14 +42,14 @@ type Mgmt struct {
 	log    *zap.Logger
 	hfi    *hfi.HFI
 	cfg    MgmtConfig
-	Agent  *vema.Agent
-	SMA    *vema.SMA
+	Agent  *node.Agent
+	SMA    *node.SMA
 	Ports  *EnginePorts
 	sendMu sync.Mutex
 	sender *hfi.Sender
 
 	dirMu sync.Mutex
-	dir   vema.DirAssembler
+	dir   node.DirAssembler
 
 	lastSM  atomic.Int64 // unix nanos of the last trusted SMP from the SM
 	tid     atomic.Uint64
@@ -133,13 +134,13 @@ func NewMgmt(e *engine.Engine, cfg MgmtConfig, log *zap.Logger) *Mgmt {
 		m.free <- new([vema.MADSize]byte)
 	}
 	m.Ports = NewEnginePorts(e, cfg.Netdev)
-	m.Agent = vema.NewAgent(m.Ports, nil)
+	m.Agent = node.NewAgent(m.Ports, nil)
 	state := vema.PortStateInit
 	if h.LID() != 0 {
 		state = vema.PortStateActive
 	}
-	m.SMA = vema.NewSMA(cfg.NodeGUID, cfg.PortGUID, cfg.Description,
-		vema.SMAPort{LID: encap.LIDFrom16B(h.LID()), SubnetPrefix: cfg.SubnetPrefix, State: state, SAQP: 1},
+	m.SMA = node.NewSMA(cfg.NodeGUID, cfg.PortGUID, cfg.Description,
+		node.SMAPort{LID: encap.LIDFrom16B(h.LID()), SubnetPrefix: cfg.SubnetPrefix, State: state, SAQP: 1},
 		m.applyPort)
 	if m.Managed() && h.Transport().LocalAddr().Addr().IsUnspecified() {
 		m.watch = newAddrWatch(cfg.FM)
@@ -152,7 +153,7 @@ func NewMgmt(e *engine.Engine, cfg MgmtConfig, log *zap.Logger) *Mgmt {
 // Managed reports whether the node has a fabric manager.
 func (m *Mgmt) Managed() bool { return m.cfg.FM.IsValid() }
 
-func (m *Mgmt) applyPort(p vema.SMAPort) {
+func (m *Mgmt) applyPort(p node.SMAPort) {
 	if uint32(p.LID) != m.hfi.LID() {
 		m.log.Info("LID set by the SM", zap.Stringer("lid", p.LID), zap.Stringer("sm_lid", p.SMLID))
 		m.hfi.SetLID(uint32(p.LID))

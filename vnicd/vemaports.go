@@ -7,10 +7,11 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/vema"
+	"github.com/opavnic/opavnic/vema/node"
 	"github.com/opavnic/opavnic/vnicd/engine"
 )
 
-// EnginePorts is the VEMA agent's vema.PortController on top of an Engine:
+// EnginePorts is the VEMA agent's node.PortController on top of an Engine:
 // it keeps what the kernel's adapter keeps beyond the engine's PortConfig
 // (reserved fields, the PCP->VL maps, the MAC table with masks, side bits
 // and digest, the gen counts) and converts to PortConfig for the engine.
@@ -47,7 +48,7 @@ func (c *EnginePorts) setErr(err error) error {
 
 type vportState struct {
 	info  vema.VESWPortInfo
-	table vema.MACTable
+	table node.MACTable
 	mac   [6]byte // the netdev's MAC as last seen
 	ucGen uint16
 	mcGen uint16 // changes of the netdev's multicast list
@@ -65,7 +66,7 @@ type vportState struct {
 // failed, logged) is forgotten after this many later Sets.
 const maxOwedMACs = 4
 
-var _ vema.PortController = (*EnginePorts)(nil)
+var _ node.PortController = (*EnginePorts)(nil)
 
 // NewEnginePorts returns the controller of e's ports.
 func NewEnginePorts(e *engine.Engine, netdev func(vport uint8) engine.NetdevConfig) *EnginePorts {
@@ -110,7 +111,7 @@ func VESWPortInfoFrom(c *engine.PortConfig) vema.VESWPortInfo {
 
 // macEntries is the engine's view of a VEMA MAC table: source-MAC entries
 // left out (they never choose a DLID), in index order.
-func macEntries(t vema.MACTable) []engine.MACEntry {
+func macEntries(t node.MACTable) []engine.MACEntry {
 	out := []engine.MACEntry{}
 	for _, idx := range slices.Sorted(maps.Keys(t.Entries)) {
 		e := t.Entries[idx]
@@ -185,17 +186,17 @@ func (c *EnginePorts) SetVESWPortInfo(vport uint8, info *vema.VESWPortInfo) erro
 	return nil
 }
 
-func (c *EnginePorts) MACTable(vport uint8) (vema.MACTable, bool) {
+func (c *EnginePorts) MACTable(vport uint8) (node.MACTable, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.st[vport]
 	if s == nil || c.e.Port(vport) == nil {
-		return vema.MACTable{}, false
+		return node.MACTable{}, false
 	}
-	return vema.MACTable{Entries: maps.Clone(s.table.Entries), Digest: s.table.Digest}, true
+	return node.MACTable{Entries: maps.Clone(s.table.Entries), Digest: s.table.Digest}, true
 }
 
-func (c *EnginePorts) SetMACTable(vport uint8, t vema.MACTable) error {
+func (c *EnginePorts) SetMACTable(vport uint8, t node.MACTable) error {
 	c.mu.Lock()
 	s := c.st[vport]
 	if s == nil {
@@ -220,28 +221,28 @@ func (c *EnginePorts) SetMACTable(vport uint8, t vema.MACTable) error {
 // the netdev's own, read now (mcast.go). The generation counts are those of
 // the changes vnicd saw: the kernel's counted every ndo_set_rx_mode call,
 // which a TAP's owner does not see.
-func (c *EnginePorts) IfaceMACs(vport uint8, mcast bool) (vema.IfaceMACList, bool) {
+func (c *EnginePorts) IfaceMACs(vport uint8, mcast bool) (node.IfaceMACList, bool) {
 	var macs [][6]byte
 	if mcast {
 		p := c.e.Port(vport)
 		if p == nil {
-			return vema.IfaceMACList{}, false
+			return node.IfaceMACList{}, false
 		}
 		var err error
 		if macs, err = p.Netdev().McastMACs(); err != nil {
-			return vema.IfaceMACList{}, false
+			return node.IfaceMACList{}, false
 		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.st[vport]
 	if s == nil {
-		return vema.IfaceMACList{}, false
+		return node.IfaceMACList{}, false
 	}
 	if mcast {
-		return vema.IfaceMACList{UC: macs, GenCount: s.mcGen}, true
+		return node.IfaceMACList{UC: macs, GenCount: s.mcGen}, true
 	}
-	return vema.IfaceMACList{DevAddrs: [][6]byte{s.mac}, GenCount: s.ucGen}, true
+	return node.IfaceMACList{DevAddrs: [][6]byte{s.mac}, GenCount: s.ucGen}, true
 }
 
 // Counters maps the port's counters onto the VEMA counter MADs

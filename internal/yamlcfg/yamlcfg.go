@@ -12,7 +12,9 @@
 //     lists, and integers (decimal, 0x hex, 0o octal or 0b binary; a leading
 //     0 on a decimal is refused as ambiguous, never read as octal).
 //
-// Each loader turns an *Error into its own ConfigError.
+// Every problem is an *Error; a loader names its config in the errors it
+// returns (Named), and exports Error under a name of its own (an alias), so
+// that its callers find it with errors.As.
 package yamlcfg
 
 import (
@@ -20,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -30,8 +33,12 @@ import (
 	"github.com/opavnic/opavnic/internal/envexpand"
 )
 
-// Error is a config that cannot be used: which field, why, and where.
+// Error is a config that cannot be used: which config, which field, why, and
+// where.
 type Error struct {
+	// Config names the config at the head of the message ("config",
+	// "fabric config"); "" for none.
+	Config string
 	// Field is the path of the offending field ("vnics[1].vesw.eth_mtu");
 	// "" for a problem with the text itself (YAML syntax, an environment
 	// variable).
@@ -41,18 +48,36 @@ type Error struct {
 	Line int
 }
 
-// Error formats e as "<field>: <reason> (line N)", or "line N: <reason>"
-// without a field, each part only when known.
+// Error formats e as "<config>: <field>: <reason> (line N)", or
+// "<config>: line N: <reason>" without a field, each part only when known.
 func (e *Error) Error() string {
+	var s string
 	switch {
 	case e.Field == "" && e.Line > 0:
-		return fmt.Sprintf("line %d: %s", e.Line, e.Reason)
+		s = fmt.Sprintf("line %d: %s", e.Line, e.Reason)
 	case e.Field == "":
-		return e.Reason
+		s = e.Reason
 	case e.Line > 0:
-		return fmt.Sprintf("%s: %s (line %d)", e.Field, e.Reason, e.Line)
+		s = fmt.Sprintf("%s: %s (line %d)", e.Field, e.Reason, e.Line)
+	default:
+		s = e.Field + ": " + e.Reason
 	}
-	return e.Field + ": " + e.Reason
+	if e.Config != "" {
+		return e.Config + ": " + s
+	}
+	return s
+}
+
+// Named returns the *Error that err is or wraps as a new *Error of the named
+// config, alone (not wrapped); any other error, and nil, it returns as it is.
+func Named(config string, err error) error {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	n := *e
+	n.Config = config
+	return &n
 }
 
 // Leaf holds the YAML node of one value as written, so that a loader can
@@ -110,6 +135,43 @@ func Decode(data []byte, lookup func(string) (string, bool), raw any, notMapping
 		return &Error{Reason: err.Error()}
 	}
 	return DecodeText(text, raw, notMapping)
+}
+
+// Loader reads one kind of config file: Decode into a raw tree of type R,
+// then Build the config C from it.
+type Loader[R, C any] struct {
+	// Config names the config at the head of every error message ("config").
+	Config string
+	// NotMapping is Decode's notMapping.
+	NotMapping string
+	// Build checks the raw tree and makes the config; its problems are
+	// *Errors (a Checker's).
+	Build func(*R) (*C, error)
+}
+
+// Load reads the file at path and parses it with the process environment. A
+// read error comes back as os.ReadFile gives it (it names the file).
+func (l *Loader[R, C]) Load(path string) (*C, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return l.Parse(data, os.LookupEnv)
+}
+
+// Parse parses a config's text, lookup giving the environment. Every *Error,
+// of Decode or of Build, comes back Named l.Config; Build's other errors as
+// they are.
+func (l *Loader[R, C]) Parse(data []byte, lookup func(string) (string, bool)) (*C, error) {
+	var raw R
+	if err := Decode(data, lookup, &raw, l.NotMapping); err != nil {
+		return nil, Named(l.Config, err)
+	}
+	c, err := l.Build(&raw)
+	if err != nil {
+		return nil, Named(l.Config, err)
+	}
+	return c, nil
 }
 
 // DecodeText is Decode without the environment expansion, for text that is

@@ -2,6 +2,7 @@ package yamlcfg
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -29,10 +30,29 @@ func TestErrorFormat(t *testing.T) {
 		{Error{Field: "inner.a", Reason: "bad"}, "inner.a: bad"},
 		{Error{Reason: "bad", Line: 3}, "line 3: bad"},
 		{Error{Reason: "bad"}, "bad"},
+		{Error{Config: "config", Field: "inner.a", Reason: "bad", Line: 3}, "config: inner.a: bad (line 3)"},
+		{Error{Config: "config", Reason: "bad", Line: 3}, "config: line 3: bad"},
+		{Error{Config: "config", Reason: "bad"}, "config: bad"},
 	} {
 		if got := tc.err.Error(); got != tc.want {
 			t.Errorf("%#v: %q, want %q", tc.err, got, tc.want)
 		}
+	}
+}
+
+func TestNamed(t *testing.T) {
+	e := &Error{Field: "a", Reason: "bad", Line: 2}
+	err := Named("fabric config", fmt.Errorf("wrapped: %w", e))
+	var n *Error
+	if !errors.As(err, &n) || n == e || err.Error() != "fabric config: a: bad (line 2)" {
+		t.Errorf("Named: %v (%T)", err, err)
+	}
+	if e.Config != "" {
+		t.Error("Named changed the error it was given")
+	}
+	other := errors.New("other")
+	if Named("config", other) != other || Named("config", nil) != nil {
+		t.Error("Named changed an error that is no *Error")
 	}
 }
 

@@ -13,7 +13,6 @@ package fm
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"net/netip"
 	"os"
 	"strconv"
@@ -141,57 +140,27 @@ type Member struct {
 }
 
 // ConfigError is a config that cannot be used: which field, why, and where.
-type ConfigError struct {
-	// Field is the path of the offending field ("vesws[1].pkey"); "" for a
-	// problem with the text itself.
-	Field  string
-	Reason string
-	// Line is the 1-based line of the value, 0 when unknown.
-	Line int
-}
-
-func (e *ConfigError) Error() string {
-	return "fabric config: " + (&yamlcfg.Error{Field: e.Field, Reason: e.Reason, Line: e.Line}).Error()
-}
-
-// configError turns the shared loader's *yamlcfg.Error into a *ConfigError.
-func configError(err error) error {
-	var e *yamlcfg.Error
-	if errors.As(err, &e) {
-		return &ConfigError{Field: e.Field, Reason: e.Reason, Line: e.Line}
-	}
-	return err
-}
+// Its message starts "fabric config: ".
+type ConfigError = yamlcfg.Error
 
 // LoadConfig reads and parses the file at path. A read error comes back as
 // os.ReadFile gives it; everything else is a *ConfigError.
-func LoadConfig(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return ParseConfig(data)
-}
+func LoadConfig(path string) (*Config, error) { return loader.Load(path) }
 
 // ParseConfig parses a config's text, expanding ${NAME} and ${NAME:-default}
 // from the environment. The error is a *ConfigError.
 func ParseConfig(data []byte) (*Config, error) { return parseConfig(data, os.LookupEnv) }
 
 func parseConfig(data []byte, lookup func(string) (string, bool)) (*Config, error) {
-	var raw rawConfig
-	if err := yamlcfg.Decode(data, lookup, &raw, "the file must be a mapping (fm, lid_pool, nodes, vesws)"); err != nil {
-		return nil, configError(err)
-	}
-	return raw.build()
+	return loader.Parse(data, lookup)
 }
 
-// DeriveGUID returns the GUID used when the config gives none: FNV-1a of the
-// name with the top byte's low two bits set to 10 (locally administered).
-func DeriveGUID(name string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(name))
-	return h.Sum64()&^(3<<56) | 2<<56
-}
+// loader reads the file: its errors say "fabric config: ".
+var loader = yamlcfg.Loader[rawConfig, Config]{Config: "fabric config", NotMapping: "the file must be a mapping (fm, lid_pool, nodes, vesws)", Build: (*rawConfig).build}
+
+// DeriveGUID returns the FM's GUID when the config gives none:
+// encap.GUIDFromName of its name.
+func DeriveGUID(name string) uint64 { return uint64(encap.GUIDFromName(name)) }
 
 // DefaultControlSocket returns the control socket path used when the config
 // gives none.
@@ -311,9 +280,6 @@ type rawMember struct {
 // the syntax of single values, lists and integers).
 type checker struct{ yamlcfg.Checker }
 
-// result is the checker's first problem as a *ConfigError, or nil.
-func (c *checker) result() error { return configError(c.Err()) }
-
 func (c *checker) name(l leaf, path string) string {
 	s, ok := c.Text(l, path)
 	if !ok {
@@ -400,7 +366,7 @@ func (r *rawConfig) build() (*Config, error) {
 		c.checkGroups(r, cfg)
 	}
 	if c.Failed() {
-		return nil, c.result()
+		return nil, c.Err()
 	}
 	return cfg, nil
 }

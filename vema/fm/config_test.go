@@ -186,8 +186,8 @@ func TestParseConfigErrors(t *testing.T) {
 			if !errors.As(err, &ce) {
 				t.Fatalf("err = %v, want a *ConfigError", err)
 			}
-			if ce.Field != tc.field || !strings.Contains(ce.Error(), tc.reason) {
-				t.Errorf("got %q (field %q), want field %q and %q", ce.Error(), ce.Field, tc.field, tc.reason)
+			if ce.Field != tc.field || !strings.Contains(ce.Error(), tc.reason) || !strings.HasPrefix(ce.Error(), "fabric config: ") {
+				t.Errorf("got %q (field %q), want field %q and %q after \"fabric config: \"", ce.Error(), ce.Field, tc.field, tc.reason)
 			}
 		})
 	}

@@ -11,7 +11,7 @@ import (
 // The directory class (docs/management.md §3, emulation): class 0x3F, class version
 // 0x80, vendor header as VEMA's (OUI 00 06 6A at MAD bytes 37-39), Sets of
 // DirectoryBlock and MulticastBlock with attr_mod = block index. This is the
-// FM's own encoder; the node side is vema.DirAssembler.
+// FM's own encoder; the node side is vema/node's DirAssembler.
 // The directory class's wire format is package vema's (DirectoryBlock,
 // MulticastBlock); here the FM splits a generation into blocks.
 const (

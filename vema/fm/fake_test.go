@@ -13,6 +13,7 @@ import (
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/hfi/hfitest"
 	"github.com/opavnic/opavnic/vema"
+	nodeside "github.com/opavnic/opavnic/vema/node" // node names the FM's record of one
 )
 
 // fakeNode speaks the node side of docs/management.md with the vema codecs: it
@@ -39,7 +40,7 @@ type fakeNode struct {
 	tables   map[uint8][]vema.MACTableEntry // by vport, index = table index
 	deleted  []uint8
 	trapLID  encap.LID
-	asm      vema.DirAssembler
+	asm      nodeside.DirAssembler
 	dirGen   uint32 // installed
 	dir      []dirEntry
 	groups   []dirGroup
@@ -337,7 +338,7 @@ func (f *fakeNode) forget() {
 	f.vports = map[uint8]vema.VESWPortInfo{}
 	f.netdevs = map[uint8][6]byte{}
 	f.tables = map[uint8][]vema.MACTableEntry{}
-	f.dir, f.groups, f.dirGen, f.asm = nil, nil, 0, vema.DirAssembler{}
+	f.dir, f.groups, f.dirGen, f.asm = nil, nil, 0, nodeside.DirAssembler{}
 }
 
 // trapMACChange sends a VEMA unicast-MAC-change trap for vport after

@@ -11,7 +11,8 @@ import (
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/hfi/hfitest"
 	"github.com/opavnic/opavnic/vema"
-	"github.com/opavnic/opavnic/vema/vematest"
+	nodeside "github.com/opavnic/opavnic/vema/node" // node names the FM's record of one
+	"github.com/opavnic/opavnic/vema/node/nodetest"
 )
 
 // hostileNode answers the FM's requests as a node would, with the real SMA
@@ -21,13 +22,13 @@ import (
 type hostileNode struct {
 	ep    netip.AddrPort
 	guid  uint64
-	sma   *vema.SMA
-	agent *vema.Agent
+	sma   *nodeside.SMA
+	agent *nodeside.Agent
 }
 
 func newHostileNode(name string, guid uint64, ep netip.AddrPort) *hostileNode {
-	return &hostileNode{ep: ep, guid: guid, sma: vema.NewSMA(guid, guid, name, vema.SMAPort{}, nil),
-		agent: vema.NewAgent(vematest.NewPorts(), nil)}
+	return &hostileNode{ep: ep, guid: guid, sma: nodeside.NewSMA(guid, guid, name, nodeside.SMAPort{}, nil),
+		agent: nodeside.NewAgent(nodetest.NewPorts(), nil)}
 }
 
 // answer is the honest answer to the request MAD req ("" when the node

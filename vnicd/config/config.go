@@ -13,13 +13,12 @@ package config
 //     an error while every value keeps its line for the messages.
 //  3. build turns the raw tree into a Config, applying defaults and checking
 //     each value and the cross references (peers, groups, DLIDs), and stops
-//     at the first problem with a *ConfigError naming the field.
+//     at the first problem with a *Error naming the field.
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"maps"
 	"net"
 	"net/netip"
@@ -66,7 +65,7 @@ const (
 )
 
 // Config is a node's static-mode configuration, every value typed, validated
-// and defaulted. ParseConfig and LoadConfig make one; Marshal writes it back.
+// and defaulted. Parse and Load make one; Marshal writes it back.
 type Config struct {
 	Node NodeConfig
 	// TrustedManagers are the endpoints a static node takes management
@@ -154,70 +153,35 @@ type VNICConfig struct {
 }
 
 // Error is a config that cannot be used: which field, why, and where.
-// Everything ParseConfig and LoadConfig reject comes out as one (except the
-// file read error of LoadConfig); find it with errors.As.
-type Error struct {
-	// Field is the path of the offending field, such as
-	// "vnics[1].vesw.eth_mtu"; "" for a problem with the text itself (YAML
-	// syntax, an environment variable).
-	Field  string
-	Reason string
-	// Line is the 1-based line of the offending value in the file, 0 when
-	// unknown (a required field that is missing, say).
-	Line int
-}
-
-// Error returns "config: <field>: <reason>", with " (line N)" when the line
-// is known; without a field, "config: line N: <reason>".
-func (e *Error) Error() string {
-	return "config: " + (&yamlcfg.Error{Field: e.Field, Reason: e.Reason, Line: e.Line}).Error()
-}
-
-// configError turns the shared loader's *yamlcfg.Error into a *ConfigError.
-func configError(err error) error {
-	var e *yamlcfg.Error
-	if errors.As(err, &e) {
-		return &Error{Field: e.Field, Reason: e.Reason, Line: e.Line}
-	}
-	return err
-}
+// Everything Parse and Load reject comes out as one (except the file read
+// error of Load); find it with errors.As. Its message is "config: <field>:
+// <reason>", with " (line N)" when the line is known; without a field,
+// "config: line N: <reason>".
+type Error = yamlcfg.Error
 
 // Load reads and parses the config file at path. A read error is
 // returned as os.ReadFile gives it (it names the file); everything else is a
-// *ConfigError, which does not name the file.
-func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return Parse(data)
-}
+// *Error, which does not name the file.
+func Load(path string) (*Config, error) { return loader.Load(path) }
 
 // Parse parses a config file's text: it expands ${NAME} and
 // ${NAME:-default} from the process environment, decodes the YAML (unknown
 // fields are errors), applies the defaults and validates everything. The
-// error is a *ConfigError.
+// error is a *Error.
 func Parse(data []byte) (*Config, error) {
 	return parseConfig(data, os.LookupEnv)
 }
 
 func parseConfig(data []byte, lookup func(string) (string, bool)) (*Config, error) {
-	var raw rawConfig
-	if err := yamlcfg.Decode(data, lookup, &raw, "the file must be a mapping (node, peers, multicast, control, vnics)"); err != nil {
-		return nil, configError(err)
-	}
-	return raw.build()
+	return loader.Parse(data, lookup)
 }
 
-// DeriveNodeGUID returns the node GUID used when the config gives none: the
-// 64-bit FNV-1a hash of the node name with the low two bits of its top byte
-// set to binary 10, which makes it a locally administered, individual EUI-64
-// and never 0.
-func DeriveNodeGUID(name string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(name))
-	return h.Sum64()&^(3<<56) | 2<<56
-}
+// loader reads the file: its errors say "config: ".
+var loader = yamlcfg.Loader[rawConfig, Config]{Config: "config", NotMapping: "the file must be a mapping (node, peers, multicast, control, vnics)", Build: (*rawConfig).build}
+
+// DeriveNodeGUID returns the node GUID when the config gives none:
+// encap.GUIDFromName of the node name, never 0.
+func DeriveNodeGUID(name string) uint64 { return uint64(encap.GUIDFromName(name)) }
 
 // DefaultControlSocket returns the control socket path used when the config
 // gives none.
@@ -326,9 +290,6 @@ type rawMACEntry struct {
 // values once there is one, and build returns it at the end.
 type checker struct{ yamlcfg.Checker }
 
-// result is the checker's first problem as a *ConfigError, or nil.
-func (c *checker) result() error { return configError(c.Err()) }
-
 // unicastLID parses a 16B unicast LID; 0 when absent or bad.
 func (c *checker) unicastLID(l leaf, path string) uint32 {
 	v, ok := c.Number(l, path)
@@ -352,7 +313,7 @@ func (r *rawConfig) build() (*Config, error) {
 	cfg := &Config{}
 	cfg.Node = c.buildNode(&r.Node)
 	if c.Failed() {
-		return nil, c.result()
+		return nil, c.Err()
 	}
 	// known maps a unicast LID to the path of the field that declares it.
 	known := map[uint32]string{uint32(cfg.Node.LID): "node.lid"}
@@ -369,7 +330,7 @@ func (r *rawConfig) build() (*Config, error) {
 	groups := map[uint32][]uint32{}
 	cfg.Multicast = c.buildGroups(r.Multicast, known, groups)
 	if c.Failed() {
-		return nil, c.result()
+		return nil, c.Err()
 	}
 	cfg.Control.Socket = c.buildSocket(r.Control.Socket, cfg.Node.Name)
 	cfg.TrustedManagers = c.buildTrusted(r.TrustedManagers, cfg.Node.Managed())
@@ -380,7 +341,7 @@ func (r *rawConfig) build() (*Config, error) {
 		c.checkNetdevsVsVNICs(cfg, netdevLeaves)
 	}
 	if c.Failed() {
-		return nil, c.result()
+		return nil, c.Err()
 	}
 	return cfg, nil
 }

@@ -184,12 +184,20 @@ func TestDataPlanePollLoop(t *testing.T) {
 		t.Errorf("the deleted port still answers:\n%s", out)
 	}
 
-	// A stopped loop returns nil, and its engine's ports close.
-	a.halt(t)
+	// A stopped loop returns nil; the engine makes no port after it, and
+	// closes its ports.
+	a.stop()
+	if err := <-a.done; err != nil {
+		t.Errorf("RunDataPlane: %v", err)
+	}
+	a.stop = nil
 	if err := a.engine.SetPort(2, enginetest.PortConfig(lidA, 3, 0x8001), engine.NetdevConfig{NetNS: a.ns.Path()}, nil); err == nil {
 		t.Error("SetPort after the data plane stopped succeeded")
 	} else if !errors.Is(err, engine.ErrDataPlaneStopped) {
 		t.Errorf("SetPort after the data plane stopped: %v", err)
+	}
+	if err := a.engine.Close(); err != nil {
+		t.Errorf("engine close: %v", err)
 	}
 }
 

@@ -1,4 +1,4 @@
-package vema
+package node
 
 import (
 	"encoding/binary"
@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/vema"
 )
 
 // MACTable is the VEMA MAC table of one vport as the kernel keeps it
 // (docs/linux-compat.md §4.6): entries by absolute index (0..2047) and the
 // digest the EM last set. A nil Entries map is an empty table.
 type MACTable struct {
-	Entries map[uint16]MACTableEntry
+	Entries map[uint16]vema.MACTableEntry
 	Digest  uint32
 }
 
@@ -37,12 +38,12 @@ type PortController interface {
 	// (reserved ones too), with oper_state and eth_link_status read back
 	// from the port, mac_tbl_digest and the gen counts as kept. ok is false
 	// when the vport does not exist.
-	VESWPortInfo(vport uint8) (info VESWPortInfo, ok bool)
+	VESWPortInfo(vport uint8) (info vema.VESWPortInfo, ok bool)
 	// SetVESWPortInfo stores info (the agent has already merged the writable
 	// fields into the current value) and applies it, creating the vport if it
 	// does not exist. An error means the port could not be made or run with
 	// this config.
-	SetVESWPortInfo(vport uint8, info *VESWPortInfo) error
+	SetVESWPortInfo(vport uint8, info *vema.VESWPortInfo) error
 	// MACTable returns a vport's MAC table; ok is false when the vport does
 	// not exist.
 	MACTable(vport uint8) (t MACTable, ok bool)
@@ -52,7 +53,7 @@ type PortController interface {
 	IfaceMACs(vport uint8, mcast bool) (l IfaceMACList, ok bool)
 	// Counters returns the vport's summary and error counters (without the
 	// 8-byte prefix, which the agent fills).
-	Counters(vport uint8) (s SummaryCounters, e ErrorCounters, ok bool)
+	Counters(vport uint8) (s vema.SummaryCounters, e vema.ErrorCounters, ok bool)
 }
 
 // Trap rate limit of the kernel (docs/linux-compat.md §4.9): a window of
@@ -74,8 +75,8 @@ type Agent struct {
 	physPort uint16
 
 	mu      sync.Mutex
-	cpi     ClassPortInfo // as last Set, 80 bytes stored whole
-	trapTID uint64        // per physical port (port->tid)
+	cpi     vema.ClassPortInfo // as last Set, 80 bytes stored whole
+	trapTID uint64             // per physical port (port->tid)
 	windows map[uint8]trapWindow
 	now     func() time.Time
 }
@@ -96,7 +97,7 @@ func NewAgent(ports PortController, now func() time.Time) *Agent {
 }
 
 // ClassPortInfo returns the ClassPortInfo as last Set (zero before any Set).
-func (a *Agent) ClassPortInfo() ClassPortInfo {
+func (a *Agent) ClassPortInfo() vema.ClassPortInfo {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.cpi
@@ -118,36 +119,36 @@ func (a *Agent) ClassPortInfo() ClassPortInfo {
 // ib_mad_hdr) for an OPA MAD). Otherwise resp is 2048 bytes: the request's
 // first 40 bytes with method GetResp and the status, then the data area.
 func (a *Agent) Handle(req []byte) (resp []byte, ok bool) {
-	if len(req) < VendorHeaderLen {
+	if len(req) < vema.VendorHeaderLen {
 		return nil, false
 	}
-	if req[0] != BaseVersion || Class(req[1]) != ClassVEMA {
+	if req[0] != vema.BaseVersion || vema.Class(req[1]) != vema.ClassVEMA {
 		return nil, false
 	}
-	m := Method(req[3])
-	if m != MethodGet && m != MethodSet {
+	m := vema.Method(req[3])
+	if m != vema.MethodGet && m != vema.MethodSet {
 		return nil, false
 	}
-	if req[2] != VEMAClassVersion || OUI(req[37:40]) != IntelOUI {
-		resp = make([]byte, MADHeaderLen)
-		copy(resp, req[:MADHeaderLen])
-		resp[3] = byte(MethodGetResp)
-		binary.BigEndian.PutUint16(resp[4:], uint16(StatusUnsupportedMethodAttr))
+	if req[2] != vema.VEMAClassVersion || vema.OUI(req[37:40]) != vema.IntelOUI {
+		resp = make([]byte, vema.MADHeaderLen)
+		copy(resp, req[:vema.MADHeaderLen])
+		resp[3] = byte(vema.MethodGetResp)
+		binary.BigEndian.PutUint16(resp[4:], uint16(vema.StatusUnsupportedMethodAttr))
 		return resp, true
 	}
-	var in [VEMADataLen]byte
-	copy(in[:], req[VendorHeaderLen:])
-	resp = make([]byte, MADSize)
-	copy(resp, req[:VendorHeaderLen])
-	resp[3] = byte(MethodGetResp)
-	out := resp[VendorHeaderLen:]
+	var in [vema.VEMADataLen]byte
+	copy(in[:], req[vema.VendorHeaderLen:])
+	resp = make([]byte, vema.MADSize)
+	copy(resp, req[:vema.VendorHeaderLen])
+	resp[3] = byte(vema.MethodGetResp)
+	out := resp[vema.VendorHeaderLen:]
 	attr := binary.BigEndian.Uint16(req[16:])
 	vport := req[23] // attr_mod & 0xFF
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var st Status
-	if m == MethodGet {
+	var st vema.Status
+	if m == vema.MethodGet {
 		st = a.get(attr, vport, in[:], out)
 	} else {
 		st = a.set(attr, vport, in[:], out)
@@ -156,69 +157,69 @@ func (a *Agent) Handle(req []byte) (resp []byte, ok bool) {
 	return resp, true
 }
 
-func (a *Agent) get(attr uint16, vport uint8, in, out []byte) Status {
+func (a *Agent) get(attr uint16, vport uint8, in, out []byte) vema.Status {
 	switch attr {
-	case AttrClassPortInfo:
+	case vema.AttrClassPortInfo:
 		a.getCPI(out)
-	case AttrVESWPortInfo:
+	case vema.AttrVESWPortInfo:
 		a.getVESWPortInfo(vport, out)
-	case AttrVESWPortMACEntries:
+	case vema.AttrVESWPortMACEntries:
 		return a.getMACEntries(vport, in, out)
-	case AttrIfaceUcastMACs:
+	case vema.AttrIfaceUcastMACs:
 		return a.getIfaceMACs(vport, false, in, out)
-	case AttrIfaceMcastMACs:
+	case vema.AttrIfaceMcastMACs:
 		return a.getIfaceMACs(vport, true, in, out)
-	case AttrVESWPortSummaryCounters, AttrVESWPortErrorCounters:
-		return a.getCounters(vport, attr == AttrVESWPortErrorCounters, out)
+	case vema.AttrVESWPortSummaryCounters, vema.AttrVESWPortErrorCounters:
+		return a.getCounters(vport, attr == vema.AttrVESWPortErrorCounters, out)
 	default:
-		return StatusUnsupportedMethodAttr
+		return vema.StatusUnsupportedMethodAttr
 	}
-	return StatusSuccess
+	return vema.StatusSuccess
 }
 
-func (a *Agent) set(attr uint16, vport uint8, in, out []byte) Status {
+func (a *Agent) set(attr uint16, vport uint8, in, out []byte) vema.Status {
 	switch attr {
-	case AttrClassPortInfo:
+	case vema.AttrClassPortInfo:
 		_ = a.cpi.UnmarshalBinary(in) // stores the whole 80 bytes
 		a.getCPI(out)
-	case AttrVESWPortInfo:
-		var req VESWPortInfo
+	case vema.AttrVESWPortInfo:
+		var req vema.VESWPortInfo
 		_ = req.UnmarshalBinary(in)
 		cur, ok := a.ports.VESWPortInfo(vport)
 		if !ok {
-			if vport > MaxVPort { // beyond OPA_VNIC_MAX_NUM_VPORT: no VNIC is made
-				return StatusInvalidAttrValue
+			if vport > vema.MaxVPort { // beyond OPA_VNIC_MAX_NUM_VPORT: no VNIC is made
+				return vema.StatusInvalidAttrValue
 			}
-			cur = PowerOnVESWPortInfo()
+			cur = vema.PowerOnVESWPortInfo()
 		}
 		mergeWritable(&cur, &req)
 		if err := a.ports.SetVESWPortInfo(vport, &cur); err != nil {
-			return StatusInvalidAttrValue
+			return vema.StatusInvalidAttrValue
 		}
 		a.getVESWPortInfo(vport, out)
-	case AttrVESWPortMACEntries:
+	case vema.AttrVESWPortMACEntries:
 		return a.setMACEntries(vport, in, out)
-	case AttrDeleteVESW:
+	case vema.AttrDeleteVESW:
 		cur, ok := a.ports.VESWPortInfo(vport)
 		if !ok {
-			return StatusInvalidAttrValue
+			return vema.StatusInvalidAttrValue
 		}
-		pod := PowerOnVESWPortInfo()
+		pod := vema.PowerOnVESWPortInfo()
 		mergeWritable(&cur, &pod)
 		cur.VPort.MACTblDigest = 0
-		st := StatusSuccess
+		st := vema.StatusSuccess
 		if err := a.ports.SetVESWPortInfo(vport, &cur); err != nil {
-			st = StatusInvalidAttrValue
+			st = vema.StatusInvalidAttrValue
 		}
 		if err := a.ports.SetMACTable(vport, MACTable{}); err != nil {
-			st = StatusInvalidAttrValue
+			st = vema.StatusInvalidAttrValue
 		}
 		a.getVESWPortInfo(vport, out)
 		return st
 	default:
-		return StatusUnsupportedMethodAttr
+		return vema.StatusUnsupportedMethodAttr
 	}
-	return StatusSuccess
+	return vema.StatusSuccess
 }
 
 // mergeWritable copies into cur what opa_vnic_set_vesw_info and
@@ -227,7 +228,7 @@ func (a *Agent) set(attr uint16, vport uint8, in, out []byte) Status {
 // config_state, rsvd1, encap_slid, the PCP/SC/VL maps, rsvd2 and rsvd3.
 // eth_link_status, oper_state, max_mac_tbl_ent, max_smac_ent,
 // mac_tbl_digest and the gen counts keep their current values.
-func mergeWritable(cur, req *VESWPortInfo) {
+func mergeWritable(cur, req *vema.VESWPortInfo) {
 	cur.VESW = req.VESW
 	d, s := &cur.VPort, &req.VPort
 	d.PortNum = s.PortNum
@@ -246,10 +247,10 @@ func mergeWritable(cur, req *VESWPortInfo) {
 // version, cap_mask (traps, 255 vports) and response time 18 forced.
 func (a *Agent) getCPI(out []byte) {
 	c := a.cpi
-	c.BaseVersion = BaseVersion
-	c.ClassVersion = VEMAClassVersion
-	c.CapMask = VEMACPICapMask
-	c.CapMask2RespTime = uint32(VEMACPIRespTime)
+	c.BaseVersion = vema.BaseVersion
+	c.ClassVersion = vema.VEMAClassVersion
+	c.CapMask = vema.VEMACPICapMask
+	c.CapMask2RespTime = uint32(vema.VEMACPIRespTime)
 	_, _ = c.AppendBinary(out[:0])
 }
 
@@ -258,59 +259,59 @@ func (a *Agent) getCPI(out []byte) {
 func (a *Agent) getVESWPortInfo(vport uint8, out []byte) {
 	info, ok := a.ports.VESWPortInfo(vport)
 	if !ok {
-		info = PowerOnVESWPortInfo()
+		info = vema.PowerOnVESWPortInfo()
 	}
 	_, _ = info.AppendBinary(out[:0])
 }
 
-func (a *Agent) getMACEntries(vport uint8, in, out []byte) Status {
+func (a *Agent) getMACEntries(vport uint8, in, out []byte) vema.Status {
 	t, ok := a.ports.MACTable(vport)
 	if !ok {
-		return StatusInvalidAttrValue
+		return vema.StatusInvalidAttrValue
 	}
-	var h MACTableHeader
+	var h vema.MACTableHeader
 	_ = h.UnmarshalBinary(in)
 	if !h.Valid() {
-		return StatusInvalidAttrValue
+		return vema.StatusInvalidAttrValue
 	}
 	binary.BigEndian.PutUint16(out[0:], h.Offset)
 	binary.BigEndian.PutUint16(out[2:], h.NumEntries)
 	if t.Entries == nil {
-		return StatusSuccess // no table: opa_vnic_query_mac_tbl leaves the digest 0
+		return vema.StatusSuccess // no table: opa_vnic_query_mac_tbl leaves the digest 0
 	}
 	for idx, e := range t.Entries {
 		if idx < h.Offset || int(idx) >= int(h.Offset)+int(h.NumEntries) {
 			continue
 		}
-		off := MACTableHeaderLen + MACTableEntryLen*int(idx-h.Offset)
+		off := vema.MACTableHeaderLen + vema.MACTableEntryLen*int(idx-h.Offset)
 		_, _ = e.AppendBinary(out[off:off])
 	}
 	binary.BigEndian.PutUint32(out[4:], t.Digest)
-	return StatusSuccess
+	return vema.StatusSuccess
 }
 
 // setMACEntries is vema_set_mac_entries + opa_vnic_update_mac_tbl: every
 // index in [offset, offset+num) is replaced, an all-zero MAC deletes it,
 // other indices are kept, the digest is the request's. The reply is the Get
 // of the same range; an invalid range reads 0x001C there.
-func (a *Agent) setMACEntries(vport uint8, in, out []byte) Status {
+func (a *Agent) setMACEntries(vport uint8, in, out []byte) vema.Status {
 	t, ok := a.ports.MACTable(vport)
 	if !ok {
-		return StatusInvalidAttrValue
+		return vema.StatusInvalidAttrValue
 	}
-	var h MACTableHeader
+	var h vema.MACTableHeader
 	_ = h.UnmarshalBinary(in)
-	st := StatusSuccess
+	st := vema.StatusSuccess
 	if h.Valid() {
-		nt := MACTable{Entries: make(map[uint16]MACTableEntry, len(t.Entries)+int(h.NumEntries)), Digest: h.Digest}
+		nt := MACTable{Entries: make(map[uint16]vema.MACTableEntry, len(t.Entries)+int(h.NumEntries)), Digest: h.Digest}
 		for idx, e := range t.Entries {
 			if idx < h.Offset || int(idx) >= int(h.Offset)+int(h.NumEntries) {
 				nt.Entries[idx] = e
 			}
 		}
 		for i := 0; i < int(h.NumEntries); i++ {
-			var e MACTableEntry
-			off := MACTableHeaderLen + MACTableEntryLen*i
+			var e vema.MACTableEntry
+			off := vema.MACTableHeaderLen + vema.MACTableEntryLen*i
 			_ = e.UnmarshalBinary(in[off:])
 			if e.IsDelete() {
 				continue
@@ -318,12 +319,12 @@ func (a *Agent) setMACEntries(vport uint8, in, out []byte) Status {
 			nt.Entries[h.Offset+uint16(i)] = e
 		}
 		if err := a.ports.SetMACTable(vport, nt); err != nil {
-			st = StatusUnsupportedMethodAttr
+			st = vema.StatusUnsupportedMethodAttr
 		}
 	} else {
-		st = StatusUnsupportedMethodAttr
+		st = vema.StatusUnsupportedMethodAttr
 	}
-	if gst := a.getMACEntries(vport, in, out); gst != StatusSuccess {
+	if gst := a.getMACEntries(vport, in, out); gst != vema.StatusSuccess {
 		return gst
 	}
 	return st
@@ -335,20 +336,20 @@ func (a *Agent) setMACEntries(vport uint8, in, out []byte) Status {
 // filled, 0 when none is (the kernel stores count after its loop); for the
 // unicast list the EM's base_mac_addr is skipped and tot_macs_in_lst =
 // dev_addrs + uc - the skipped (em) MACs.
-func (a *Agent) getIfaceMACs(vport uint8, mcast bool, in, out []byte) Status {
+func (a *Agent) getIfaceMACs(vport uint8, mcast bool, in, out []byte) vema.Status {
 	l, ok := a.ports.IfaceMACs(vport, mcast)
 	if !ok {
-		return StatusInvalidAttrValue
+		return vema.StatusInvalidAttrValue
 	}
 	var base [6]byte
 	if info, ok := a.ports.VESWPortInfo(vport); ok {
 		base = info.VPort.BaseMACAddr
 	}
-	var h IfaceMACsHeader
+	var h vema.IfaceMACsHeader
 	_ = h.UnmarshalBinary(in)
 	want := h.Requested()
-	if want > MaxIfaceMACsPerMAD {
-		want = MaxIfaceMACsPerMAD
+	if want > vema.MaxIfaceMACsPerMAD {
+		want = vema.MaxIfaceMACsPerMAD
 	}
 	binary.BigEndian.PutUint16(out[0:], h.StartIdx)
 	var list [][6]byte
@@ -373,7 +374,7 @@ func (a *Agent) getIfaceMACs(vport uint8, mcast bool, in, out []byte) Status {
 		if count == want {
 			break
 		}
-		copy(out[IfaceMACsHeaderLen+6*count:], m[:])
+		copy(out[vema.IfaceMACsHeaderLen+6*count:], m[:])
 		count++
 	}
 	binary.BigEndian.PutUint16(out[2:], uint16(count))
@@ -383,13 +384,13 @@ func (a *Agent) getIfaceMACs(vport uint8, mcast bool, in, out []byte) Status {
 	}
 	binary.BigEndian.PutUint16(out[4:], uint16(tot))
 	binary.BigEndian.PutUint16(out[6:], l.GenCount)
-	return StatusSuccess
+	return vema.StatusSuccess
 }
 
-func (a *Agent) getCounters(vport uint8, errs bool, out []byte) Status {
+func (a *Agent) getCounters(vport uint8, errs bool, out []byte) vema.Status {
 	s, e, ok := a.ports.Counters(vport)
 	if !ok {
-		return StatusInvalidAttrValue
+		return vema.StatusInvalidAttrValue
 	}
 	info, _ := a.ports.VESWPortInfo(vport)
 	if errs {
@@ -399,7 +400,7 @@ func (a *Agent) getCounters(vport uint8, errs bool, out []byte) Status {
 		s.VPInstance, s.VESWID, s.VESWPortNum = uint16(vport), info.VESW.VESWID, uint32(a.physPort)
 		_, _ = s.AppendBinary(out[:0])
 	}
-	return StatusSuccess
+	return vema.StatusSuccess
 }
 
 // Trap builds the VEMA trap of vport with opcode (TrapIfaceUcastMACChange,
@@ -431,19 +432,19 @@ func (a *Agent) Trap(vport uint8, opcode uint8) (mad []byte, dlid encap.LID, sl 
 	w.count++
 	a.windows[vport] = w
 	a.trapTID++
-	t := TrapMAD{
-		VendorHeader: VendorHeader{
-			MADHeader: MADHeader{
-				BaseVersion: BaseVersion, MgmtClass: ClassVEMA, ClassVersion: VEMAClassVersion,
-				Method: MethodTrap, TID: a.trapTID, AttrID: AttrNotice,
+	t := vema.TrapMAD{
+		VendorHeader: vema.VendorHeader{
+			MADHeader: vema.MADHeader{
+				BaseVersion: vema.BaseVersion, MgmtClass: vema.ClassVEMA, ClassVersion: vema.VEMAClassVersion,
+				Method: vema.MethodTrap, TID: a.trapTID, AttrID: vema.AttrNotice,
 			},
-			OUI: IntelOUI,
+			OUI: vema.IntelOUI,
 		},
-		Notice: Notice{
-			GenType:   VEMANoticeGenType,
-			OUI:       IntelOUI,
+		Notice: vema.Notice{
+			GenType:   vema.VEMANoticeGenType,
+			OUI:       vema.IntelOUI,
 			IssuerLID: info.VPort.EncapSLID,
-			Trap: VESWPortTrap{
+			Trap: vema.VESWPortTrap{
 				FabricID: info.VESW.FabricID, VESWID: info.VESW.VESWID, VESWPortNum: info.VPort.PortNum,
 				OPAPortNum: a.physPort, VESWPortIndex: vport, Opcode: opcode,
 			},

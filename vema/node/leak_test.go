@@ -1,4 +1,4 @@
-package vema
+package node
 
 import (
 	"testing"

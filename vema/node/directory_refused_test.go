@@ -1,9 +1,11 @@
-package vema
+package node
 
 import (
 	"errors"
 	"net/netip"
 	"testing"
+
+	"github.com/opavnic/opavnic/vema"
 )
 
 // A block the assembler refuses (0x001C) changes nothing it holds
@@ -13,12 +15,12 @@ import (
 // that generation it already holds.
 func TestDirAssemblerRefusedBlockKeepsPartial(t *testing.T) {
 	ep := netip.MustParseAddrPort("10.0.0.1:4793")
-	uni := func(gen, inst uint32, block, n uint16, lid uint32) *DirectoryBlock {
-		return &DirectoryBlock{DirBlockHeader: DirBlockHeader{Generation: gen, Block: block, NumBlocks: n, Instance: inst},
-			Entries: []DirEntry{{LID: lid, Addr: ep}}}
+	uni := func(gen, inst uint32, block, n uint16, lid uint32) *vema.DirectoryBlock {
+		return &vema.DirectoryBlock{DirBlockHeader: vema.DirBlockHeader{Generation: gen, Block: block, NumBlocks: n, Instance: inst},
+			Entries: []vema.DirEntry{{LID: lid, Addr: ep}}}
 	}
-	mc := func(gen, inst uint32, block, n uint16, gs ...DirGroup) *MulticastBlock {
-		return &MulticastBlock{DirBlockHeader: DirBlockHeader{Generation: gen, Block: block, NumBlocks: n, Instance: inst}, Groups: gs}
+	mc := func(gen, inst uint32, block, n uint16, gs ...vema.DirGroup) *vema.MulticastBlock {
+		return &vema.MulticastBlock{DirBlockHeader: vema.DirBlockHeader{Generation: gen, Block: block, NumBlocks: n, Instance: inst}, Groups: gs}
 	}
 	big := make([]uint32, 300) // two of these in one group: 600 > 496 members
 	for i := range big {
@@ -51,7 +53,7 @@ func TestDirAssemblerRefusedBlockKeepsPartial(t *testing.T) {
 			if _, _, done, err := a.AddDirectoryBlock(uni(10, 7, 0, 2, 0x10)); done || err != nil {
 				t.Fatal(done, err)
 			}
-			if err := tc.bad(&a); !errors.Is(err, ErrDirBounds) && !errors.Is(err, ErrDirBlock) {
+			if err := tc.bad(&a); !errors.Is(err, vema.ErrDirBounds) && !errors.Is(err, vema.ErrDirBlock) {
 				t.Fatalf("bad block: %v, want it refused", err)
 			}
 			if _, _, done, err := a.AddDirectoryBlock(uni(10, 7, 1, 2, 0x11)); done || err != nil {
@@ -66,16 +68,16 @@ func TestDirAssemblerRefusedBlockKeepsPartial(t *testing.T) {
 	t.Run("a resent block over the member bound", func(t *testing.T) {
 		var a DirAssembler
 		a.AddDirectoryBlock(uni(10, 7, 0, 1, 0x10))
-		g1 := DirGroup{MLID: 0xF00001, Members: big[:10]}
+		g1 := vema.DirGroup{MLID: 0xF00001, Members: big[:10]}
 		if _, _, _, err := a.AddMulticastBlock(mc(10, 7, 0, 3, g1)); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, _, err := a.AddMulticastBlock(mc(10, 7, 1, 3, DirGroup{MLID: 0xF00002, Members: big})); err != nil {
+		if _, _, _, err := a.AddMulticastBlock(mc(10, 7, 1, 3, vema.DirGroup{MLID: 0xF00002, Members: big})); err != nil {
 			t.Fatal(err)
 		}
 		// Block 0 again, now naming group 2 with 250 more: 550 in all.
-		g2 := DirGroup{MLID: 0xF00002, Members: big[:250]}
-		if _, _, _, err := a.AddMulticastBlock(mc(10, 7, 0, 3, g1, g2)); !errors.Is(err, ErrDirBounds) {
+		g2 := vema.DirGroup{MLID: 0xF00002, Members: big[:250]}
+		if _, _, _, err := a.AddMulticastBlock(mc(10, 7, 0, 3, g1, g2)); !errors.Is(err, vema.ErrDirBounds) {
 			t.Fatalf("550 members: %v", err)
 		}
 		// Block 0 as first sent still counts.

@@ -1,4 +1,4 @@
-package vema
+package node
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/vema"
 )
 
 // The agent's vectors: every request and every expected response is written
@@ -14,7 +15,7 @@ import (
 
 // vemaReq returns a 2048-byte VEMA request: vendor header by hand, then data.
 func vemaReq(method byte, attr uint16, attrMod uint32, data []byte) []byte {
-	b := make([]byte, MADSize)
+	b := make([]byte, vema.MADSize)
 	put(b, 0, 0x80, 0x34, 0x80, method)                       // base, class, class_version, method
 	put(b, 8, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08) // tid
 	put(b, 16, byte(attr>>8), byte(attr))                     // attr_id
@@ -30,7 +31,7 @@ func vemaReq(method byte, attr uint16, attrMod uint32, data []byte) []byte {
 // vemaResp is what the kernel answers to req: its first 40 bytes, method
 // GetResp, the status, then data (zero-filled to 2008 bytes).
 func vemaResp(req []byte, status uint16, data []byte) []byte {
-	b := make([]byte, MADSize)
+	b := make([]byte, vema.MADSize)
 	copy(b, req[:40])
 	put(b, 3, 0x81)
 	put(b, 4, byte(status>>8), byte(status))
@@ -57,32 +58,32 @@ func check(t *testing.T, a *Agent, name string, req, want []byte) {
 
 // fakePorts is a minimal PortController: one map, link always up.
 type fakePorts struct {
-	info  map[uint8]*VESWPortInfo
+	info  map[uint8]*vema.VESWPortInfo
 	table map[uint8]MACTable
 	uc    map[uint8]IfaceMACList
-	sum   SummaryCounters
-	errs  ErrorCounters
+	sum   vema.SummaryCounters
+	errs  vema.ErrorCounters
 }
 
 func newFakePorts() *fakePorts {
-	return &fakePorts{info: map[uint8]*VESWPortInfo{}, table: map[uint8]MACTable{}, uc: map[uint8]IfaceMACList{}}
+	return &fakePorts{info: map[uint8]*vema.VESWPortInfo{}, table: map[uint8]MACTable{}, uc: map[uint8]IfaceMACList{}}
 }
 
-func (f *fakePorts) VESWPortInfo(v uint8) (VESWPortInfo, bool) {
+func (f *fakePorts) VESWPortInfo(v uint8) (vema.VESWPortInfo, bool) {
 	i, ok := f.info[v]
 	if !ok {
-		return VESWPortInfo{}, false
+		return vema.VESWPortInfo{}, false
 	}
 	r := *i
-	r.VPort.OperState, r.VPort.EthLinkStatus = StateDropAll, EthLinkDown
-	if r.VPort.ConfigState == StateForwarding {
-		r.VPort.OperState, r.VPort.EthLinkStatus = StateForwarding, EthLinkUp
+	r.VPort.OperState, r.VPort.EthLinkStatus = vema.StateDropAll, vema.EthLinkDown
+	if r.VPort.ConfigState == vema.StateForwarding {
+		r.VPort.OperState, r.VPort.EthLinkStatus = vema.StateForwarding, vema.EthLinkUp
 	}
 	r.VPort.MACTblDigest = f.table[v].Digest
 	r.VPort.UCMACsGenCount = f.uc[v].GenCount
 	return r, true
 }
-func (f *fakePorts) SetVESWPortInfo(v uint8, i *VESWPortInfo) error {
+func (f *fakePorts) SetVESWPortInfo(v uint8, i *vema.VESWPortInfo) error {
 	c := *i
 	f.info[v] = &c
 	return nil
@@ -103,9 +104,9 @@ func (f *fakePorts) IfaceMACs(v uint8, mc bool) (IfaceMACList, bool) {
 	}
 	return f.uc[v], true
 }
-func (f *fakePorts) Counters(v uint8) (SummaryCounters, ErrorCounters, bool) {
+func (f *fakePorts) Counters(v uint8) (vema.SummaryCounters, vema.ErrorCounters, bool) {
 	if _, ok := f.info[v]; !ok {
-		return SummaryCounters{}, ErrorCounters{}, false
+		return vema.SummaryCounters{}, vema.ErrorCounters{}, false
 	}
 	return f.sum, f.errs, true
 }
@@ -384,7 +385,7 @@ func TestAgentTrap(t *testing.T) {
 	now := time.Unix(1000, 0)
 	a := NewAgent(f, func() time.Time { return now })
 	a.Handle(vemaReq(0x02, 0x0011, 3, setInfoData()))
-	if _, _, _, ok := a.Trap(3, TrapEthLinkStatusChange); ok {
+	if _, _, _, ok := a.Trap(3, vema.TrapEthLinkStatusChange); ok {
 		t.Fatal("trap sent with trap_lid 0")
 	}
 	cpi := make([]byte, 80)
@@ -395,7 +396,7 @@ func TestAgentTrap(t *testing.T) {
 		t.Fatal("trap for a missing vport")
 	}
 
-	mad, dlid, sl, ok := a.Trap(3, TrapIfaceUcastMACChange)
+	mad, dlid, sl, ok := a.Trap(3, vema.TrapIfaceUcastMACChange)
 	if !ok || dlid != 1 || sl != 2 {
 		t.Fatalf("trap: ok %v dlid %v sl %d", ok, dlid, sl)
 	}

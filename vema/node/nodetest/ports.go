@@ -1,29 +1,30 @@
-// Package vematest has test doubles for package vema: an in-memory
-// PortController that behaves as the kernel's opa_vnic adapters do, so that
-// agent and manager tests run without netdevs.
-package vematest
+// Package nodetest has test doubles for package node: an in-memory
+// node.PortController that behaves as the kernel's opa_vnic adapters do, so
+// that agent and manager tests run without netdevs.
+package nodetest
 
 import (
 	"maps"
 	"sync"
 
 	"github.com/opavnic/opavnic/vema"
+	"github.com/opavnic/opavnic/vema/node"
 )
 
 // Port is one vport of Ports: what the agent stored, plus the netdev state a
 // test sets (LinkUp, MAC lists, counters).
 type Port struct {
 	Info     vema.VESWPortInfo
-	Table    vema.MACTable
+	Table    node.MACTable
 	LinkUp   bool // the netdev is administratively up
-	UC       vema.IfaceMACList
-	MC       vema.IfaceMACList
+	UC       node.IfaceMACList
+	MC       node.IfaceMACList
 	Summary  vema.SummaryCounters
 	Errors   vema.ErrorCounters
 	SetCount int // SetVESWPortInfo calls
 }
 
-// Ports is an in-memory vema.PortController. A vport created by a Set starts
+// Ports is an in-memory node.PortController. A vport created by a Set starts
 // with its netdev up. oper_state / eth_link_status follow the kernel:
 // FORWARDING / UP iff config_state is FORWARDING and the netdev is up.
 // SetErr, when non-nil, makes SetVESWPortInfo fail.
@@ -33,7 +34,7 @@ type Ports struct {
 	SetErr error
 }
 
-var _ vema.PortController = (*Ports)(nil)
+var _ node.PortController = (*Ports)(nil)
 
 // NewPorts returns an empty controller.
 func NewPorts() *Ports { return &Ports{ports: map[uint8]*Port{}} }
@@ -85,17 +86,17 @@ func (p *Ports) SetVESWPortInfo(vport uint8, info *vema.VESWPortInfo) error {
 	return nil
 }
 
-func (p *Ports) MACTable(vport uint8) (vema.MACTable, bool) {
+func (p *Ports) MACTable(vport uint8) (node.MACTable, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	q := p.ports[vport]
 	if q == nil {
-		return vema.MACTable{}, false
+		return node.MACTable{}, false
 	}
-	return vema.MACTable{Entries: maps.Clone(q.Table.Entries), Digest: q.Table.Digest}, true
+	return node.MACTable{Entries: maps.Clone(q.Table.Entries), Digest: q.Table.Digest}, true
 }
 
-func (p *Ports) SetMACTable(vport uint8, t vema.MACTable) error {
+func (p *Ports) SetMACTable(vport uint8, t node.MACTable) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	q := p.ports[vport]
@@ -106,12 +107,12 @@ func (p *Ports) SetMACTable(vport uint8, t vema.MACTable) error {
 	return nil
 }
 
-func (p *Ports) IfaceMACs(vport uint8, mcast bool) (vema.IfaceMACList, bool) {
+func (p *Ports) IfaceMACs(vport uint8, mcast bool) (node.IfaceMACList, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	q := p.ports[vport]
 	if q == nil {
-		return vema.IfaceMACList{}, false
+		return node.IfaceMACList{}, false
 	}
 	if mcast {
 		return q.MC, true

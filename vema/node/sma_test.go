@@ -1,4 +1,4 @@
-package vema
+package node
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/vema"
 )
 
 // drSMP returns a directed-route SMP request by hand (docs/linux-compat.md
@@ -69,7 +70,7 @@ func portInfoBytes(lid, smlid uint32, prefix uint64, state byte) []byte {
 
 func TestSMA(t *testing.T) {
 	var got []SMAPort
-	s := NewSMA(0x0011223344556677, 0x0011223344556678, "host-a", SMAPort{State: PortStateInit, SAQP: 1},
+	s := NewSMA(0x0011223344556677, 0x0011223344556678, "host-a", SMAPort{State: vema.PortStateInit, SAQP: 1},
 		func(p SMAPort) { got = append(got, p) })
 
 	// NodeInfo: DR 176+44 = 220 -> 224 bytes.
@@ -103,7 +104,7 @@ func TestSMA(t *testing.T) {
 	put(set, 120, 0xFE, 0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x42) // subnet_prefix
 	req = drSMP(0x02, 0x0015, 0x01000001, set)
 	smaCheck(t, s, "Set PortInfo", req, drResp(req, 0, portInfoBytes(0x10005, 1, 0xFE80000000000042, 4), 424))
-	if len(got) != 1 || got[0].LID != 0x10005 || got[0].SMLID != 1 || got[0].State != PortStateActive {
+	if len(got) != 1 || got[0].LID != 0x10005 || got[0].SMLID != 1 || got[0].State != vema.PortStateActive {
 		t.Fatalf("onSet: %+v", got)
 	}
 
@@ -180,8 +181,8 @@ func TestAnnounce(t *testing.T) {
 // version 1, as an FM sends it, comes back 2048 bytes long with its data,
 // GetResp and status D|0x0004.
 func TestSMABadClassVersionEchoesRequest(t *testing.T) {
-	s := NewSMA(0x0011223344556677, 0x0011223344556678, "n", SMAPort{State: PortStateInit}, nil)
-	data := seq(0x30, SMPDRDataLen)
+	s := NewSMA(0x0011223344556677, 0x0011223344556678, "n", SMAPort{State: vema.PortStateInit}, nil)
+	data := seq(0x30, vema.SMPDRDataLen)
 	req := drSMP(0x01, 0x0011, 0, data)
 	req[2] = 1
 	want := make([]byte, 2048)
@@ -196,9 +197,9 @@ func TestSMABadClassVersionEchoesRequest(t *testing.T) {
 // request and ORs its status bits in, so a request's status bits (an SM
 // sends none) come back with the SMA's own.
 func TestSMAKeepsRequestStatusBits(t *testing.T) {
-	s := NewSMA(0x0011223344556677, 0x0011223344556678, "n", SMAPort{State: PortStateInit}, nil)
-	req := drSMP(0x01, 0x0010, 0, make([]byte, SMPDRDataLen)) // Get NodeDescription
-	put(req, 4, 0x01, 0x00)                                   // a reserved status bit
+	s := NewSMA(0x0011223344556677, 0x0011223344556678, "n", SMAPort{State: vema.PortStateInit}, nil)
+	req := drSMP(0x01, 0x0010, 0, make([]byte, vema.SMPDRDataLen)) // Get NodeDescription
+	put(req, 4, 0x01, 0x00)                                        // a reserved status bit
 	got, ok := s.Handle(req)
 	if !ok {
 		t.Fatal("no answer")
@@ -206,12 +207,12 @@ func TestSMAKeepsRequestStatusBits(t *testing.T) {
 	if st := uint16(got[4])<<8 | uint16(got[5]); st != 0x8100 {
 		t.Errorf("status %#04x, want 0x8100 (D, and the request's bit)", st)
 	}
-	req = drSMP(0x01, 0xFF77, 0, make([]byte, SMPDRDataLen)) // an unknown attribute
+	req = drSMP(0x01, 0xFF77, 0, make([]byte, vema.SMPDRDataLen)) // an unknown attribute
 	put(req, 4, 0x01, 0x00)
 	if got, _ = s.Handle(req); len(got) < 6 {
 		t.Fatal("no answer")
 	}
-	if st := uint16(got[4])<<8 | uint16(got[5]); st != 0x8100|uint16(StatusUnsupportedMethodAttr) {
-		t.Errorf("status %#04x, want %#04x", st, 0x8100|uint16(StatusUnsupportedMethodAttr))
+	if st := uint16(got[4])<<8 | uint16(got[5]); st != 0x8100|uint16(vema.StatusUnsupportedMethodAttr) {
+		t.Errorf("status %#04x, want %#04x", st, 0x8100|uint16(vema.StatusUnsupportedMethodAttr))
 	}
 }

@@ -1,8 +1,10 @@
-package vema
+package node
 
 import (
 	"testing"
 	"time"
+
+	"github.com/opavnic/opavnic/vema"
 )
 
 // Regression tests from the review of the VEMA agent (agent.go), each
@@ -44,15 +46,15 @@ func TestAgentTrapRateLimitIsPerVPort(t *testing.T) {
 	a.Handle(vemaReq(0x02, 0x0001, 0, cpi))
 
 	for i := range TrapsInWindow {
-		if _, _, _, ok := a.Trap(1, TrapEthLinkStatusChange); !ok {
+		if _, _, _, ok := a.Trap(1, vema.TrapEthLinkStatusChange); !ok {
 			t.Fatalf("vport 1 trap %d refused", i+1)
 		}
 	}
-	if _, _, _, ok := a.Trap(1, TrapEthLinkStatusChange); ok {
+	if _, _, _, ok := a.Trap(1, vema.TrapEthLinkStatusChange); ok {
 		t.Fatal("vport 1: 6th trap in the window sent")
 	}
 	// vport 2 has sent nothing: its window is its own.
-	m, _, _, ok := a.Trap(2, TrapIfaceUcastMACChange)
+	m, _, _, ok := a.Trap(2, vema.TrapIfaceUcastMACChange)
 	if !ok {
 		t.Fatal("vport 2's first trap refused because vport 1 used up its window")
 	}
