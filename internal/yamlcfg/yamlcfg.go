@@ -470,3 +470,19 @@ func (c *Checker) List(l Leaf, path string) []Leaf {
 	}
 	return out
 }
+
+// Parsed is the value of a text field in its own syntax: parse's result, or
+// def when the field is absent, and def with the field's failure recorded
+// when parse refuses it.
+func Parsed[T any](c *Checker, l Leaf, path string, def T, parse func(string) (T, error)) T {
+	s, _ := c.Text(l, path)
+	if s == "" {
+		return def
+	}
+	v, err := parse(s)
+	if err != nil {
+		c.Failf(path, l, "%q: %v", s, err)
+		return def
+	}
+	return v
+}

@@ -68,7 +68,7 @@ type FMConfig struct {
 	// Name names the FM in logs and in the default control socket path.
 	// Required.
 	Name string
-	// GUID is the FM port's GUID; default derived from Name (DeriveGUID).
+	// GUID is the FM port's GUID; default derived from Name (encap.GUIDFromName of the name).
 	GUID uint64
 	// LID is the FM's LID, default 1. Nodes send announces and SA queries to it.
 	LID uint32
@@ -149,18 +149,10 @@ func LoadConfig(path string) (*Config, error) { return loader.Load(path) }
 
 // ParseConfig parses a config's text, expanding ${NAME} and ${NAME:-default}
 // from the environment. The error is a *ConfigError.
-func ParseConfig(data []byte) (*Config, error) { return parseConfig(data, os.LookupEnv) }
-
-func parseConfig(data []byte, lookup func(string) (string, bool)) (*Config, error) {
-	return loader.Parse(data, lookup)
-}
+func ParseConfig(data []byte) (*Config, error) { return loader.Parse(data, os.LookupEnv) }
 
 // loader reads the file: its errors say "fabric config: ".
 var loader = yamlcfg.Loader[rawConfig, Config]{Config: "fabric config", NotMapping: "the file must be a mapping (fm, lid_pool, nodes, vesws)", Build: (*rawConfig).build}
-
-// DeriveGUID returns the FM's GUID when the config gives none:
-// encap.GUIDFromName of its name.
-func DeriveGUID(name string) uint64 { return uint64(encap.GUIDFromName(name)) }
 
 // DefaultControlSocket returns the control socket path used when the config
 // gives none.
@@ -404,26 +396,13 @@ func (c *checker) checkGroups(r *rawConfig, cfg *Config) {
 
 func (c *checker) buildFM(r *rawFM) FMConfig {
 	f := FMConfig{Name: c.name(r.Name, "fm.name"), SubnetPrefix: encap.DefaultSubnetPrefix}
-	f.GUID = DeriveGUID(f.Name)
+	f.GUID = uint64(encap.GUIDFromName(f.Name))
 	if r.GUID.Present() {
 		f.GUID = c.Ranged(r.GUID, "fm.guid", 1, 1<<64-1, f.GUID, true)
 	}
 	f.LID = uint32(c.Ranged(r.LID, "fm.lid", 1, DefaultPoolEnd, DefaultLID, true))
-	f.Listen = netip.AddrPortFrom(netip.IPv6Unspecified(), DefaultUDPPort)
-	if s, _ := c.Text(r.Listen, "fm.listen"); s != "" {
-		ap, err := parseListen(s)
-		if err != nil {
-			c.Failf("fm.listen", r.Listen, "%q: %v", s, err)
-		}
-		f.Listen = ap
-	}
-	if s, _ := c.Text(r.SubnetPrefix, "fm.subnet_prefix"); s != "" {
-		p, err := encap.ParseSubnetPrefix(s)
-		if err != nil {
-			c.Failf("fm.subnet_prefix", r.SubnetPrefix, "%q: %v", s, err)
-		}
-		f.SubnetPrefix = p
-	}
+	f.Listen = yamlcfg.Parsed(&c.Checker, r.Listen, "fm.listen", netip.AddrPortFrom(netip.IPv6Unspecified(), DefaultUDPPort), parseListen)
+	f.SubnetPrefix = yamlcfg.Parsed(&c.Checker, r.SubnetPrefix, "fm.subnet_prefix", encap.DefaultSubnetPrefix, encap.ParseSubnetPrefix)
 	f.ControlSocket = DefaultControlSocket(f.Name)
 	if s, _ := c.Text(r.ControlSocket, "fm.control_socket"); s != "" {
 		switch {

@@ -6,12 +6,14 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/opavnic/opavnic/encap"
 )
 
 func TestParseConfigDefaults(t *testing.T) {
 	c := mustConfig(t, "fm: {name: x}\nvesws: [{id: 3, pkey: 0x8003, members: []}]\n")
 	if c.FM.LID != 1 || c.FM.Listen.String() != "[::]:4793" || c.FM.SubnetPrefix != 0xFE80000000000000 ||
-		c.FM.ControlSocket != "/run/opavnic/opafm-x.sock" || c.FM.GUID != DeriveGUID("x") {
+		c.FM.ControlSocket != "/run/opavnic/opafm-x.sock" || c.FM.GUID != uint64(encap.GUIDFromName("x")) {
 		t.Errorf("fm defaults: %+v", c.FM)
 	}
 	if c.Pool != (LIDPool{DefaultPoolStart, DefaultPoolEnd}) {
@@ -71,7 +73,7 @@ func TestSummary(t *testing.T) {
 		"vesw 1 red pkey 0x8001 mtu 1500 mcast 0xF00001 up members host-a/0 host-b/0",
 		"vesw 2 blue pkey 0x8002 mtu 1500 mcast 0xF00002 up members host-a/1 host-b/1",
 	}
-	want[0] = fmt.Sprintf(want[0], DeriveGUID("demo"))
+	want[0] = fmt.Sprintf(want[0], uint64(encap.GUIDFromName("demo")))
 	if got := c.Summary(); got != strings.Join(want, "\n") {
 		t.Errorf("Summary =\n%s\nwant\n%s", got, strings.Join(want, "\n"))
 	}
@@ -214,7 +216,7 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("fm: {name: x}\nvesws: [{id: 1, pkey: 1, rc: {ipv4: 3}, sc: {uc: [1,2,3,4,5,6,7,8]}}]\n"))
 	f.Add([]byte("fm: {name: ${A:-b}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := parseConfig(data, func(string) (string, bool) { return "", false })
+		c, err := loader.Parse(data, func(string) (string, bool) { return "", false })
 		if err != nil {
 			var ce *ConfigError
 			if !errors.As(err, &ce) {

@@ -72,7 +72,7 @@ func dropping(class vema.Class, method vema.Method, attr uint16) func(vema.Class
 }
 
 func newFakeNode(t *testing.T, ctx context.Context, n *hfitest.Network, name string, ep, fmEP netip.AddrPort, lid uint32) *fakeNode {
-	f := &fakeNode{t: t, name: name, guid: DeriveGUID(name), ep: ep, fmEP: fmEP, lid: lid,
+	f := &fakeNode{t: t, name: name, guid: uint64(encap.GUIDFromName(name)), ep: ep, fmEP: fmEP, lid: lid,
 		vports: map[uint8]vema.VESWPortInfo{}, netdevs: map[uint8][6]byte{}, tables: map[uint8][]vema.MACTableEntry{},
 		saResp: make(chan []byte, 4)}
 	f.h = hfi.New(n.Listen(ep), hfi.Config{LID: lid, VerifyICRC: true})

@@ -399,8 +399,8 @@ func TestSAPathRecordGolden(t *testing.T) {
 		}
 		return nil
 	}
-	guidA := DeriveGUID("host-a")
-	guidFM := DeriveGUID("fm0")
+	guidA := uint64(encap.GUIDFromName("host-a"))
+	guidFM := uint64(encap.GUIDFromName("fm0"))
 	be64 := func(v uint64) string {
 		var b [8]byte
 		for i := range b {
@@ -472,7 +472,7 @@ func TestNodeMovedIsNotDroppedForOldPolls(t *testing.T) {
 	cfg := mustConfig(t, testFabric)
 	f := New(hfi.New(net.Listen(fmEP), hfi.Config{LID: cfg.FM.LID, VerifyICRC: true, TrustAnyMgmtSource: true}), cfg, nil)
 	f.settled = true
-	guid := DeriveGUID("host-b")
+	guid := uint64(encap.GUIDFromName("host-b"))
 	n := &node{portGUID: guid, name: "host-b", cfgName: "host-b", lid: 0xC000, ep: epB, state: NodeActive}
 	f.putNode(n)
 	moved := netip.MustParseAddrPort("10.9.0.21:4793")

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/hfi/hfitest"
 )
@@ -36,7 +37,7 @@ func readLIDs(path string, names ...string) (map[string]uint32, bool) {
 	out := map[string]uint32{}
 	byGUID := map[uint64]string{}
 	for _, n := range names {
-		byGUID[DeriveGUID(n)] = n
+		byGUID[uint64(encap.GUIDFromName(n))] = n
 	}
 	for g, r := range st.lids {
 		name, ok := byGUID[g]

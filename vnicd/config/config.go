@@ -84,7 +84,7 @@ type Config struct {
 type NodeConfig struct {
 	Name string
 	// GUID is the node GUID, never 0 (derived from Name when not given; see
-	// DeriveNodeGUID).
+	// encap.GUIDFromName of the name).
 	GUID uint64
 	// LID is the node's 16B unicast LID (1..0xEFFFFF), in the 32-bit space
 	// where unicast LIDs have the same value.
@@ -169,19 +169,11 @@ func Load(path string) (*Config, error) { return loader.Load(path) }
 // fields are errors), applies the defaults and validates everything. The
 // error is a *Error.
 func Parse(data []byte) (*Config, error) {
-	return parseConfig(data, os.LookupEnv)
-}
-
-func parseConfig(data []byte, lookup func(string) (string, bool)) (*Config, error) {
-	return loader.Parse(data, lookup)
+	return loader.Parse(data, os.LookupEnv)
 }
 
 // loader reads the file: its errors say "config: ".
 var loader = yamlcfg.Loader[rawConfig, Config]{Config: "config", NotMapping: "the file must be a mapping (node, peers, multicast, control, vnics)", Build: (*rawConfig).build}
-
-// DeriveNodeGUID returns the node GUID when the config gives none:
-// encap.GUIDFromName of the node name, never 0.
-func DeriveNodeGUID(name string) uint64 { return uint64(encap.GUIDFromName(name)) }
 
 // DefaultControlSocket returns the control socket path used when the config
 // gives none.
@@ -366,7 +358,7 @@ func (c *checker) buildNode(r *rawNode) NodeConfig {
 			c.Failf("node.name", r.Name, "must not be empty")
 		}
 	}
-	n.GUID = DeriveNodeGUID(n.Name)
+	n.GUID = uint64(encap.GUIDFromName(n.Name))
 	if v, ok := c.Number(r.GUID, "node.guid"); ok {
 		if v == 0 {
 			c.Failf("node.guid", r.GUID, "0 is not a GUID")
@@ -379,14 +371,7 @@ func (c *checker) buildNode(r *rawNode) NodeConfig {
 			n.FMLID = encap.LID(l)
 		}
 	}
-	n.Listen = netip.AddrPortFrom(netip.IPv6Unspecified(), DefaultUDPPort)
-	if s, _ := c.Text(r.Listen, "node.listen"); s != "" {
-		ap, err := parseListen(s)
-		if err != nil {
-			c.Failf("node.listen", r.Listen, "%q: %v", s, err)
-		}
-		n.Listen = ap
-	}
+	n.Listen = yamlcfg.Parsed(&c.Checker, r.Listen, "node.listen", netip.AddrPortFrom(netip.IPv6Unspecified(), DefaultUDPPort), parseListen)
 	if s, _ := c.Text(r.FabricManager, "node.fabric_manager"); s != "" {
 		ap, err := resolveEndpoint(s, listenNetwork(n.Listen))
 		switch {
@@ -408,13 +393,7 @@ func (c *checker) buildNode(r *rawNode) NodeConfig {
 	} else if c.Required(r.LID, "node.lid") {
 		n.LID = encap.LID(c.unicastLID(r.LID, "node.lid"))
 	}
-	if s, _ := c.Text(r.SubnetPrefix, "node.subnet_prefix"); s != "" {
-		p, err := encap.ParseSubnetPrefix(s)
-		if err != nil {
-			c.Failf("node.subnet_prefix", r.SubnetPrefix, "%q: %v", s, err)
-		}
-		n.SubnetPrefix = p
-	}
+	n.SubnetPrefix = yamlcfg.Parsed(&c.Checker, r.SubnetPrefix, "node.subnet_prefix", n.SubnetPrefix, encap.ParseSubnetPrefix)
 	if s, ok := c.Text(r.VerifyICRC, "node.verify_icrc"); ok {
 		switch s {
 		case "true", "True", "TRUE":

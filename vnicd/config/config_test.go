@@ -42,7 +42,7 @@ func noEnv(string) (string, bool) { return "", false }
 
 func mustParse(t *testing.T, text string) *Config {
 	t.Helper()
-	c, err := parseConfig([]byte(text), noEnv)
+	c, err := loader.Parse([]byte(text), noEnv)
 	if err != nil {
 		t.Fatalf("parse: %v\n%s", err, text)
 	}
@@ -261,7 +261,7 @@ func TestParseConfigErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := parseConfig([]byte(tt.yaml), noEnv)
+			_, err := loader.Parse([]byte(tt.yaml), noEnv)
 			var ce *Error
 			if !errors.As(err, &ce) {
 				t.Fatalf("err = %v (%T), want a *ConfigError", err, err)
@@ -281,7 +281,7 @@ func TestParseConfigManyVNICs(t *testing.T) {
 	for i := range MaxVPort + 2 {
 		fmt.Fprintf(&b, "  - {vesw: {id: %d, pkey: 0x8001}, port: {ifname: v%d}}\n", i+1, i)
 	}
-	_, err := parseConfig([]byte(withVNICs(b.String())), noEnv)
+	_, err := loader.Parse([]byte(withVNICs(b.String())), noEnv)
 	var ce *Error
 	if !errors.As(err, &ce) || ce.Field != "vnics[255].vport" {
 		t.Fatalf("err = %v, want vnics[255].vport", err)
@@ -296,12 +296,12 @@ func TestParseConfigManyVNICs(t *testing.T) {
 
 // The loader's errors say "config: " and the line of the value.
 func TestConfigErrorFormat(t *testing.T) {
-	_, err := parseConfig([]byte("node:\n  name: a\n  lid: 0\n"), noEnv)
+	_, err := loader.Parse([]byte("node:\n  name: a\n  lid: 0\n"), noEnv)
 	var ce *Error
 	if !errors.As(err, &ce) || ce.Line != 3 {
 		t.Errorf("err = %v, want line 3", err)
 	}
-	_, err = parseConfig([]byte("node:\n  name: a\n  lid: 1\n  bogus: 1\n"), noEnv)
+	_, err = loader.Parse([]byte("node:\n  name: a\n  lid: 1\n  bogus: 1\n"), noEnv)
 	if !errors.As(err, &ce) || ce.Line != 4 || ce.Error() != "config: node.bogus: unknown field (line 4)" {
 		t.Errorf("err = %v, want node.bogus at line 4", err)
 	}
@@ -315,8 +315,8 @@ vnics:
   - vesw: {id: 3, pkey: 0x8002}
 `)
 	n := c.Node
-	if n.GUID != DeriveNodeGUID("host-a") || n.GUID == 0 {
-		t.Errorf("GUID = %#x, want the derived %#x", n.GUID, DeriveNodeGUID("host-a"))
+	if n.GUID != uint64(encap.GUIDFromName("host-a")) || n.GUID == 0 {
+		t.Errorf("GUID = %#x, want the derived %#x", n.GUID, uint64(encap.GUIDFromName("host-a")))
 	}
 	if want := netip.MustParseAddrPort("[::]:4793"); n.Listen != want {
 		t.Errorf("Listen = %v, want %v", n.Listen, want)
@@ -360,7 +360,7 @@ vnics:
   - vesw: {id: 1, pkey: 0x8001, eth_mtu: ~, config_state: ""}
     port: {mac: "", ifname: "", netns: "", port_num: ~}
 `)
-	if c.Node.Listen.Port() != DefaultUDPPort || c.Node.GUID != DeriveNodeGUID("n") || c.Control.Socket != DefaultControlSocket("n") ||
+	if c.Node.Listen.Port() != DefaultUDPPort || c.Node.GUID != uint64(encap.GUIDFromName("n")) || c.Control.Socket != DefaultControlSocket("n") ||
 		c.VNICs[0].Port.VESW.EthMTU != engine.DefaultEthMTU || c.VNICs[0].Netdev.IfName != "vnic0" ||
 		c.VNICs[0].Port.Port.BaseMAC != encap.MACForLID(1, 1) || c.VNICs[0].Port.Port.ConfigState != engine.StateForwarding {
 		t.Errorf("empty values did not take the defaults: %+v", c)
@@ -370,12 +370,12 @@ vnics:
 func TestDeriveNodeGUID(t *testing.T) {
 	seen := map[uint64]string{}
 	for _, name := range []string{"", "a", "host-a", "host-b", "x.y_z-1"} {
-		g := DeriveNodeGUID(name)
+		g := uint64(encap.GUIDFromName(name))
 		if g == 0 || g>>56&3 != 2 {
-			t.Errorf("DeriveNodeGUID(%q) = %#016x: want locally administered, individual", name, g)
+			t.Errorf("uint64(encap.GUIDFromName(%q)) = %#016x: want locally administered, individual", name, g)
 		}
-		if g != DeriveNodeGUID(name) {
-			t.Errorf("DeriveNodeGUID(%q) is not deterministic", name)
+		if g != uint64(encap.GUIDFromName(name)) {
+			t.Errorf("uint64(encap.GUIDFromName(%q)) is not deterministic", name)
 		}
 		if prev, dup := seen[g]; dup {
 			t.Errorf("%q and %q derive the same GUID", name, prev)
@@ -600,7 +600,7 @@ func TestParseConfigNetdevPlacement(t *testing.T) {
 // a config file is a *ConfigError with the line of the reference.
 func TestParseConfigEnvError(t *testing.T) {
 	lookup := func(string) (string, bool) { return "", false }
-	_, err := parseConfig([]byte("node: {name: a, lid: 1}\n\npeers: [{lid: ${UNSET}}]\n"), lookup)
+	_, err := loader.Parse([]byte("node: {name: a, lid: 1}\n\npeers: [{lid: ${UNSET}}]\n"), lookup)
 	var ce *Error
 	if !errors.As(err, &ce) || ce.Line != 3 || ce.Field != "" || !strings.Contains(ce.Reason, "UNSET is not set") {
 		t.Errorf("err = %#v, want line 3, UNSET is not set", err)
@@ -816,7 +816,7 @@ func roundTrip(t *testing.T, c *Config, lookup func(string) (string, bool)) {
 	if err != nil {
 		t.Fatalf("Marshal: %v", err)
 	}
-	back, err := parseConfig(text, lookup)
+	back, err := loader.Parse(text, lookup)
 	if err != nil {
 		t.Fatalf("parse of Marshal output: %v\n%s", err, text)
 	}
@@ -894,7 +894,7 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := parseConfig(data, fuzzEnv)
+		c, err := loader.Parse(data, fuzzEnv)
 		if err != nil {
 			var ce *Error
 			if !errors.As(err, &ce) {
