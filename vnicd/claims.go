@@ -363,9 +363,9 @@ func pickPort(node string, vesw uint16, want *uint8, ports []candidate, joined b
 		i := slices.IndexFunc(ports, func(p candidate) bool { return p.vport == *want })
 		switch {
 		case i < 0:
-			return 0, fmt.Errorf("vport: node %s has no vport %d (the EM has not made it)", node, *want)
+			return 0, ctl.Errorf(ctl.CodeNotFound, "vport: node %s has no vport %d (the EM has not made it)", node, *want)
 		case ports[i].vesw != vesw:
-			return 0, fmt.Errorf("vport: vport %d is on vesw %d, not vesw %d", *want, ports[i].vesw, vesw)
+			return 0, ctl.Errorf(ctl.CodeInvalidArgument, "vport: vport %d is on vesw %d, not vesw %d", *want, ports[i].vesw, vesw)
 		case ports[i].host || ports[i].claimed:
 			return 0, fmt.Errorf("%w: %s", ctl.ErrNoFreePort, ports[i].why())
 		}
@@ -438,7 +438,7 @@ func (d *Daemon) setPersist(p *engine.Port, on bool) error {
 func (d *Daemon) claimAdd(deadline time.Time, args json.RawMessage) (any, error) {
 	r, err := config.ClaimFromArgs(args)
 	if err != nil {
-		return nil, err
+		return nil, ctl.WithCode(ctl.CodeInvalidArgument, err)
 	}
 	d.rt.op.Lock()
 	defer d.rt.op.Unlock()
@@ -461,15 +461,15 @@ func (d *Daemon) claimAdd(deadline time.Time, args json.RawMessage) (any, error)
 	pc := p.Config()
 	switch {
 	case r.PKey != nil && *r.PKey != pc.VESW.PKey:
-		return nil, fmt.Errorf("pkey: %v, but the EM gave vesw %d pkey %v on this node", *r.PKey, r.VESW, pc.VESW.PKey)
+		return nil, ctl.Errorf(ctl.CodeInvalidArgument, "pkey: %v, but the EM gave vesw %d pkey %v on this node", *r.PKey, r.VESW, pc.VESW.PKey)
 	case r.EthMTU != nil && *r.EthMTU != pc.VESW.EthMTU:
-		return nil, fmt.Errorf("eth_mtu: %d, but the EM gave vesw %d eth_mtu %d on this node", *r.EthMTU, r.VESW, pc.VESW.EthMTU)
+		return nil, ctl.Errorf(ctl.CodeInvalidArgument, "eth_mtu: %d, but the EM gave vesw %d eth_mtu %d on this node", *r.EthMTU, r.VESW, pc.VESW.EthMTU)
 	case r.McastDLID != nil && *r.McastDLID != pc.VESW.McastDLID&encap.LID16BMask:
-		return nil, fmt.Errorf("mcast_dlid: 0x%06X, but the EM gave vesw %d mcast_dlid 0x%06X on this node", *r.McastDLID, r.VESW, pc.VESW.McastDLID)
+		return nil, ctl.Errorf(ctl.CodeInvalidArgument, "mcast_dlid: 0x%06X, but the EM gave vesw %d mcast_dlid 0x%06X on this node", *r.McastDLID, r.VESW, pc.VESW.McastDLID)
 	}
 	nsDev, nsIno, err := netnsID(r.Netdev.NetNS)
 	if err != nil {
-		return nil, fmt.Errorf("netns: %q: %w", r.Netdev.NetNS, err)
+		return nil, ctl.Errorf(ctl.CodeInvalidArgument, "netns: %q: %w", r.Netdev.NetNS, err)
 	}
 	home := p.Netdev().Name()
 	ifname := r.Netdev.IfName
@@ -518,25 +518,18 @@ func (d *Daemon) claimAdd(deadline time.Time, args json.RawMessage) (any, error)
 	return s, nil
 }
 
-// claimDel is vnic_del on a managed node.
+// claimDel is vnic_del on a managed node, its arguments checked (vnicDel).
 func (d *Daemon) claimDel(a ctl.VNICDelArgs) (any, error) {
 	d.rt.op.Lock()
 	defer d.rt.op.Unlock()
-	var vports []uint8
-	switch {
-	case a.VPort != nil:
-		vp := *a.VPort
-		if vp < 0 || vp > config.MaxVPort {
-			return nil, fmt.Errorf("vport: %d is out of range 0..%d", vp, config.MaxVPort)
-		}
-		if _, _, ok := d.claims.get(uint8(vp)); !ok {
-			return nil, fmt.Errorf("vport %d is not claimed (a managed node's ports are the EM's)", vp)
-		}
-		vports = []uint8{uint8(vp)}
-	default:
-		vports = d.claims.owned(func(o string) bool { return o == a.Owner })
+	if a.VPort == nil {
+		return d.release(d.claims.owned(func(o string) bool { return o == a.Owner })), nil
 	}
-	return d.release(vports), nil
+	vp := uint8(*a.VPort)
+	if _, _, ok := d.claims.get(vp); !ok {
+		return nil, ctl.Errorf(ctl.CodeNotFound, "vport %d is not claimed (a managed node's ports are the EM's)", vp)
+	}
+	return d.release([]uint8{vp}), nil
 }
 
 // claimGC is vnic_gc on a managed node.

@@ -188,9 +188,9 @@ func (d *Daemon) netdevFor(vport uint8) engine.NetdevConfig {
 }
 
 func (d *Daemon) registerRuntime() {
-	d.ctl.HandleDeadline("vnic_add", d.vnicAdd)
-	d.ctl.Handle("vnic_del", d.vnicDel)
-	d.ctl.Handle("vnic_gc", d.vnicGC)
+	d.ctl.HandleDeadline(ctl.CmdVNICAdd, d.vnicAdd)
+	d.ctl.Handle(ctl.CmdVNICDel, d.vnicDel)
+	d.ctl.Handle(ctl.CmdVNICGC, d.vnicGC)
 }
 
 // owner is the owner tag of vport: its runtime VNIC's or its claim's.
@@ -259,6 +259,7 @@ func (d *Daemon) addRuntime(args json.RawMessage, saved *RuntimeEntry) (ctl.VNIC
 		_, ok := d.rt.get(vport)
 		return ok
 	}
+	full := false // every vport is in use: not the arguments' fault
 	v, owner, err := d.cfg.VNICFromArgs(args, func() (uint8, bool) {
 		if saved != nil {
 			return saved.VPort, true
@@ -268,8 +269,12 @@ func (d *Daemon) addRuntime(args json.RawMessage, saved *RuntimeEntry) (ctl.VNIC
 				return uint8(i), true
 			}
 		}
+		full = true
 		return 0, false
 	})
+	if err != nil && !full {
+		return ctl.VNICStatus{}, ctl.WithCode(ctl.CodeInvalidArgument, err)
+	}
 	if err != nil {
 		return ctl.VNICStatus{}, err
 	}
@@ -300,7 +305,7 @@ func (d *Daemon) addRuntime(args json.RawMessage, saved *RuntimeEntry) (ctl.VNIC
 	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, args); err != nil {
-		return ctl.VNICStatus{}, fmt.Errorf("bad arguments: %w", err)
+		return ctl.VNICStatus{}, ctl.Errorf(ctl.CodeInvalidArgument, "bad arguments: %w", err)
 	}
 	rv := &runtimeVNIC{netdev: v.Netdev, owner: owner, restoring: saved != nil,
 		entry: RuntimeEntry{VPort: v.VPort, Args: compact.Bytes(), Owner: owner, NetNS: v.Netdev.NetNS, IfName: v.Netdev.IfName}}
@@ -524,45 +529,40 @@ func (d *Daemon) vnicDel(args json.RawMessage) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&a); err != nil {
-		return nil, fmt.Errorf("bad arguments: %w", err)
+		return nil, ctl.Errorf(ctl.CodeInvalidArgument, "bad arguments: %w", err)
 	}
 	switch {
 	case a.VPort != nil && a.Owner != "":
-		return nil, errors.New("bad arguments: give a vport or an owner, not both")
+		return nil, ctl.Errorf(ctl.CodeInvalidArgument, "bad arguments: give a vport or an owner, not both")
 	case a.VPort == nil && a.Owner == "":
-		return nil, errors.New("bad arguments: vnic_del needs a vport or an owner")
+		return nil, ctl.Errorf(ctl.CodeInvalidArgument, "bad arguments: %s needs a vport or an owner", ctl.CmdVNICDel)
+	case a.VPort != nil && (*a.VPort < 0 || *a.VPort > config.MaxVPort):
+		return nil, ctl.Errorf(ctl.CodeInvalidArgument, "vport: %d is out of range 0..%d", *a.VPort, config.MaxVPort)
 	case d.mgmt.Managed():
 		return d.claimDel(a)
 	}
 	d.rt.op.Lock()
 	defer d.rt.op.Unlock()
-	var vports []uint8
-	switch {
-	case a.VPort != nil:
-		vp := *a.VPort
-		if vp < 0 || vp > config.MaxVPort {
-			return nil, fmt.Errorf("vport: %d is out of range 0..%d", vp, config.MaxVPort)
-		}
-		if _, ok := d.rt.get(uint8(vp)); !ok {
-			if d.engine.Port(uint8(vp)) != nil {
-				return nil, fmt.Errorf("vport %d is from the config file; remove it there", vp)
-			}
-			return nil, fmt.Errorf("no vport %d", vp)
-		}
-		vports = []uint8{uint8(vp)}
-	default:
-		vports = d.owned(func(o string) bool { return o == a.Owner })
+	if a.VPort == nil {
+		return d.deleteRuntime(d.owned(func(o string) bool { return o == a.Owner }))
 	}
-	return d.deleteRuntime(vports)
+	vp := uint8(*a.VPort)
+	if _, ok := d.rt.get(vp); !ok {
+		if d.engine.Port(vp) != nil {
+			return nil, fmt.Errorf("vport %d is from the config file; remove it there", vp)
+		}
+		return nil, ctl.Errorf(ctl.CodeNotFound, "no vport %d", vp)
+	}
+	return d.deleteRuntime([]uint8{vp})
 }
 
 func (d *Daemon) vnicGC(args json.RawMessage) (any, error) {
 	var a ctl.VNICGCArgs
 	if err := json.Unmarshal(args, &a); err != nil {
-		return nil, fmt.Errorf("bad arguments: %w", err)
+		return nil, ctl.Errorf(ctl.CodeInvalidArgument, "bad arguments: %w", err)
 	}
 	if a.Prefix == "" {
-		return nil, errors.New("bad arguments: vnic_gc needs a non-empty owner prefix")
+		return nil, ctl.Errorf(ctl.CodeInvalidArgument, "bad arguments: %s needs a non-empty owner prefix", ctl.CmdVNICGC)
 	}
 	if d.mgmt.Managed() {
 		return d.claimGC(a)

@@ -17,7 +17,7 @@ import (
 // exited 0, and a script got text where it asked for JSON.
 func TestExtraArgsRefused(t *testing.T) {
 	handlers := map[string]ctl.Handler{}
-	for _, cmd := range []string{"vnics", "hfi", "fabric"} {
+	for _, cmd := range []string{ctl.CmdVNICs, ctl.CmdHFI, ctl.CmdFabric} {
 		handlers[cmd] = func(json.RawMessage) (any, error) { return []int{}, nil }
 	}
 	sock := serveControl(t, handlers)
