@@ -98,7 +98,7 @@ func newFakeNodeConfig(t *testing.T, cfgText string) *fakeNode {
 
 // configFreePort parses cfgText with PORT replaced by a UDP port on
 // 127.0.0.1 that was free a moment ago.
-func configFreePort(t *testing.T, cfgText string) *config.Config {
+func configFreePort(t testing.TB, cfgText string) *config.Config {
 	t.Helper()
 	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
@@ -202,13 +202,20 @@ func (n *fakeNode) emSet(vport uint8, vesw uint16) {
 	}
 }
 
-func (n *fakeNode) claims() []ctl.Claim {
+// ask is the answer of a command of n's (a ctl.Client method), failing the
+// test on an error.
+func ask[T any](n *fakeNode, cmd func(*ctl.Client, context.Context) (T, error)) T {
 	n.t.Helper()
-	var cs []ctl.Claim
-	if err := ctl.Call(n.sock, ctl.CmdClaims, nil, &cs); err != nil {
+	v, err := cmd(ctl.NewClient(n.sock), n.t.Context())
+	if err != nil {
 		n.t.Fatal(err)
 	}
-	return cs
+	return v
+}
+
+func (n *fakeNode) claims() []ctl.Claim {
+	n.t.Helper()
+	return ask(n, (*ctl.Client).Claims)
 }
 
 // waitClaims waits (at most 5 s) until the claims answer ok.

@@ -87,11 +87,12 @@ func NewDaemon(cfg *config.Config, newDevice engine.DeviceFactory, log *zap.Logg
 	h.SetDirectory(dir)
 	d := &Daemon{cfg: cfg, log: log, hfi: h, removeTAP: startRemoveTAP, kick: make(chan struct{}, 1)}
 	d.claims = newClaimTable("", cfg.Node.Name)
+	d.rt.file, d.rt.node = runtimeState(""), cfg.Node.Name
 	if cfg.Node.Managed() {
 		d.claims = newClaimTable(ClaimsPath(cfg.Control.Socket), cfg.Node.Name)
 		newDevice = d.claimingFactory(newDevice)
 	} else {
-		d.rt.path, d.rt.node = RuntimePath(cfg.Control.Socket), cfg.Node.Name
+		d.rt.file = runtimeState(RuntimePath(cfg.Control.Socket))
 		newDevice = d.runtimeFactory(newDevice)
 	}
 	d.engine = engine.NewEngine(h, newDevice, log)
@@ -161,7 +162,7 @@ func NewDaemon(cfg *config.Config, newDevice engine.DeviceFactory, log *zap.Logg
 	}
 	if d.rtReadErr != nil {
 		d.log.Warn("cannot read the runtime VNICs of the last run; starting with none",
-			append([]zap.Field{zap.Error(d.rtReadErr)}, setAside(d.rt.path)...)...)
+			append([]zap.Field{zap.Error(d.rtReadErr)}, d.rt.file.setAside()...)...)
 	}
 	if cfg.Node.Managed() {
 		d.loadClaimsOnStart()

@@ -59,9 +59,8 @@ type runtimeVNICs struct {
 	mu sync.Mutex // guards m; taken inside the agent's Set (netdevFor)
 	m  map[uint8]runtimeVNIC
 
-	saveMu sync.Mutex // orders writes of the state file
-	path   string     // the state file (RuntimePath); "" for none
-	node   string
+	file *stateFile // RuntimePath; never nil (Path "" for none)
+	node string
 }
 
 // RuntimeEntry is a runtime VNIC as the state file keeps it.
@@ -91,6 +90,8 @@ type runtimeFile struct {
 	VNICs   []RuntimeEntry `json:"vnics"`
 }
 
+func (f *runtimeFile) FileVersion() int { return f.Version }
+
 // RuntimePath is the state file of a control socket's runtime VNICs (static
 // mode): the socket's path with ".runtime.json" for its ".sock" suffix, in
 // the same directory. An abstract socket ("@name") has none: runtime VNICs
@@ -99,44 +100,46 @@ func RuntimePath(socket string) string { return statePath(socket, ".runtime.json
 
 // save writes the runtime VNICs to the state file, if there is one.
 func (r *runtimeVNICs) save() error {
-	if r.path == "" {
-		return nil
-	}
-	r.saveMu.Lock()
-	defer r.saveMu.Unlock()
-	r.mu.Lock()
-	f := runtimeFile{Version: runtimeVersion, Node: r.node, VNICs: []RuntimeEntry{}}
-	for _, v := range r.m {
-		f.VNICs = append(f.VNICs, v.entry)
-	}
-	r.mu.Unlock()
-	slices.SortFunc(f.VNICs, func(a, b RuntimeEntry) int { return int(a.VPort) - int(b.VPort) })
-	return writeStateFile(r.path, "runtime VNICs", f)
+	return r.file.Save(func() any {
+		r.mu.Lock()
+		f := runtimeFile{Version: runtimeVersion, Node: r.node, VNICs: []RuntimeEntry{}}
+		for _, v := range r.m {
+			f.VNICs = append(f.VNICs, v.entry)
+		}
+		r.mu.Unlock()
+		slices.SortFunc(f.VNICs, func(a, b RuntimeEntry) int { return int(a.VPort) - int(b.VPort) })
+		return &f
+	})
 }
 
 // loadRuntime reads a runtime state file; a missing file is none.
 func loadRuntime(path string) ([]RuntimeEntry, error) {
-	b, err := readStateFile(path, "runtime VNICs")
-	if b == nil || err != nil {
+	var f runtimeFile
+	if _, err := runtimeState(path).Load(&f); err != nil {
 		return nil, err
 	}
-	return parseRuntime(b, path)
+	return compactArgs(f.VNICs), nil
 }
 
 // parseRuntime decodes a runtime state file's bytes (path is for the
 // errors). The arguments are checked when they are used.
 func parseRuntime(b []byte, path string) ([]RuntimeEntry, error) {
 	var f runtimeFile
-	if err := decodeStateFile(b, path, "runtime VNICs", &f, func() int { return f.Version }, runtimeVersion); err != nil {
+	if err := runtimeState(path).Decode(b, &f); err != nil {
 		return nil, err
 	}
-	for i, e := range f.VNICs { // as vnic_add keeps them: compact
+	return compactArgs(f.VNICs), nil
+}
+
+// compactArgs compacts the entries' arguments, as vnic_add keeps them.
+func compactArgs(es []RuntimeEntry) []RuntimeEntry {
+	for i, e := range es {
 		var c bytes.Buffer
 		if err := json.Compact(&c, e.Args); err == nil {
-			f.VNICs[i].Args = c.Bytes()
+			es[i].Args = c.Bytes()
 		}
 	}
-	return f.VNICs, nil
+	return es
 }
 
 func (r *runtimeVNICs) get(vport uint8) (runtimeVNIC, bool) {
@@ -390,7 +393,7 @@ func (d *Daemon) runtimeFactory(base engine.DeviceFactory) engine.DeviceFactory 
 // those are made, which would otherwise clash with the persistent TAP. It
 // returns the others and how many it dropped.
 func (d *Daemon) readRuntimeOnStart() ([]RuntimeEntry, int) {
-	es, err := loadRuntime(d.rt.path)
+	es, err := loadRuntime(d.rt.file.Path)
 	if err != nil {
 		// Warned about, and the file set aside, once the control socket
 		// is this daemon's: a second vnicd on the socket of a running one

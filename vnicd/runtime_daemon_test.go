@@ -3,15 +3,12 @@ package vnicd_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/opavnic/opavnic/vnicd"
-	"github.com/opavnic/opavnic/vnicd/config"
 	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
@@ -45,17 +42,7 @@ func startFakeDaemonWith(t testing.TB, cfgText string, batch int, made func(engi
 // startFakeDaemonAt is startFakeDaemonWith with the control socket at sock.
 func startFakeDaemonAt(t testing.TB, sock, cfgText string, batch int, made func(engine.DeviceSpec)) {
 	t.Helper()
-	pc, err := net.ListenPacket("udp4", "127.0.0.1:0") // a free port for the HFI
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := pc.LocalAddr().(*net.UDPAddr).Port
-	pc.Close()
-	cfgText = strings.ReplaceAll(cfgText, "PORT", strconv.Itoa(port))
-	cfg, err := config.Parse([]byte(cfgText + fmt.Sprintf("control: {socket: %q}\n", sock)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := configFreePort(t, cfgText+fmt.Sprintf("control: {socket: %q}\n", sock))
 	factory := func(s engine.DeviceSpec) (tap.Netdev, error) {
 		if made != nil {
 			made(s)

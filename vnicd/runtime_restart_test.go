@@ -30,11 +30,7 @@ const groupTwo = "  - {lid: 0xF00002, members: [0x10, 0x20]}\n"
 
 func (n *fakeNode) vnics() []ctl.VNICStatus {
 	n.t.Helper()
-	var vs []ctl.VNICStatus
-	if err := ctl.Call(n.sock, ctl.CmdVNICs, nil, &vs); err != nil {
-		n.t.Fatal(err)
-	}
-	return vs
+	return ask(n, (*ctl.Client).VNICs)
 }
 
 func owners(vs []ctl.VNICStatus) []string {
