@@ -11,7 +11,7 @@ import (
 // answer of a daemon older than the codes.
 type Code string
 
-// The codes a daemon sets (docs/operating.md, Control socket).
+// The codes a daemon sets (docs/operating.md, The control protocol).
 const (
 	// CodeBusy: the daemon served MaxConns connections and refused this one
 	// without reading it (ErrBusy). Nothing was done; the same request
