@@ -249,10 +249,10 @@ func unreachable(err error) bool {
 }
 
 // transient reports whether an ADD failed for a reason that should clear
-// up by itself: vnicd not running (it is restarted), busy or late (busy),
-// or no free port on the vesw (ctl.CodeNoFreePort: a managed node the
-// fabric manager has not configured yet, or every port taken until a
-// container goes).
+// up by itself: vnicd not running (it is restarted), vnicd busy (busy), or
+// no free port on the vesw (ctl.CodeNoFreePort: a managed node the fabric
+// manager has not configured yet, or every port taken until a container
+// goes).
 func transient(err error) bool {
 	return unreachable(err) || busy(err) || errors.Is(err, ctl.ErrNoFreePort)
 }
