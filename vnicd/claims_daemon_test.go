@@ -2,7 +2,6 @@ package vnicd_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -309,7 +308,7 @@ func TestClaimsManaged(t *testing.T) {
 		t.Errorf("second vnic_del: %+v, %v", del, err)
 	}
 	one := 1
-	if err := ctl.Call(n.sock, ctl.CmdVNICDel, ctl.VNICDelArgs{VPort: &one}, nil); !errors.Is(err, ctl.ErrNotFound) || !strings.Contains(err.Error(), "vport 1 is not claimed") {
+	if err := ctl.Call(n.sock, ctl.CmdVNICDel, ctl.VNICDelArgs{VPort: &one}, nil); ctl.CodeOf(err) != ctl.CodeNotFound || !strings.Contains(err.Error(), "vport 1 is not claimed") {
 		t.Errorf("vnic_del of an unclaimed vport: %v", err)
 	}
 	if cs := n.claims(); len(cs) != 0 {

@@ -3,11 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/opavnic/opavnic/vnicd/ctl"
+	"github.com/opavnic/opavnic/vnicd/ctl/ctltest"
 )
 
 // TestExtraArgsRefused: vnicctl's commands without arguments refuse
@@ -34,16 +34,5 @@ func TestExtraArgsRefused(t *testing.T) {
 // length and returns its path.
 func serveControl(t *testing.T, handlers map[string]ctl.Handler) string {
 	t.Helper()
-	sock := filepath.Join(t.TempDir(), "vnicd-a.sock")
-	s, err := ctl.Listen(sock, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for cmd, h := range handlers {
-		s.Handle(cmd, h)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(t.Context()) }()
-	t.Cleanup(func() { s.Close(); <-done })
-	return sock
+	return ctltest.Serve(t, handlers)
 }

@@ -14,23 +14,13 @@ import (
 	"time"
 
 	"github.com/opavnic/opavnic/vnicd/ctl"
+	"github.com/opavnic/opavnic/vnicd/ctl/ctltest"
 )
 
 // serve runs a control server with handlers for the test's length.
 func serve(t *testing.T, handlers map[string]ctl.Handler) *ctl.Client {
 	t.Helper()
-	sock := filepath.Join(t.TempDir(), "c.sock")
-	s, err := ctl.Listen(sock, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for cmd, h := range handlers {
-		s.Handle(cmd, h)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(t.Context()) }()
-	t.Cleanup(func() { s.Close(); <-done })
-	return ctl.NewClient(sock)
+	return ctl.NewClient(ctltest.Serve(t, handlers))
 }
 
 // TestErrorCodesRoundTrip: the code a handler's error carries (ctl.Errorf,
