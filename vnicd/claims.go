@@ -1,7 +1,6 @@
 package vnicd
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/opavnic/opavnic/encap"
-	"github.com/opavnic/opavnic/internal/statefile"
 	"github.com/opavnic/opavnic/vnicd/config"
 	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/engine"
@@ -68,19 +66,12 @@ type claimsFile struct {
 	Claims  []ctl.Claim `json:"claims"`
 }
 
+func (f *claimsFile) FileVersion() int { return f.Version }
+
 // ClaimsPath is the state file of a control socket's claims: the socket's
 // path with ".claims.json" for its ".sock" suffix, in the same directory.
 // An abstract socket ("@name") has none: claims then live in memory only.
 func ClaimsPath(socket string) string { return statePath(socket, ".claims.json") }
-
-// statePath is a state file beside a control socket: the socket's path with
-// suffix for its ".sock"; "" for an abstract socket, which has no directory.
-func statePath(socket, suffix string) string {
-	if socket == "" || strings.HasPrefix(socket, "@") {
-		return ""
-	}
-	return strings.TrimSuffix(socket, ".sock") + suffix
-}
 
 // claimTable holds the claims. mu is a leaf lock: nothing is called with it
 // held. Changes are made under the daemon's rt.op, except that the device
@@ -91,13 +82,12 @@ type claimTable struct {
 	pending map[uint8]bool
 	offVESW map[uint8]bool // logged: the EM took the port off its vesw
 
-	saveMu sync.Mutex // orders writes of the state file
-	path   string
-	node   string
+	file *stateFile
+	node string
 }
 
 func newClaimTable(path, node string) *claimTable {
-	return &claimTable{m: map[uint8]*ctl.Claim{}, pending: map[uint8]bool{}, offVESW: map[uint8]bool{}, path: path, node: node}
+	return &claimTable{m: map[uint8]*ctl.Claim{}, pending: map[uint8]bool{}, offVESW: map[uint8]bool{}, file: claimsState(path), node: node}
 }
 
 // get returns vport's claim and whether it is pending.
@@ -211,103 +201,28 @@ func (t *claimTable) owned(match func(owner string) bool) []uint8 {
 // save writes the claims to the state file (atomically: a new file renamed
 // over the old), if there is one.
 func (t *claimTable) save() error {
-	if t.path == "" {
-		return nil
-	}
-	t.saveMu.Lock()
-	defer t.saveMu.Unlock()
-	f := claimsFile{Version: claimsVersion, Node: t.node, Claims: t.list()}
-	for i := range f.Claims {
-		f.Claims[i].State = ""
-	}
-	return writeStateFile(t.path, "claims", f)
-}
-
-// writeStateFile writes v as JSON to path atomically (statefile.Write);
-// what names the file in errors. The claims and the runtime VNICs
-// (runtime.go) keep their state files with it.
-func writeStateFile(path, what string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := statefile.Write(path, append(b, '\n')); err != nil {
-		return fmt.Errorf("vnicd: %s state file: %w", what, err)
-	}
-	return nil
-}
-
-// readStateFile reads a state file; a missing file (or no path) is nil.
-func readStateFile(path, what string) ([]byte, error) {
-	if path == "" {
-		return nil, nil
-	}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("vnicd: %s state file: %w", what, err)
-	}
-	return b, nil
-}
-
-// decodeStateFile decodes a state file's bytes into v, refusing unknown
-// fields, and checks its version (path and what are for the errors).
-func decodeStateFile(b []byte, path, what string, v any, version func() int, want int) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("vnicd: %s state file %s: %w", what, path, err)
-	}
-	if got := version(); got != want {
-		return fmt.Errorf("vnicd: %s state file %s: version %d, want %d", what, path, got, want)
-	}
-	return nil
-}
-
-// removeStateTemps removes what an interrupted write of the state file at
-// path left (statefile.RemoveTemps), and logs it; "" is no file.
-func removeStateTemps(path string, log *zap.Logger) {
-	if path == "" {
-		return
-	}
-	removed, err := statefile.RemoveTemps(path)
-	if len(removed) > 0 {
-		log.Info("removed what an interrupted state-file write left", zap.Strings("files", removed))
-	}
-	if err != nil {
-		log.Warn("cannot remove what an interrupted state-file write left", zap.String("path", path), zap.Error(err))
-	}
-}
-
-// setAside moves a state file that cannot be read out of the way of the
-// next save (statefile.SetAside) and returns the log fields that say where
-// it went.
-func setAside(path string) []zap.Field {
-	if path == "" {
-		return nil
-	}
-	bad, err := statefile.SetAside(path)
-	if err != nil {
-		return []zap.Field{zap.NamedError("set_aside_error", err)}
-	}
-	return []zap.Field{zap.String("kept_as", bad)}
+	return t.file.Save(func() any {
+		f := claimsFile{Version: claimsVersion, Node: t.node, Claims: t.list()}
+		for i := range f.Claims {
+			f.Claims[i].State = ""
+		}
+		return &f
+	})
 }
 
 // loadClaims reads a state file; a missing file is no claims.
 func loadClaims(path string) ([]ctl.Claim, error) {
-	b, err := readStateFile(path, "claims")
-	if b == nil || err != nil {
+	var f claimsFile
+	if _, err := claimsState(path).Load(&f); err != nil {
 		return nil, err
 	}
-	return parseClaims(b, path)
+	return f.Claims, nil
 }
 
 // parseClaims decodes a state file's bytes (path is for the errors).
 func parseClaims(b []byte, path string) ([]ctl.Claim, error) {
 	var f claimsFile
-	if err := decodeStateFile(b, path, "claims", &f, func() int { return f.Version }, claimsVersion); err != nil {
+	if err := claimsState(path).Decode(b, &f); err != nil {
 		return nil, err
 	}
 	return f.Claims, nil
@@ -363,9 +278,9 @@ func pickPort(node string, vesw uint16, want *uint8, ports []candidate, joined b
 		i := slices.IndexFunc(ports, func(p candidate) bool { return p.vport == *want })
 		switch {
 		case i < 0:
-			return 0, fmt.Errorf("vport: node %s has no vport %d (the EM has not made it)", node, *want)
+			return 0, ctl.Errorf(ctl.CodeNotFound, "vport: node %s has no vport %d (the EM has not made it)", node, *want)
 		case ports[i].vesw != vesw:
-			return 0, fmt.Errorf("vport: vport %d is on vesw %d, not vesw %d", *want, ports[i].vesw, vesw)
+			return 0, ctl.Errorf(ctl.CodeInvalidArgument, "vport: vport %d is on vesw %d, not vesw %d", *want, ports[i].vesw, vesw)
 		case ports[i].host || ports[i].claimed:
 			return 0, fmt.Errorf("%w: %s", ctl.ErrNoFreePort, ports[i].why())
 		}
@@ -438,7 +353,7 @@ func (d *Daemon) setPersist(p *engine.Port, on bool) error {
 func (d *Daemon) claimAdd(deadline time.Time, args json.RawMessage) (any, error) {
 	r, err := config.ClaimFromArgs(args)
 	if err != nil {
-		return nil, err
+		return nil, ctl.WithCode(ctl.CodeInvalidArgument, err)
 	}
 	d.rt.op.Lock()
 	defer d.rt.op.Unlock()
@@ -461,15 +376,15 @@ func (d *Daemon) claimAdd(deadline time.Time, args json.RawMessage) (any, error)
 	pc := p.Config()
 	switch {
 	case r.PKey != nil && *r.PKey != pc.VESW.PKey:
-		return nil, fmt.Errorf("pkey: %v, but the EM gave vesw %d pkey %v on this node", *r.PKey, r.VESW, pc.VESW.PKey)
+		return nil, ctl.Errorf(ctl.CodeInvalidArgument, "pkey: %v, but the EM gave vesw %d pkey %v on this node", *r.PKey, r.VESW, pc.VESW.PKey)
 	case r.EthMTU != nil && *r.EthMTU != pc.VESW.EthMTU:
-		return nil, fmt.Errorf("eth_mtu: %d, but the EM gave vesw %d eth_mtu %d on this node", *r.EthMTU, r.VESW, pc.VESW.EthMTU)
+		return nil, ctl.Errorf(ctl.CodeInvalidArgument, "eth_mtu: %d, but the EM gave vesw %d eth_mtu %d on this node", *r.EthMTU, r.VESW, pc.VESW.EthMTU)
 	case r.McastDLID != nil && *r.McastDLID != pc.VESW.McastDLID&encap.LID16BMask:
-		return nil, fmt.Errorf("mcast_dlid: 0x%06X, but the EM gave vesw %d mcast_dlid 0x%06X on this node", *r.McastDLID, r.VESW, pc.VESW.McastDLID)
+		return nil, ctl.Errorf(ctl.CodeInvalidArgument, "mcast_dlid: 0x%06X, but the EM gave vesw %d mcast_dlid 0x%06X on this node", *r.McastDLID, r.VESW, pc.VESW.McastDLID)
 	}
 	nsDev, nsIno, err := netnsID(r.Netdev.NetNS)
 	if err != nil {
-		return nil, fmt.Errorf("netns: %q: %w", r.Netdev.NetNS, err)
+		return nil, ctl.Errorf(ctl.CodeInvalidArgument, "netns: %q: %w", r.Netdev.NetNS, err)
 	}
 	home := p.Netdev().Name()
 	ifname := r.Netdev.IfName
@@ -518,25 +433,18 @@ func (d *Daemon) claimAdd(deadline time.Time, args json.RawMessage) (any, error)
 	return s, nil
 }
 
-// claimDel is vnic_del on a managed node.
+// claimDel is vnic_del on a managed node, its arguments checked (vnicDel).
 func (d *Daemon) claimDel(a ctl.VNICDelArgs) (any, error) {
 	d.rt.op.Lock()
 	defer d.rt.op.Unlock()
-	var vports []uint8
-	switch {
-	case a.VPort != nil:
-		vp := *a.VPort
-		if vp < 0 || vp > config.MaxVPort {
-			return nil, fmt.Errorf("vport: %d is out of range 0..%d", vp, config.MaxVPort)
-		}
-		if _, _, ok := d.claims.get(uint8(vp)); !ok {
-			return nil, fmt.Errorf("vport %d is not claimed (a managed node's ports are the EM's)", vp)
-		}
-		vports = []uint8{uint8(vp)}
-	default:
-		vports = d.claims.owned(func(o string) bool { return o == a.Owner })
+	if a.VPort == nil {
+		return d.release(d.claims.owned(func(o string) bool { return o == a.Owner })), nil
 	}
-	return d.release(vports), nil
+	vp := uint8(*a.VPort)
+	if _, _, ok := d.claims.get(vp); !ok {
+		return nil, ctl.Errorf(ctl.CodeNotFound, "vport %d is not claimed (a managed node's ports are the EM's)", vp)
+	}
+	return d.release([]uint8{vp}), nil
 }
 
 // claimGC is vnic_gc on a managed node.
@@ -662,10 +570,10 @@ func (d *Daemon) claimingFactory(base engine.DeviceFactory) engine.DeviceFactory
 // whose namespace is gone (or is another one now) ends: its persistent TAP
 // went with the namespace.
 func (d *Daemon) loadClaimsOnStart() {
-	cs, err := loadClaims(d.claims.path)
+	cs, err := loadClaims(d.claims.file.Path)
 	if err != nil {
 		d.log.Warn("cannot read the claims of the last run; starting with none: their netdevs stay in their containers, carrier off",
-			append([]zap.Field{zap.Error(err)}, setAside(d.claims.path)...)...)
+			append([]zap.Field{zap.Error(err)}, d.claims.file.setAside()...)...)
 		return
 	}
 	kept := 0

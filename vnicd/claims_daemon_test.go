@@ -97,7 +97,7 @@ func newFakeNodeConfig(t *testing.T, cfgText string) *fakeNode {
 
 // configFreePort parses cfgText with PORT replaced by a UDP port on
 // 127.0.0.1 that was free a moment ago.
-func configFreePort(t *testing.T, cfgText string) *config.Config {
+func configFreePort(t testing.TB, cfgText string) *config.Config {
 	t.Helper()
 	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
@@ -201,13 +201,20 @@ func (n *fakeNode) emSet(vport uint8, vesw uint16) {
 	}
 }
 
-func (n *fakeNode) claims() []ctl.Claim {
+// ask is the answer of a command of n's (a ctl.Client method), failing the
+// test on an error.
+func ask[T any](n *fakeNode, cmd func(*ctl.Client, context.Context) (T, error)) T {
 	n.t.Helper()
-	var cs []ctl.Claim
-	if err := ctl.Call(n.sock, "claims", nil, &cs); err != nil {
+	v, err := cmd(ctl.NewClient(n.sock), n.t.Context())
+	if err != nil {
 		n.t.Fatal(err)
 	}
-	return cs
+	return v
+}
+
+func (n *fakeNode) claims() []ctl.Claim {
+	n.t.Helper()
+	return ask(n, (*ctl.Client).Claims)
 }
 
 // waitClaims waits (at most 5 s) until the claims answer ok.
@@ -240,7 +247,7 @@ func TestClaimsManaged(t *testing.T) {
 	c1 := nsFile(t, "c1")
 
 	var st ctl.VNICStatus
-	err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", EthMTU: 1400, McastDLID: "0xF00001",
+	err := ctl.Call(n.sock, ctl.CmdVNICAdd, ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", EthMTU: 1400, McastDLID: "0xF00001",
 		IfName: "eth0", NetNS: c1, Addresses: []string{"10.1.0.5/24"}, Owner: "cni:red:c1:eth0"}, &st)
 	if err != nil {
 		t.Fatal(err)
@@ -258,19 +265,21 @@ func TestClaimsManaged(t *testing.T) {
 	for _, tc := range []struct {
 		args ctl.VNICAddArgs
 		err  string
+		code ctl.Code
 	}{
-		{ctl.VNICAddArgs{VESW: 1, NetNS: c1, IfName: "eth1"}, "no free port: vesw 1 has 1 port on node m: vport 0, claimed by cni:red:c1:eth0"},
-		{ctl.VNICAddArgs{VESW: 3, NetNS: c1}, "vport 2, kept for the host"},
-		{ctl.VNICAddArgs{VESW: 9, NetNS: c1}, "vesw 9 has no port on node m: this node has not been configured by the fabric manager yet"},
-		{ctl.VNICAddArgs{VESW: 2, PKey: "0x8001", NetNS: c1}, "pkey: 0x8001, but the EM gave vesw 2 pkey 0x8002"},
-		{ctl.VNICAddArgs{VESW: 2, EthMTU: 1500, NetNS: c1}, "eth_mtu: 1500, but the EM gave vesw 2 eth_mtu 1400"},
-		{ctl.VNICAddArgs{VESW: 2, NetNS: c1, Owner: "cni:red:c1:eth0"}, `owner: "cni:red:c1:eth0" already holds vport 0`},
-		{ctl.VNICAddArgs{VESW: 2, NetNS: c1, MAC: "02:00:00:00:00:09"}, "mac: the EM sets"},
-		{ctl.VNICAddArgs{VESW: 2}, "netns: required"},
-		{ctl.VNICAddArgs{VESW: 2, NetNS: filepath.Join(t.TempDir(), "gone")}, "netns:"},
+		{ctl.VNICAddArgs{VESW: 1, NetNS: c1, IfName: "eth1"}, "no free port: vesw 1 has 1 port on node m: vport 0, claimed by cni:red:c1:eth0", ctl.CodeNoFreePort},
+		{ctl.VNICAddArgs{VESW: 3, NetNS: c1}, "vport 2, kept for the host", ctl.CodeNoFreePort},
+		{ctl.VNICAddArgs{VESW: 9, NetNS: c1}, "vesw 9 has no port on node m: this node has not been configured by the fabric manager yet", ctl.CodeNoFreePort},
+		{ctl.VNICAddArgs{VESW: 2, PKey: "0x8001", NetNS: c1}, "pkey: 0x8001, but the EM gave vesw 2 pkey 0x8002", ctl.CodeInvalidArgument},
+		{ctl.VNICAddArgs{VESW: 2, EthMTU: 1500, NetNS: c1}, "eth_mtu: 1500, but the EM gave vesw 2 eth_mtu 1400", ctl.CodeInvalidArgument},
+		{ctl.VNICAddArgs{VESW: 2, NetNS: c1, Owner: "cni:red:c1:eth0"}, `owner: "cni:red:c1:eth0" already holds vport 0`, ""},
+		{ctl.VNICAddArgs{VESW: 2, NetNS: c1, MAC: "02:00:00:00:00:09"}, "mac: the EM sets", ctl.CodeInvalidArgument},
+		{ctl.VNICAddArgs{VESW: 2}, "netns: required", ctl.CodeInvalidArgument},
+		{ctl.VNICAddArgs{VESW: 2, NetNS: filepath.Join(t.TempDir(), "gone")}, "netns:", ctl.CodeInvalidArgument},
+		{ctl.VNICAddArgs{VESW: 2, VPort: 7, NetNS: c1}, "vport: node m has no vport 7", ctl.CodeNotFound},
 	} {
-		if err := ctl.Call(n.sock, "vnic_add", tc.args, nil); err == nil || !strings.Contains(err.Error(), tc.err) {
-			t.Errorf("vnic_add %+v: %v; want %q", tc.args, err, tc.err)
+		if err := ctl.Call(n.sock, ctl.CmdVNICAdd, tc.args, nil); err == nil || !strings.Contains(err.Error(), tc.err) || ctl.CodeOf(err) != tc.code {
+			t.Errorf("vnic_add %+v: %v (code %q); want %q, code %q", tc.args, err, ctl.CodeOf(err), tc.err, tc.code)
 		}
 	}
 	// The refusals moved nothing.
@@ -285,7 +294,7 @@ func TestClaimsManaged(t *testing.T) {
 	// DEL by owner ends the claim: home under its old name, not persistent;
 	// a second DEL deletes nothing and succeeds.
 	var del ctl.VNICDeleted
-	if err := ctl.Call(n.sock, "vnic_del", ctl.VNICDelArgs{Owner: "cni:red:c1:eth0"}, &del); err != nil ||
+	if err := ctl.Call(n.sock, ctl.CmdVNICDel, ctl.VNICDelArgs{Owner: "cni:red:c1:eth0"}, &del); err != nil ||
 		len(del.Deleted) != 1 || del.Deleted[0].Owner != "cni:red:c1:eth0" || del.Deleted[0].VPort != 0 {
 		t.Fatalf("vnic_del: %+v, %v", del, err)
 	}
@@ -295,11 +304,11 @@ func TestClaimsManaged(t *testing.T) {
 	if on, _ := n.dev(0).Persistent(); on {
 		t.Error("released netdev still persistent")
 	}
-	if err := ctl.Call(n.sock, "vnic_del", ctl.VNICDelArgs{Owner: "cni:red:c1:eth0"}, &del); err != nil || len(del.Deleted) != 0 {
+	if err := ctl.Call(n.sock, ctl.CmdVNICDel, ctl.VNICDelArgs{Owner: "cni:red:c1:eth0"}, &del); err != nil || len(del.Deleted) != 0 {
 		t.Errorf("second vnic_del: %+v, %v", del, err)
 	}
 	one := 1
-	if err := ctl.Call(n.sock, "vnic_del", ctl.VNICDelArgs{VPort: &one}, nil); err == nil || !strings.Contains(err.Error(), "vport 1 is not claimed") {
+	if err := ctl.Call(n.sock, ctl.CmdVNICDel, ctl.VNICDelArgs{VPort: &one}, nil); ctl.CodeOf(err) != ctl.CodeNotFound || !strings.Contains(err.Error(), "vport 1 is not claimed") {
 		t.Errorf("vnic_del of an unclaimed vport: %v", err)
 	}
 	if cs := n.claims(); len(cs) != 0 {
@@ -307,7 +316,7 @@ func TestClaimsManaged(t *testing.T) {
 	}
 
 	// The EM moves a claimed port to another vesw: the claim ends.
-	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, NetNS: c1, Owner: "o2"}, &st); err != nil || st.IfName != "vnic0" {
+	if err := ctl.Call(n.sock, ctl.CmdVNICAdd, ctl.VNICAddArgs{VESW: 1, NetNS: c1, Owner: "o2"}, &st); err != nil || st.IfName != "vnic0" {
 		t.Fatalf("claim keeping the name: %+v, %v", st, err)
 	}
 	n.emSet(0, 4)
@@ -318,7 +327,7 @@ func TestClaimsManaged(t *testing.T) {
 
 	// The EM takes a claimed port off its vesw (DeleteVESW): it stays in
 	// the container; back on the same vesw, the claim goes on.
-	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 2, NetNS: c1, IfName: "net1", Owner: "o3"}, &st); err != nil {
+	if err := ctl.Call(n.sock, ctl.CmdVNICAdd, ctl.VNICAddArgs{VESW: 2, NetNS: c1, IfName: "net1", Owner: "o3"}, &st); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.d.EMDeleteVESW(1); err != nil {
@@ -332,13 +341,13 @@ func TestClaimsManaged(t *testing.T) {
 	}
 
 	// GC keeps the listed owners and ends the others.
-	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 4, NetNS: c1, Owner: "cni:x:keep:eth0"}, nil); err != nil {
+	if err := ctl.Call(n.sock, ctl.CmdVNICAdd, ctl.VNICAddArgs{VESW: 4, NetNS: c1, Owner: "cni:x:keep:eth0"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := ctl.Call(n.sock, "vnic_gc", ctl.VNICGCArgs{Prefix: "cni:x:", Keep: []string{"cni:x:keep:eth0"}}, &del); err != nil || len(del.Deleted) != 0 {
+	if err := ctl.Call(n.sock, ctl.CmdVNICGC, ctl.VNICGCArgs{Prefix: "cni:x:", Keep: []string{"cni:x:keep:eth0"}}, &del); err != nil || len(del.Deleted) != 0 {
 		t.Errorf("gc keeping the only one: %+v, %v", del, err)
 	}
-	if err := ctl.Call(n.sock, "vnic_gc", ctl.VNICGCArgs{Prefix: "cni:x:"}, &del); err != nil ||
+	if err := ctl.Call(n.sock, ctl.CmdVNICGC, ctl.VNICGCArgs{Prefix: "cni:x:"}, &del); err != nil ||
 		len(del.Deleted) != 1 || del.Deleted[0].Owner != "cni:x:keep:eth0" {
 		t.Errorf("gc: %+v, %v", del, err)
 	}
@@ -362,7 +371,7 @@ func TestClaimsRestart(t *testing.T) {
 		{VESW: 2, NetNS: c2, IfName: "eth0", Owner: "ns-gone"},
 		{VESW: 5, NetNS: c3, IfName: "eth0", Owner: "vesw-changes"},
 	} {
-		if err := ctl.Call(n.sock, "vnic_add", a, nil); err != nil {
+		if err := ctl.Call(n.sock, ctl.CmdVNICAdd, a, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -375,7 +384,7 @@ func TestClaimsRestart(t *testing.T) {
 		t.Fatalf("claims after the restart: %+v", cs)
 	}
 	var vs []ctl.VNICStatus
-	if err := ctl.Call(n.sock, "vnics", nil, &vs); err != nil || len(vs) != 0 {
+	if err := ctl.Call(n.sock, ctl.CmdVNICs, nil, &vs); err != nil || len(vs) != 0 {
 		t.Fatalf("ports before the EM: %+v, %v", vs, err)
 	}
 	// A pending claim holds its vport: no second claim on it meanwhile.
@@ -393,7 +402,7 @@ func TestClaimsRestart(t *testing.T) {
 	if len(removed) != 1 || removed[0] != c3+"/eth0" {
 		t.Errorf("netdevs removed: %v; want the one of the claim whose vesw changed", removed)
 	}
-	if err := ctl.Call(n.sock, "vnics", nil, &vs); err != nil || len(vs) != 3 || vs[0].Owner != "keep" || vs[0].NetNS != c1 ||
+	if err := ctl.Call(n.sock, ctl.CmdVNICs, nil, &vs); err != nil || len(vs) != 3 || vs[0].Owner != "keep" || vs[0].NetNS != c1 ||
 		vs[0].IfName != "eth0" || vs[1].NetNS != "" || vs[2].VESW != 6 || vs[2].NetNS != "" {
 		t.Errorf("ports after the EM: %+v, %v", vs, err)
 	}
@@ -412,14 +421,14 @@ func TestClaimsRestart(t *testing.T) {
 	// A pending claim ended by DEL before the EM made its port: its netdev
 	// is deleted where it is.
 	n.setAttachOK(true)
-	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, NetNS: c1, Owner: "late"}, nil); err != nil {
+	if err := ctl.Call(n.sock, ctl.CmdVNICAdd, ctl.VNICAddArgs{VESW: 1, NetNS: c1, Owner: "late"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	n.halt()
 	_, before := n.record()
 	n.start()
 	var del ctl.VNICDeleted
-	if err := ctl.Call(n.sock, "vnic_del", ctl.VNICDelArgs{Owner: "late"}, &del); err != nil || len(del.Deleted) != 1 {
+	if err := ctl.Call(n.sock, ctl.CmdVNICDel, ctl.VNICDelArgs{Owner: "late"}, &del); err != nil || len(del.Deleted) != 1 {
 		t.Fatalf("DEL of a pending claim: %+v, %v", del, err)
 	}
 	_, removed = n.record()
@@ -436,7 +445,7 @@ func TestClaimNoPortMessages(t *testing.T) {
 	c1 := nsFile(t, "c1")
 	add := func(what, want string) {
 		t.Helper()
-		err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 9, NetNS: c1}, nil)
+		err := ctl.Call(n.sock, ctl.CmdVNICAdd, ctl.VNICAddArgs{VESW: 9, NetNS: c1}, nil)
 		if err == nil || !strings.Contains(err.Error(), "no free port: vesw 9 has no port on node m: "+want) {
 			t.Errorf("%s: %v; want %q", what, err, want)
 		}
@@ -450,7 +459,7 @@ func TestClaimNoPortMessages(t *testing.T) {
 
 	m := newFakeNode(t)
 	m.d.HeardFromSM(0x11)
-	if err := ctl.Call(m.sock, "vnic_add", ctl.VNICAddArgs{VESW: 9, NetNS: c1}, nil); err == nil ||
+	if err := ctl.Call(m.sock, ctl.CmdVNICAdd, ctl.VNICAddArgs{VESW: 9, NetNS: c1}, nil); err == nil ||
 		!strings.Contains(err.Error(), "the EM has made no port on this node yet") {
 		t.Errorf("joined, no port: %v", err)
 	}
@@ -474,7 +483,7 @@ func TestClaimsUnreadableFileKept(t *testing.T) {
 		t.Fatalf("claims after the restart: %+v", cs)
 	}
 	n.emSet(0, 1)
-	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, NetNS: nsFile(t, "c1"), IfName: "eth0", Owner: "new"}, nil); err != nil {
+	if err := ctl.Call(n.sock, ctl.CmdVNICAdd, ctl.VNICAddArgs{VESW: 1, NetNS: nsFile(t, "c1"), IfName: "eth0", Owner: "new"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(vnicd.ClaimsPath(n.sock) + ".bad"); err != nil || string(b) != bad {
@@ -490,7 +499,7 @@ func TestClaimRenamedOrMovedRestart(t *testing.T) {
 	n := newFakeNode(t)
 	n.emSet(0, 1)
 	c1, c2 := nsFile(t, "c1"), nsFile(t, "c2")
-	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, NetNS: c1, IfName: "eth0", Owner: "o"}, nil); err != nil {
+	if err := ctl.Call(n.sock, ctl.CmdVNICAdd, ctl.VNICAddArgs{VESW: 1, NetNS: c1, IfName: "eth0", Owner: "o"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	n.mu.Lock()

@@ -103,16 +103,18 @@ func TestClaimFromArgs(t *testing.T) {
 	}
 }
 
-func TestClaimsPath(t *testing.T) {
-	for in, want := range map[string]string{
-		"/run/opavnic/vnicd.sock":  "/run/opavnic/vnicd.claims.json",
-		"/run/opavnic/vnicd-a":     "/run/opavnic/vnicd-a.claims.json",
-		"@vnicd":                   "",
-		"":                         "",
-		"/tmp/x/host-b.sock.sock2": "/tmp/x/host-b.sock.sock2.claims.json",
+// TestStatePaths: the state files sit beside the control socket, named
+// after it; an abstract socket has none.
+func TestStatePaths(t *testing.T) {
+	for _, tc := range []struct{ socket, claims, runtime string }{
+		{"/run/opavnic/vnicd.sock", "/run/opavnic/vnicd.claims.json", "/run/opavnic/vnicd.runtime.json"},
+		{"/run/opavnic/vnicd-a", "/run/opavnic/vnicd-a.claims.json", "/run/opavnic/vnicd-a.runtime.json"},
+		{"@vnicd", "", ""},
+		{"", "", ""},
+		{"/tmp/x/host-b.sock.sock2", "/tmp/x/host-b.sock.sock2.claims.json", "/tmp/x/host-b.sock.sock2.runtime.json"},
 	} {
-		if got := ClaimsPath(in); got != want {
-			t.Errorf("ClaimsPath(%q) = %q, want %q", in, got, want)
+		if c, r := ClaimsPath(tc.socket), RuntimePath(tc.socket); c != tc.claims || r != tc.runtime {
+			t.Errorf("%q: ClaimsPath %q, RuntimePath %q; want %q, %q", tc.socket, c, r, tc.claims, tc.runtime)
 		}
 	}
 }
@@ -183,44 +185,48 @@ func TestClaimsStateFile(t *testing.T) {
 
 // FuzzParseClaims: a claims state file of any content (a crash mid-write is
 // ruled out by the rename, but a disk or a person can still corrupt it) is
-// refused with an error or read into claims that save and read back equal.
+// refused with an error or read into claims that save and read back.
 func FuzzParseClaims(f *testing.F) {
-	f.Add([]byte(`{"version": 1, "node": "n1", "claims": [{"vport": 3, "vesw": 2, "owner": "cni:red:c1:eth0", "netns": "pid:77", "ifname": "net1", "home": "vnic3", "addresses": ["10.2.0.1/24"], "ns_dev": 4, "ns_ino": 4026532000}]}`))
-	f.Add([]byte(`{"version": 2}`))
-	f.Add([]byte(`{"version": 1, "claims": [{"vport": 300}]}`))
-	f.Add([]byte(`{"version": 1, "bogus": 1}`))
-	f.Add([]byte(`{"version": 1}{"version": 1}`))
-	f.Add([]byte(`[`))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		cs, err := parseClaims(b, "fuzz")
-		if err != nil {
-			return
-		}
-		path := filepath.Join(t.TempDir(), "c.json")
+	fuzzStateFile(f, []string{
+		`{"version": 1, "node": "n1", "claims": [{"vport": 3, "vesw": 2, "owner": "cni:red:c1:eth0", "netns": "pid:77", "ifname": "net1", "home": "vnic3", "addresses": ["10.2.0.1/24"], "ns_dev": 4, "ns_ino": 4026532000}]}`,
+		`{"version": 2}`,
+		`{"version": 1, "claims": [{"vport": 300}]}`,
+		`{"version": 1, "bogus": 1}`,
+		`{"version": 1}{"version": 1}`,
+		`[`,
+	}, parseClaims, func(path string, cs []ctl.Claim) error {
 		tab := newClaimTable(path, "n1")
 		for _, c := range cs {
 			tab.put(c, false)
 		}
-		if err := tab.save(); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := loadClaims(path); err != nil {
-			t.Fatalf("%q: saved claims do not read back: %v", b, err)
-		}
-	})
+		return tab.save()
+	}, loadClaims)
 }
 
-func TestRuntimePath(t *testing.T) {
-	for in, want := range map[string]string{
-		"/run/opavnic/vnicd.sock": "/run/opavnic/vnicd.runtime.json",
-		"/run/opavnic/vnicd-a":    "/run/opavnic/vnicd-a.runtime.json",
-		"@vnicd":                  "",
-		"":                        "",
-	} {
-		if got := RuntimePath(in); got != want {
-			t.Errorf("RuntimePath(%q) = %q, want %q", in, got, want)
-		}
+// fuzzStateFile fuzzes the reading of a state file (parse) from seeds: what
+// parses saves (save) and reads back (load), with no more entries.
+func fuzzStateFile[T any](f *testing.F, seeds []string, parse func(b []byte, path string) ([]T, error),
+	save func(path string, es []T) error, load func(path string) ([]T, error)) {
+	for _, s := range seeds {
+		f.Add([]byte(s))
 	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		es, err := parse(b, "fuzz")
+		if err != nil {
+			return
+		}
+		path := filepath.Join(t.TempDir(), "state.json")
+		if err := save(path, es); err != nil {
+			t.Fatal(err)
+		}
+		back, err := load(path)
+		if err != nil {
+			t.Fatalf("%q: saved entries do not read back: %v", b, err)
+		}
+		if len(back) > len(es) {
+			t.Fatalf("%q: %d entries read back from %d", b, len(back), len(es))
+		}
+	})
 }
 
 // TestRuntimeStateFile writes runtime VNICs and reads them back; a broken
@@ -232,7 +238,7 @@ func TestRuntimeStateFile(t *testing.T) {
 	}
 	a := RuntimeEntry{VPort: 3, Args: []byte(`{"vesw":1,"pkey":"0x8001","netns":"c1"}`), Owner: "cni:red:c1:eth0", NetNS: "c1", IfName: "eth0", NSDev: 4, NSIno: 4026532000}
 	b := RuntimeEntry{VPort: 1, Args: []byte(`{"vesw":2,"pkey":"0x8002"}`), IfName: "vnic1"}
-	r := &runtimeVNICs{path: path, node: "n1"}
+	r := &runtimeVNICs{file: runtimeState(path), node: "n1"}
 	r.set(a.VPort, &runtimeVNIC{entry: a})
 	r.set(b.VPort, &runtimeVNIC{entry: b})
 	if err := r.save(); err != nil {
@@ -256,33 +262,20 @@ func TestRuntimeStateFile(t *testing.T) {
 }
 
 // FuzzParseRuntime: a runtime VNICs state file of any content is refused
-// with an error or read into entries that save and read back equal.
+// with an error or read into entries that save and read back.
 func FuzzParseRuntime(f *testing.F) {
-	f.Add([]byte(`{"version": 1, "node": "n1", "vnics": [{"vport": 3, "args": {"vesw": 1, "pkey": "0x8001", "netns": "c1"}, "owner": "cni:red:c1:eth0", "netns": "c1", "ifname": "eth0", "ns_dev": 4, "ns_ino": 4026532000}]}`))
-	f.Add([]byte(`{"version": 2}`))
-	f.Add([]byte(`{"version": 1, "vnics": [{"vport": 300}]}`))
-	f.Add([]byte(`{"version": 1, "vnics": [{"vport": 1, "args": null}]}`))
-	f.Add([]byte(`{"version": 1, "bogus": 1}`))
-	f.Add([]byte(`[`))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		es, err := parseRuntime(b, "fuzz")
-		if err != nil {
-			return
-		}
-		path := filepath.Join(t.TempDir(), "r.json")
-		r := &runtimeVNICs{path: path, node: "n1"}
+	fuzzStateFile(f, []string{
+		`{"version": 1, "node": "n1", "vnics": [{"vport": 3, "args": {"vesw": 1, "pkey": "0x8001", "netns": "c1"}, "owner": "cni:red:c1:eth0", "netns": "c1", "ifname": "eth0", "ns_dev": 4, "ns_ino": 4026532000}]}`,
+		`{"version": 2}`,
+		`{"version": 1, "vnics": [{"vport": 300}]}`,
+		`{"version": 1, "vnics": [{"vport": 1, "args": null}]}`,
+		`{"version": 1, "bogus": 1}`,
+		`[`,
+	}, parseRuntime, func(path string, es []RuntimeEntry) error {
+		r := &runtimeVNICs{file: runtimeState(path), node: "n1"}
 		for _, e := range es {
 			r.set(e.VPort, &runtimeVNIC{entry: e})
 		}
-		if err := r.save(); err != nil {
-			t.Fatal(err)
-		}
-		back, err := loadRuntime(path)
-		if err != nil {
-			t.Fatalf("%q: saved entries do not read back: %v", b, err)
-		}
-		if len(back) > len(es) {
-			t.Fatalf("%q: %d entries read back from %d", b, len(back), len(es))
-		}
-	})
+		return r.save()
+	}, loadRuntime)
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/opavnic/opavnic/vnicd/ctl"
 )
 
 // TestEmptyListsAreArrays: a node with no VNIC yet (a managed node
@@ -14,7 +16,7 @@ import (
 func TestEmptyListsAreArrays(t *testing.T) {
 	noVNICs := fakeStatic[:strings.Index(fakeStatic, "vnics:")]
 	sock := startFakeDaemon(t, noVNICs)
-	for _, cmd := range []string{"vnics", "counters", "vesws", "claims"} {
+	for _, cmd := range []string{ctl.CmdVNICs, ctl.CmdCounters, ctl.CmdVESWs, ctl.CmdClaims} {
 		resp, err := roundTrip(sock, []byte(`{"cmd":"`+cmd+`"}`+"\n"))
 		if err != nil {
 			t.Fatal(err)

@@ -57,7 +57,7 @@ func FuzzControlRequest(f *testing.F) {
 		if r.OK == (r.Error != "") {
 			t.Fatalf("request %q: ok=%v with error %q", req, r.OK, r.Error)
 		}
-		if err := ctl.Call(sock, "vnics", nil, new([]ctl.VNICStatus)); err != nil {
+		if err := ctl.Call(sock, ctl.CmdVNICs, nil, new([]ctl.VNICStatus)); err != nil {
 			t.Fatalf("after request %q the daemon does not answer: %v", req, err)
 		}
 	})

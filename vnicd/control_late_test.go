@@ -1,7 +1,7 @@
 package vnicd_test
 
 import (
-	"strings"
+	"errors"
 	"testing"
 	"time"
 
@@ -27,13 +27,13 @@ func TestVNICAddTooLateNotStarted(t *testing.T) {
 	})
 	first := make(chan error, 1)
 	go func() {
-		first <- ctl.Call(sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", IfName: "slow", Owner: "cni:n:c1:slow"}, nil)
+		first <- ctl.Call(sock, ctl.CmdVNICAdd, ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", IfName: "slow", Owner: "cni:n:c1:slow"}, nil)
 	}()
 	time.Sleep(100 * time.Millisecond) // the first holds the daemon
 	start := time.Now()
 	second := make(chan error, 1)
 	go func() {
-		second <- ctl.Call(sock, "vnic_add", ctl.VNICAddArgs{VESW: 2, PKey: "0x8002", IfName: "late", Owner: "cni:n:c2:late"}, nil)
+		second <- ctl.Call(sock, ctl.CmdVNICAdd, ctl.VNICAddArgs{VESW: 2, PKey: "0x8002", IfName: "late", Owner: "cni:n:c2:late"}, nil)
 	}()
 	// Hold the daemon until the second request has 0.9 s left.
 	time.Sleep(ctl.Timeout - ctl.LateMargin + 600*time.Millisecond - time.Since(start))
@@ -42,11 +42,11 @@ func TestVNICAddTooLateNotStarted(t *testing.T) {
 		t.Fatalf("the vnic_add that held the daemon: %v", err)
 	}
 	err := <-second
-	if err == nil || !strings.Contains(err.Error(), ctl.ErrLate.Error()) || !strings.HasPrefix(ctl.ErrLate.Error(), ctl.BusyPrefix) {
+	if !errors.Is(err, ctl.ErrLate) || err.Error() != ctl.ErrLate.Error() {
 		t.Fatalf("the vnic_add whose turn came %v after it was sent: %v; want %v", time.Since(start).Round(time.Millisecond), err, ctl.ErrLate)
 	}
 	var vs []ctl.VNICStatus
-	if err := ctl.Call(sock, "vnics", nil, &vs); err != nil {
+	if err := ctl.Call(sock, ctl.CmdVNICs, nil, &vs); err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range vs {

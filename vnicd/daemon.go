@@ -88,11 +88,12 @@ func NewDaemon(cfg *config.Config, newDevice engine.DeviceFactory, log *zap.Logg
 	h.SetDirectory(dir)
 	d := &Daemon{cfg: cfg, log: log, hfi: h, removeTAP: startRemoveTAP, kick: make(chan struct{}, 1)}
 	d.claims = newClaimTable("", cfg.Node.Name)
+	d.rt.file, d.rt.node = runtimeState(""), cfg.Node.Name
 	if cfg.Node.Managed() {
 		d.claims = newClaimTable(ClaimsPath(cfg.Control.Socket), cfg.Node.Name)
 		newDevice = d.claimingFactory(newDevice)
 	} else {
-		d.rt.path, d.rt.node = RuntimePath(cfg.Control.Socket), cfg.Node.Name
+		d.rt.file = runtimeState(RuntimePath(cfg.Control.Socket))
 		newDevice = d.runtimeFactory(newDevice)
 	}
 	if d.engine, err = engine.NewEngine(h, newDevice, log); err != nil {
@@ -161,7 +162,7 @@ func NewDaemon(cfg *config.Config, newDevice engine.DeviceFactory, log *zap.Logg
 	}
 	if d.rtReadErr != nil {
 		d.log.Warn("cannot read the runtime VNICs of the last run; starting with none",
-			append([]zap.Field{zap.Error(d.rtReadErr)}, setAside(d.rt.path)...)...)
+			append([]zap.Field{zap.Error(d.rtReadErr)}, d.rt.file.setAside()...)...)
 	}
 	if cfg.Node.Managed() {
 		d.loadClaimsOnStart()
@@ -578,7 +579,7 @@ func stateName(s uint8) string {
 }
 
 func (d *Daemon) registerControl() {
-	d.ctl.Handle("vnics", func(json.RawMessage) (any, error) {
+	d.ctl.Handle(ctl.CmdVNICs, func(json.RawMessage) (any, error) {
 		out := VNICStatuses(d.engine)
 		for i := range out {
 			d.decorate(&out[i])
@@ -586,14 +587,12 @@ func (d *Daemon) registerControl() {
 		return out, nil
 	})
 	d.registerRuntime()
-	d.ctl.Handle("claims", func(json.RawMessage) (any, error) { return d.claims.list(), nil })
-	d.ctl.Handle("counters", func(args json.RawMessage) (any, error) {
-		var a struct {
-			VPort *int `json:"vport"`
-		}
+	d.ctl.Handle(ctl.CmdClaims, func(json.RawMessage) (any, error) { return d.claims.list(), nil })
+	d.ctl.Handle(ctl.CmdCounters, func(args json.RawMessage) (any, error) {
+		var a ctl.CountersArgs
 		if len(args) > 0 {
 			if err := json.Unmarshal(args, &a); err != nil {
-				return nil, fmt.Errorf("bad arguments: %w", err)
+				return nil, ctl.Errorf(ctl.CodeInvalidArgument, "bad arguments: %w", err)
 			}
 		}
 		out := []ctl.PortCounterSet{}
@@ -603,11 +602,11 @@ func (d *Daemon) registerControl() {
 			}
 		}
 		if a.VPort != nil && len(out) == 0 {
-			return nil, fmt.Errorf("no vport %d", *a.VPort)
+			return nil, ctl.Errorf(ctl.CodeNotFound, "no vport %d", *a.VPort)
 		}
 		return out, nil
 	})
-	d.ctl.Handle("hfi", func(json.RawMessage) (any, error) {
+	d.ctl.Handle(ctl.CmdHFI, func(json.RawMessage) (any, error) {
 		cs := d.hfi.Counters.Snapshot()
 		cs = append(cs,
 			hfi.CounterValue{Name: "vnic_rx_bad_tail", Value: d.engine.RxBadTail.Load()},
@@ -640,16 +639,14 @@ func (d *Daemon) registerControl() {
 		}
 		return st, nil
 	})
-	d.ctl.Handle("fabric", func(json.RawMessage) (any, error) {
+	d.ctl.Handle(ctl.CmdFabric, func(json.RawMessage) (any, error) {
 		return FabricEntries(d.hfi, time.Now()), nil
 	})
-	d.ctl.Handle("vesws", func(json.RawMessage) (any, error) { return VESWStatuses(d.engine), nil })
-	d.ctl.Handle("path", func(args json.RawMessage) (any, error) {
-		var a struct {
-			LID string `json:"lid"`
-		}
+	d.ctl.Handle(ctl.CmdVESWs, func(json.RawMessage) (any, error) { return VESWStatuses(d.engine), nil })
+	d.ctl.Handle(ctl.CmdPath, func(args json.RawMessage) (any, error) {
+		var a ctl.PathArgs
 		if err := json.Unmarshal(args, &a); err != nil {
-			return nil, fmt.Errorf("bad arguments: %w", err)
+			return nil, ctl.Errorf(ctl.CodeInvalidArgument, "bad arguments: %w", err)
 		}
 		lid, err := encap.ParseLID(a.LID)
 		if err != nil {
@@ -660,7 +657,7 @@ func (d *Daemon) registerControl() {
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%q is neither a LID nor the name of a configured peer", a.LID)
+			return nil, ctl.Errorf(ctl.CodeNotFound, "%q is neither a LID nor the name of a configured peer", a.LID)
 		}
 		rec, err := d.mgmt.Path(context.Background(), lid)
 		if err != nil {

@@ -149,7 +149,7 @@ func TestLimitRuntimeVNICs(t *testing.T) {
 	sock := startFakeDaemonBatch(t, fakeStatic, 1)
 	for i := 1; i <= config.MaxVPort; i++ {
 		var st ctl.VNICStatus
-		if err := ctl.Call(sock, "vnic_add", ctl.VNICAddArgs{VESW: 100 + i, PKey: "0x8001", Owner: fmt.Sprintf("o%d", i)}, &st); err != nil || st.VPort != uint8(i) {
+		if err := ctl.Call(sock, ctl.CmdVNICAdd, ctl.VNICAddArgs{VESW: 100 + i, PKey: "0x8001", Owner: fmt.Sprintf("o%d", i)}, &st); err != nil || st.VPort != uint8(i) {
 			t.Fatalf("vnic_add %d: %+v %v", i, st, err)
 		}
 	}
@@ -160,12 +160,12 @@ func TestLimitRuntimeVNICs(t *testing.T) {
 		{ctl.VNICAddArgs{VESW: 99, PKey: "0x8001"}, "vport: every vport 0..254 is in use"},
 		{ctl.VNICAddArgs{VPort: 255, VESW: 99, PKey: "0x8001"}, "vport: 255 is out of range"},
 	} {
-		if err := ctl.Call(sock, "vnic_add", tc.args, nil); err == nil || !strings.Contains(err.Error(), tc.err) {
+		if err := ctl.Call(sock, ctl.CmdVNICAdd, tc.args, nil); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("vnic_add %+v: %v; want %q", tc.args, err, tc.err)
 		}
 	}
 	var vs []ctl.VNICStatus
-	if err := ctl.Call(sock, "vnics", nil, &vs); err != nil || len(vs) != vema.VEMAMaxVPorts {
+	if err := ctl.Call(sock, ctl.CmdVNICs, nil, &vs); err != nil || len(vs) != vema.VEMAMaxVPorts {
 		t.Fatalf("vnics: %d, %v", len(vs), err)
 	}
 	for i, v := range vs[1:] {
@@ -252,8 +252,8 @@ func TestLimitControlConns(t *testing.T) {
 		held = append(held, c)
 	}
 	t0 := time.Now()
-	err = ctl.Call(sock, "commands", nil, nil)
-	if err == nil || err.Error() != ctl.ErrBusy.Error() || time.Since(t0) > time.Second {
+	err = ctl.Call(sock, ctl.CmdCommands, nil, nil)
+	if !errors.Is(err, ctl.ErrBusy) || err.Error() != ctl.ErrBusy.Error() || time.Since(t0) > time.Second {
 		t.Fatalf("connection %d: %v after %v; want %q at once", ctl.MaxConns+1, err, time.Since(t0), ctl.ErrBusy)
 	}
 	if s.Busy.Load() != 1 {
@@ -271,9 +271,9 @@ func TestLimitControlConns(t *testing.T) {
 	held[0].Close()
 	ok := false
 	for end := time.Now().Add(2 * time.Second); !ok && time.Now().Before(end); {
-		err = ctl.Call(sock, "commands", nil, nil)
+		err = ctl.Call(sock, ctl.CmdCommands, nil, nil)
 		ok = err == nil
-		if !ok && err.Error() != ctl.ErrBusy.Error() {
+		if !ok && !errors.Is(err, ctl.ErrBusy) {
 			t.Fatal(err)
 		}
 	}

@@ -59,9 +59,8 @@ type runtimeVNICs struct {
 	mu sync.Mutex // guards m; taken inside the agent's Set (netdevFor)
 	m  map[uint8]runtimeVNIC
 
-	saveMu sync.Mutex // orders writes of the state file
-	path   string     // the state file (RuntimePath); "" for none
-	node   string
+	file *stateFile // RuntimePath; never nil (Path "" for none)
+	node string
 }
 
 // RuntimeEntry is a runtime VNIC as the state file keeps it.
@@ -91,6 +90,8 @@ type runtimeFile struct {
 	VNICs   []RuntimeEntry `json:"vnics"`
 }
 
+func (f *runtimeFile) FileVersion() int { return f.Version }
+
 // RuntimePath is the state file of a control socket's runtime VNICs (static
 // mode): the socket's path with ".runtime.json" for its ".sock" suffix, in
 // the same directory. An abstract socket ("@name") has none: runtime VNICs
@@ -99,44 +100,46 @@ func RuntimePath(socket string) string { return statePath(socket, ".runtime.json
 
 // save writes the runtime VNICs to the state file, if there is one.
 func (r *runtimeVNICs) save() error {
-	if r.path == "" {
-		return nil
-	}
-	r.saveMu.Lock()
-	defer r.saveMu.Unlock()
-	r.mu.Lock()
-	f := runtimeFile{Version: runtimeVersion, Node: r.node, VNICs: []RuntimeEntry{}}
-	for _, v := range r.m {
-		f.VNICs = append(f.VNICs, v.entry)
-	}
-	r.mu.Unlock()
-	slices.SortFunc(f.VNICs, func(a, b RuntimeEntry) int { return int(a.VPort) - int(b.VPort) })
-	return writeStateFile(r.path, "runtime VNICs", f)
+	return r.file.Save(func() any {
+		r.mu.Lock()
+		f := runtimeFile{Version: runtimeVersion, Node: r.node, VNICs: []RuntimeEntry{}}
+		for _, v := range r.m {
+			f.VNICs = append(f.VNICs, v.entry)
+		}
+		r.mu.Unlock()
+		slices.SortFunc(f.VNICs, func(a, b RuntimeEntry) int { return int(a.VPort) - int(b.VPort) })
+		return &f
+	})
 }
 
 // loadRuntime reads a runtime state file; a missing file is none.
 func loadRuntime(path string) ([]RuntimeEntry, error) {
-	b, err := readStateFile(path, "runtime VNICs")
-	if b == nil || err != nil {
+	var f runtimeFile
+	if _, err := runtimeState(path).Load(&f); err != nil {
 		return nil, err
 	}
-	return parseRuntime(b, path)
+	return compactArgs(f.VNICs), nil
 }
 
 // parseRuntime decodes a runtime state file's bytes (path is for the
 // errors). The arguments are checked when they are used.
 func parseRuntime(b []byte, path string) ([]RuntimeEntry, error) {
 	var f runtimeFile
-	if err := decodeStateFile(b, path, "runtime VNICs", &f, func() int { return f.Version }, runtimeVersion); err != nil {
+	if err := runtimeState(path).Decode(b, &f); err != nil {
 		return nil, err
 	}
-	for i, e := range f.VNICs { // as vnic_add keeps them: compact
+	return compactArgs(f.VNICs), nil
+}
+
+// compactArgs compacts the entries' arguments, as vnic_add keeps them.
+func compactArgs(es []RuntimeEntry) []RuntimeEntry {
+	for i, e := range es {
 		var c bytes.Buffer
 		if err := json.Compact(&c, e.Args); err == nil {
-			f.VNICs[i].Args = c.Bytes()
+			es[i].Args = c.Bytes()
 		}
 	}
-	return f.VNICs, nil
+	return es
 }
 
 func (r *runtimeVNICs) get(vport uint8) (runtimeVNIC, bool) {
@@ -188,9 +191,9 @@ func (d *Daemon) netdevFor(vport uint8) engine.NetdevConfig {
 }
 
 func (d *Daemon) registerRuntime() {
-	d.ctl.HandleDeadline("vnic_add", d.vnicAdd)
-	d.ctl.Handle("vnic_del", d.vnicDel)
-	d.ctl.Handle("vnic_gc", d.vnicGC)
+	d.ctl.HandleDeadline(ctl.CmdVNICAdd, d.vnicAdd)
+	d.ctl.Handle(ctl.CmdVNICDel, d.vnicDel)
+	d.ctl.Handle(ctl.CmdVNICGC, d.vnicGC)
 }
 
 // owner is the owner tag of vport: its runtime VNIC's or its claim's.
@@ -259,6 +262,7 @@ func (d *Daemon) addRuntime(args json.RawMessage, saved *RuntimeEntry) (ctl.VNIC
 		_, ok := d.rt.get(vport)
 		return ok
 	}
+	full := false // every vport is in use: not the arguments' fault
 	v, owner, err := d.cfg.VNICFromArgs(args, func() (uint8, bool) {
 		if saved != nil {
 			return saved.VPort, true
@@ -268,8 +272,12 @@ func (d *Daemon) addRuntime(args json.RawMessage, saved *RuntimeEntry) (ctl.VNIC
 				return uint8(i), true
 			}
 		}
+		full = true
 		return 0, false
 	})
+	if err != nil && !full {
+		return ctl.VNICStatus{}, ctl.WithCode(ctl.CodeInvalidArgument, err)
+	}
 	if err != nil {
 		return ctl.VNICStatus{}, err
 	}
@@ -300,7 +308,7 @@ func (d *Daemon) addRuntime(args json.RawMessage, saved *RuntimeEntry) (ctl.VNIC
 	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, args); err != nil {
-		return ctl.VNICStatus{}, fmt.Errorf("bad arguments: %w", err)
+		return ctl.VNICStatus{}, ctl.Errorf(ctl.CodeInvalidArgument, "bad arguments: %w", err)
 	}
 	rv := &runtimeVNIC{netdev: v.Netdev, owner: owner, restoring: saved != nil,
 		entry: RuntimeEntry{VPort: v.VPort, Args: compact.Bytes(), Owner: owner, NetNS: v.Netdev.NetNS, IfName: v.Netdev.IfName}}
@@ -385,7 +393,7 @@ func (d *Daemon) runtimeFactory(base engine.DeviceFactory) engine.DeviceFactory 
 // those are made, which would otherwise clash with the persistent TAP. It
 // returns the others and how many it dropped.
 func (d *Daemon) readRuntimeOnStart() ([]RuntimeEntry, int) {
-	es, err := loadRuntime(d.rt.path)
+	es, err := loadRuntime(d.rt.file.Path)
 	if err != nil {
 		// Warned about, and the file set aside, once the control socket
 		// is this daemon's: a second vnicd on the socket of a running one
@@ -524,45 +532,40 @@ func (d *Daemon) vnicDel(args json.RawMessage) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&a); err != nil {
-		return nil, fmt.Errorf("bad arguments: %w", err)
+		return nil, ctl.Errorf(ctl.CodeInvalidArgument, "bad arguments: %w", err)
 	}
 	switch {
 	case a.VPort != nil && a.Owner != "":
-		return nil, errors.New("bad arguments: give a vport or an owner, not both")
+		return nil, ctl.Errorf(ctl.CodeInvalidArgument, "bad arguments: give a vport or an owner, not both")
 	case a.VPort == nil && a.Owner == "":
-		return nil, errors.New("bad arguments: vnic_del needs a vport or an owner")
+		return nil, ctl.Errorf(ctl.CodeInvalidArgument, "bad arguments: %s needs a vport or an owner", ctl.CmdVNICDel)
+	case a.VPort != nil && (*a.VPort < 0 || *a.VPort > config.MaxVPort):
+		return nil, ctl.Errorf(ctl.CodeInvalidArgument, "vport: %d is out of range 0..%d", *a.VPort, config.MaxVPort)
 	case d.mgmt.Managed():
 		return d.claimDel(a)
 	}
 	d.rt.op.Lock()
 	defer d.rt.op.Unlock()
-	var vports []uint8
-	switch {
-	case a.VPort != nil:
-		vp := *a.VPort
-		if vp < 0 || vp > config.MaxVPort {
-			return nil, fmt.Errorf("vport: %d is out of range 0..%d", vp, config.MaxVPort)
-		}
-		if _, ok := d.rt.get(uint8(vp)); !ok {
-			if d.engine.Port(uint8(vp)) != nil {
-				return nil, fmt.Errorf("vport %d is from the config file; remove it there", vp)
-			}
-			return nil, fmt.Errorf("no vport %d", vp)
-		}
-		vports = []uint8{uint8(vp)}
-	default:
-		vports = d.owned(func(o string) bool { return o == a.Owner })
+	if a.VPort == nil {
+		return d.deleteRuntime(d.owned(func(o string) bool { return o == a.Owner }))
 	}
-	return d.deleteRuntime(vports)
+	vp := uint8(*a.VPort)
+	if _, ok := d.rt.get(vp); !ok {
+		if d.engine.Port(vp) != nil {
+			return nil, fmt.Errorf("vport %d is from the config file; remove it there", vp)
+		}
+		return nil, ctl.Errorf(ctl.CodeNotFound, "no vport %d", vp)
+	}
+	return d.deleteRuntime([]uint8{vp})
 }
 
 func (d *Daemon) vnicGC(args json.RawMessage) (any, error) {
 	var a ctl.VNICGCArgs
 	if err := json.Unmarshal(args, &a); err != nil {
-		return nil, fmt.Errorf("bad arguments: %w", err)
+		return nil, ctl.Errorf(ctl.CodeInvalidArgument, "bad arguments: %w", err)
 	}
 	if a.Prefix == "" {
-		return nil, errors.New("bad arguments: vnic_gc needs a non-empty owner prefix")
+		return nil, ctl.Errorf(ctl.CodeInvalidArgument, "bad arguments: %s needs a non-empty owner prefix", ctl.CmdVNICGC)
 	}
 	if d.mgmt.Managed() {
 		return d.claimGC(a)

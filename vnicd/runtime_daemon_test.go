@@ -3,15 +3,12 @@ package vnicd_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/opavnic/opavnic/vnicd"
-	"github.com/opavnic/opavnic/vnicd/config"
 	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
@@ -45,17 +42,7 @@ func startFakeDaemonWith(t testing.TB, cfgText string, batch int, made func(engi
 // startFakeDaemonAt is startFakeDaemonWith with the control socket at sock.
 func startFakeDaemonAt(t testing.TB, sock, cfgText string, batch int, made func(engine.DeviceSpec)) {
 	t.Helper()
-	pc, err := net.ListenPacket("udp4", "127.0.0.1:0") // a free port for the HFI
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := pc.LocalAddr().(*net.UDPAddr).Port
-	pc.Close()
-	cfgText = strings.ReplaceAll(cfgText, "PORT", strconv.Itoa(port))
-	cfg, err := config.Parse([]byte(cfgText + fmt.Sprintf("control: {socket: %q}\n", sock)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := configFreePort(t, cfgText+fmt.Sprintf("control: {socket: %q}\n", sock))
 	factory := func(s engine.DeviceSpec) (tap.Netdev, error) {
 		if made != nil {
 			made(s)
@@ -90,7 +77,7 @@ vnics:
 func TestRuntimeVNICCommands(t *testing.T) {
 	sock := startFakeDaemon(t, fakeStatic)
 	var st ctl.VNICStatus
-	err := ctl.Call(sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", McastDLID: "0xF00001",
+	err := ctl.Call(sock, ctl.CmdVNICAdd, ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", McastDLID: "0xF00001",
 		IfName: "eth1", NetNS: "pid:1", Addresses: []string{"10.1.0.5/24"}, Owner: "cni:n:c1:eth1"}, &st)
 	if err != nil {
 		t.Fatal(err)
@@ -103,48 +90,52 @@ func TestRuntimeVNICCommands(t *testing.T) {
 	for _, tc := range []struct {
 		args any
 		err  string
+		code ctl.Code
 	}{
-		{ctl.VNICAddArgs{VESW: 2, PKey: "0x8002", IfName: "eth2", Owner: "cni:n:c1:eth1"}, `owner: "cni:n:c1:eth1" already owns vport 1`},
-		{ctl.VNICAddArgs{VPort: 0, VESW: 2, PKey: "0x8002"}, "vport: vport 0 is in use"},
-		{ctl.VNICAddArgs{VESW: 5, PKey: "0x8002"}, "vesw: vesw 5 is already used by vport 0"},
-		{ctl.VNICAddArgs{VESW: 2, PKey: "0x8002", IfName: "static0"}, `ifname: "static0" is vport 0's`},
-		{map[string]any{"vesw": 2, "pkey": 1, "bogus": 1}, "bogus: unknown field"},
+		{ctl.VNICAddArgs{VESW: 2, PKey: "0x8002", IfName: "eth2", Owner: "cni:n:c1:eth1"}, `owner: "cni:n:c1:eth1" already owns vport 1`, ""},
+		{ctl.VNICAddArgs{VPort: 0, VESW: 2, PKey: "0x8002"}, "vport: vport 0 is in use", ""},
+		{ctl.VNICAddArgs{VESW: 5, PKey: "0x8002"}, "vesw: vesw 5 is already used by vport 0", ""},
+		{ctl.VNICAddArgs{VESW: 2, PKey: "0x8002", IfName: "static0"}, `ifname: "static0" is vport 0's`, ""},
+		{map[string]any{"vesw": 2, "pkey": 1, "bogus": 1}, "bogus: unknown field", ctl.CodeInvalidArgument},
+		{ctl.VNICAddArgs{VESW: 2, PKey: "0x10000"}, "pkey", ctl.CodeInvalidArgument},
 	} {
-		if err := ctl.Call(sock, "vnic_add", tc.args, nil); err == nil || !strings.Contains(err.Error(), tc.err) {
-			t.Errorf("vnic_add %+v: %v; want %q", tc.args, err, tc.err)
+		if err := ctl.Call(sock, ctl.CmdVNICAdd, tc.args, nil); err == nil || !strings.Contains(err.Error(), tc.err) || ctl.CodeOf(err) != tc.code {
+			t.Errorf("vnic_add %+v: %v (code %q); want %q, code %q", tc.args, err, ctl.CodeOf(err), tc.err, tc.code)
 		}
 	}
 	for _, tc := range []struct {
 		args any
 		err  string
+		code ctl.Code
 	}{
-		{map[string]int{"vport": 0}, "vport 0 is from the config file"},
-		{map[string]int{"vport": 9}, "no vport 9"},
-		{map[string]any{}, "needs a vport or an owner"},
-		{map[string]any{"vport": 1, "owner": "x"}, "not both"},
+		{map[string]int{"vport": 0}, "vport 0 is from the config file", ""},
+		{map[string]int{"vport": 9}, "no vport 9", ctl.CodeNotFound},
+		{map[string]int{"vport": 255}, "vport: 255 is out of range 0..254", ctl.CodeInvalidArgument},
+		{map[string]any{}, "needs a vport or an owner", ctl.CodeInvalidArgument},
+		{map[string]any{"vport": 1, "owner": "x"}, "not both", ctl.CodeInvalidArgument},
 	} {
-		if err := ctl.Call(sock, "vnic_del", tc.args, nil); err == nil || !strings.Contains(err.Error(), tc.err) {
-			t.Errorf("vnic_del %+v: %v; want %q", tc.args, err, tc.err)
+		if err := ctl.Call(sock, ctl.CmdVNICDel, tc.args, nil); err == nil || !strings.Contains(err.Error(), tc.err) || ctl.CodeOf(err) != tc.code {
+			t.Errorf("vnic_del %+v: %v (code %q); want %q, code %q", tc.args, err, ctl.CodeOf(err), tc.err, tc.code)
 		}
 	}
 	// A second runtime VNIC, then GC keeps c2 and removes c1.
-	if err := ctl.Call(sock, "vnic_add", ctl.VNICAddArgs{VESW: 2, PKey: "0x8002", IfName: "eth2", Owner: "cni:n:c2:eth2"}, &st); err != nil || st.VPort != 2 {
+	if err := ctl.Call(sock, ctl.CmdVNICAdd, ctl.VNICAddArgs{VESW: 2, PKey: "0x8002", IfName: "eth2", Owner: "cni:n:c2:eth2"}, &st); err != nil || st.VPort != 2 {
 		t.Fatalf("second vnic_add: %+v, %v", st, err)
 	}
 	var del ctl.VNICDeleted
-	if err := ctl.Call(sock, "vnic_gc", ctl.VNICGCArgs{Prefix: "cni:n:", Keep: []string{"cni:n:c2:eth2"}}, &del); err != nil ||
+	if err := ctl.Call(sock, ctl.CmdVNICGC, ctl.VNICGCArgs{Prefix: "cni:n:", Keep: []string{"cni:n:c2:eth2"}}, &del); err != nil ||
 		len(del.Deleted) != 1 || del.Deleted[0].Owner != "cni:n:c1:eth1" {
 		t.Fatalf("vnic_gc: %+v, %v", del, err)
 	}
 	var vs []ctl.VNICStatus
-	if err := ctl.Call(sock, "vnics", nil, &vs); err != nil || len(vs) != 2 || vs[0].VPort != 0 || vs[1].Owner != "cni:n:c2:eth2" {
+	if err := ctl.Call(sock, ctl.CmdVNICs, nil, &vs); err != nil || len(vs) != 2 || vs[0].VPort != 0 || vs[1].Owner != "cni:n:c2:eth2" {
 		t.Fatalf("vnics after gc: %+v, %v", vs, err)
 	}
-	if err := ctl.Call(sock, "vnic_gc", ctl.VNICGCArgs{}, nil); err == nil || !strings.Contains(err.Error(), "non-empty owner prefix") {
+	if err := ctl.Call(sock, ctl.CmdVNICGC, ctl.VNICGCArgs{}, nil); err == nil || !strings.Contains(err.Error(), "non-empty owner prefix") {
 		t.Errorf("vnic_gc without prefix: %v", err)
 	}
 	// The freed vport 1 is the lowest free one again.
-	if err := ctl.Call(sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, PKey: "0x8001"}, &st); err != nil || st.VPort != 1 || st.IfName != "vnic1" {
+	if err := ctl.Call(sock, ctl.CmdVNICAdd, ctl.VNICAddArgs{VESW: 1, PKey: "0x8001"}, &st); err != nil || st.VPort != 1 || st.IfName != "vnic1" {
 		t.Errorf("vnic_add after gc: %+v, %v", st, err)
 	}
 }

@@ -30,11 +30,7 @@ const groupTwo = "  - {lid: 0xF00002, members: [0x10, 0x20]}\n"
 
 func (n *fakeNode) vnics() []ctl.VNICStatus {
 	n.t.Helper()
-	var vs []ctl.VNICStatus
-	if err := ctl.Call(n.sock, "vnics", nil, &vs); err != nil {
-		n.t.Fatal(err)
-	}
-	return vs
+	return ask(n, (*ctl.Client).VNICs)
 }
 
 func owners(vs []ctl.VNICStatus) []string {
@@ -60,7 +56,7 @@ func TestRuntimeRestart(t *testing.T) {
 		{VESW: 3, PKey: "0x8003", McastDLID: "0xF00002", NetNS: c3, IfName: "eth0", Owner: "invalid"},
 		{VESW: 4, PKey: "0x8004", IfName: "rt4", Owner: "own-ns"},
 	} {
-		if err := ctl.Call(n.sock, "vnic_add", a, nil); err != nil {
+		if err := ctl.Call(n.sock, ctl.CmdVNICAdd, a, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -110,13 +106,13 @@ func TestRuntimeRestart(t *testing.T) {
 	}
 	// The restored VNICs count as runtime ones: a second add is refused,
 	// and vnic_del ends one for good.
-	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 7, PKey: "0x8007", Owner: "keep"}, nil); err == nil ||
+	if err := ctl.Call(n.sock, ctl.CmdVNICAdd, ctl.VNICAddArgs{VESW: 7, PKey: "0x8007", Owner: "keep"}, nil); err == nil ||
 		!strings.Contains(err.Error(), "already owns vport 1") {
 		t.Errorf("second add of an owner: %v", err)
 	}
 	dev1 := n.dev(1)
 	var del ctl.VNICDeleted
-	if err := ctl.Call(n.sock, "vnic_del", ctl.VNICDelArgs{Owner: "keep"}, &del); err != nil || len(del.Deleted) != 1 {
+	if err := ctl.Call(n.sock, ctl.CmdVNICDel, ctl.VNICDelArgs{Owner: "keep"}, &del); err != nil || len(del.Deleted) != 1 {
 		t.Fatalf("vnic_del: %+v, %v", del, err)
 	}
 	if on, _ := dev1.Persistent(); on {
@@ -164,7 +160,7 @@ func TestRuntimeCorruptStateFile(t *testing.T) {
 		n.halt()
 	}
 	n.start()
-	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", Owner: "x"}, nil); err != nil {
+	if err := ctl.Call(n.sock, ctl.CmdVNICAdd, ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", Owner: "x"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	n.halt()
@@ -184,7 +180,7 @@ func TestRuntimeCorruptStateFile(t *testing.T) {
 // config's VNIC is made (the kernel would refuse the name).
 func TestRuntimeRestartConfigClash(t *testing.T) {
 	n := newFakeNodeConfig(t, fakeStaticTwoGroups)
-	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", IfName: "rt1", Owner: "clash"}, nil); err != nil {
+	if err := ctl.Call(n.sock, ctl.CmdVNICAdd, ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", IfName: "rt1", Owner: "clash"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	n.halt()

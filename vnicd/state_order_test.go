@@ -123,11 +123,11 @@ func TestRuntimeSavedBeforePersist(t *testing.T) {
 	path := vnicd.RuntimePathOf(n.sock)
 	w := watchPersist(n, path)
 	w.expect("a")
-	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", IfName: "rt1", Owner: "a"}, nil); err != nil {
+	if err := ctl.Call(n.sock, ctl.CmdVNICAdd, ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", IfName: "rt1", Owner: "a"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	w.expect("a", "b")
-	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 2, PKey: "0x8002", IfName: "rt2", Owner: "b"}, nil); err != nil {
+	if err := ctl.Call(n.sock, ctl.CmdVNICAdd, ctl.VNICAddArgs{VESW: 2, PKey: "0x8002", IfName: "rt2", Owner: "b"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	w.check(t, 2)
@@ -151,7 +151,7 @@ func TestRuntimeCrashBeforePersist(t *testing.T) {
 	path := vnicd.RuntimePathOf(n.sock)
 	w := watchPersist(n, path)
 	w.expect("crash")
-	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 4, PKey: "0x8004", IfName: "rt4", Owner: "crash"}, nil); err != nil {
+	if err := ctl.Call(n.sock, ctl.CmdVNICAdd, ctl.VNICAddArgs{VESW: 4, PKey: "0x8004", IfName: "rt4", Owner: "crash"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	w.check(t, 1)
@@ -179,7 +179,7 @@ func TestRuntimeCrashBeforePersist(t *testing.T) {
 	}
 	// The name is free for a new VNIC.
 	n.setAttachOK(true)
-	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 4, PKey: "0x8004", IfName: "rt4", Owner: "again"}, nil); err != nil {
+	if err := ctl.Call(n.sock, ctl.CmdVNICAdd, ctl.VNICAddArgs{VESW: 4, PKey: "0x8004", IfName: "rt4", Owner: "again"}, nil); err != nil {
 		t.Error(err)
 	}
 }
@@ -198,7 +198,7 @@ func TestRuntimePersistFails(t *testing.T) {
 		saw.Store(slices.Contains(stateOwners(path), "x"))
 		return refused
 	})
-	err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", Owner: "x"}, nil)
+	err := ctl.Call(n.sock, ctl.CmdVNICAdd, ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", Owner: "x"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "persist refused") {
 		t.Fatalf("vnic_add: %v", err)
 	}
@@ -217,7 +217,7 @@ func TestRuntimePersistFails(t *testing.T) {
 	if att, _ := n.record(); len(att) != 0 {
 		t.Errorf("attach requests at the next start: %+v", att)
 	}
-	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", Owner: "x"}, nil); err != nil {
+	if err := ctl.Call(n.sock, ctl.CmdVNICAdd, ctl.VNICAddArgs{VESW: 1, PKey: "0x8001", Owner: "x"}, nil); err != nil {
 		t.Errorf("vnic_add again: %v", err)
 	}
 }
@@ -234,7 +234,7 @@ func TestClaimCrashBeforePersist(t *testing.T) {
 	path := vnicd.ClaimsPath(n.sock)
 	w := watchPersist(n, path)
 	w.expect("crash")
-	if err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, NetNS: c1, IfName: "eth0", Owner: "crash"}, nil); err != nil {
+	if err := ctl.Call(n.sock, ctl.CmdVNICAdd, ctl.VNICAddArgs{VESW: 1, NetNS: c1, IfName: "eth0", Owner: "crash"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	w.check(t, 1)
@@ -282,7 +282,7 @@ func TestClaimPersistFails(t *testing.T) {
 		saw.Store(slices.Contains(stateOwners(path), "x"))
 		return errors.New("persist refused")
 	})
-	err := ctl.Call(n.sock, "vnic_add", ctl.VNICAddArgs{VESW: 1, NetNS: c1, IfName: "eth0", Owner: "x"}, nil)
+	err := ctl.Call(n.sock, ctl.CmdVNICAdd, ctl.VNICAddArgs{VESW: 1, NetNS: c1, IfName: "eth0", Owner: "x"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "persist refused") {
 		t.Fatalf("vnic_add: %v", err)
 	}

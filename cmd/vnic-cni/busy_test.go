@@ -27,7 +27,7 @@ func TestBusyTryAgainLater(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, cmd := range []string{"vnic_add", "vnic_del"} {
+	for _, cmd := range []string{ctl.CmdVNICAdd, ctl.CmdVNICDel} {
 		s.Handle(cmd, func(json.RawMessage) (any, error) {
 			t.Errorf("%s served while every slot is held", cmd)
 			return nil, nil

@@ -26,8 +26,8 @@ func TestCheckPendingClaim(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.Handle("vnics", func(json.RawMessage) (any, error) { return []ctl.VNICStatus{}, nil })
-		s.Handle("claims", func(json.RawMessage) (any, error) {
+		s.Handle(ctl.CmdVNICs, func(json.RawMessage) (any, error) { return []ctl.VNICStatus{}, nil })
+		s.Handle(ctl.CmdClaims, func(json.RawMessage) (any, error) {
 			if !pending {
 				return []ctl.Claim{}, nil
 			}

@@ -36,7 +36,7 @@ func TestGCForwardsToIPAM(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				s.Handle("vnic_gc", func(json.RawMessage) (any, error) {
+				s.Handle(ctl.CmdVNICGC, func(json.RawMessage) (any, error) {
 					return ctl.VNICDeleted{Deleted: []ctl.VNICStatus{{Owner: "cni:red:gone:eth0"}}}, nil
 				})
 				done := make(chan error, 1)

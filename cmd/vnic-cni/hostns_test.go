@@ -28,11 +28,11 @@ func TestAddRefusesPluginNetNS(t *testing.T) {
 		t.Fatal(err)
 	}
 	var adds atomic.Int32
-	s.Handle("vnic_add", func(json.RawMessage) (any, error) {
+	s.Handle(ctl.CmdVNICAdd, func(json.RawMessage) (any, error) {
 		adds.Add(1)
 		return ctl.VNICStatus{IfName: "net1", MAC: "02:00:01:10:00:00", EthMTU: 1500}, nil
 	})
-	s.Handle("vnic_del", func(json.RawMessage) (any, error) { return ctl.VNICDeleted{}, nil })
+	s.Handle(ctl.CmdVNICDel, func(json.RawMessage) (any, error) { return ctl.VNICDeleted{}, nil })
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(t.Context()) }()
 	t.Cleanup(func() { s.Close(); <-done })

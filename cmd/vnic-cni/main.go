@@ -179,11 +179,11 @@ func cmdAdd(args *skel.CmdArgs) error {
 		}
 	}
 	own := owner(conf.Name, args.ContainerID, args.IfName)
-	var st ctl.VNICStatus
-	err = ctl.Call(conf.Socket, "vnic_add", ctl.VNICAddArgs{
+	vnicd := ctl.NewClient(conf.Socket)
+	st, err := vnicd.VNICAdd(context.TODO(), ctl.VNICAddArgs{
 		VESW: conf.VESW, PKey: conf.PKey, McastDLID: conf.McastDLID, EthMTU: conf.MTU, MAC: conf.MAC,
 		IfName: args.IfName, NetNS: args.Netns, Owner: own,
-	}, &st)
+	})
 	if err != nil {
 		err = fmt.Errorf("vnic-cni: vnicd at %s: %w", conf.Socket, err)
 		if transient(err) {
@@ -194,7 +194,7 @@ func cmdAdd(args *skel.CmdArgs) error {
 	ok := false
 	defer func() {
 		if !ok {
-			_ = ctl.Call(conf.Socket, "vnic_del", ctl.VNICDelArgs{Owner: own}, nil)
+			_, _ = vnicd.VNICDel(context.TODO(), ctl.VNICDelArgs{Owner: own})
 		}
 	}()
 	// result is this plugin's part: its interface is index 0 there, as
@@ -249,19 +249,20 @@ func unreachable(err error) bool {
 }
 
 // transient reports whether an ADD failed for a reason that should clear
-// up by itself: vnicd not running (it is restarted), busy (it serves
-// vnicd.MaxControlConns requests at once: many pods at once on the node),
-// or no free port on the vesw (a managed node the fabric manager has not
-// configured yet, or every port taken until a container goes).
+// up by itself: vnicd not running (it is restarted), vnicd busy (busy), or
+// no free port on the vesw (ctl.CodeNoFreePort: a managed node the fabric
+// manager has not configured yet, or every port taken until a container
+// goes).
 func transient(err error) bool {
-	return unreachable(err) || busy(err) || strings.Contains(err.Error(), ctl.ErrNoFreePort.Error())
+	return unreachable(err) || busy(err) || errors.Is(err, ctl.ErrNoFreePort)
 }
 
-// busy reports whether vnicd refused the request because it was serving
-// as many as it takes (vnicd.ErrBusy), or because the request's turn came
-// too close to its timeout (vnicd.ErrLate); vnicd.Call returns them as
-// text: it did nothing, and the same request later should go through.
-func busy(err error) bool { return strings.Contains(err.Error(), ctl.BusyPrefix) }
+// busy reports whether vnicd answered that it did nothing and the same
+// request later should go through: it was serving as many requests as it
+// takes (ctl.CodeBusy: many pods at once on the node), or the request's
+// turn came too close to its timeout (ctl.CodeLate). The codes decide; an
+// answer without one (a vnicd older than the codes) is not retried.
+func busy(err error) bool { return errors.Is(err, ctl.ErrBusy) || errors.Is(err, ctl.ErrLate) }
 
 // tryAgain is err as the CNI error "try again later" (code 11), which tells
 // the runtime to retry the command rather than give up (SPEC.md, Error
@@ -316,7 +317,7 @@ func cmdDel(args *skel.CmdArgs) error {
 	}
 	err = findSocket(conf)
 	if err == nil {
-		err = ctl.Call(conf.Socket, "vnic_del", ctl.VNICDelArgs{Owner: owner(conf.Name, args.ContainerID, args.IfName)}, nil)
+		_, err = ctl.NewClient(conf.Socket).VNICDel(context.TODO(), ctl.VNICDelArgs{Owner: owner(conf.Name, args.ContainerID, args.IfName)})
 	}
 	switch {
 	case err != nil && unreachable(err) && args.Netns != "":
@@ -353,8 +354,7 @@ func cmdDel(args *skel.CmdArgs) error {
 // their ports again: that is said, as try again later (code 11), rather
 // than that the VNIC is gone.
 func missingVNIC(socket, owner string) error {
-	var cs []ctl.Claim
-	if err := ctl.Call(socket, "claims", nil, &cs); err == nil {
+	if cs, err := ctl.NewClient(socket).Claims(context.TODO()); err == nil {
 		for _, c := range cs {
 			if c.Owner == owner && c.State == ctl.ClaimPending {
 				return types.NewError(types.ErrTryAgainLater, fmt.Sprintf("vnic-cni: vnicd's claim of %s (vport %d, vesw %d) is pending: "+
@@ -391,8 +391,8 @@ func cmdCheck(args *skel.CmdArgs) error {
 		return fmt.Errorf("vnic-cni: prevResult has no interface %s in %s", args.IfName, args.Netns)
 	}
 	own := owner(conf.Name, args.ContainerID, args.IfName)
-	var vs []ctl.VNICStatus
-	if err := ctl.Call(conf.Socket, "vnics", nil, &vs); err != nil {
+	vs, err := ctl.NewClient(conf.Socket).VNICs(context.TODO())
+	if err != nil {
 		return vnicdErr(conf, err)
 	}
 	found := false
@@ -489,7 +489,7 @@ func cmdGC(args *skel.CmdArgs) error {
 	var del ctl.VNICDeleted
 	err = findSocket(conf)
 	if err == nil {
-		err = ctl.Call(conf.Socket, "vnic_gc", ctl.VNICGCArgs{Prefix: ownerPrefix(conf.Name), Keep: keep}, &del)
+		del, err = ctl.NewClient(conf.Socket).VNICGC(context.TODO(), ctl.VNICGCArgs{Prefix: ownerPrefix(conf.Name), Keep: keep})
 	}
 	switch {
 	case err == nil, unreachable(err): // no vnicd: nothing it could give back
@@ -525,7 +525,7 @@ func cmdStatus(args *skel.CmdArgs) error {
 	if err != nil {
 		return types.NewError(errPluginNotAvailable, err.Error(), "")
 	}
-	if err := ctl.Call(conf.Socket, "vnics", nil, nil); err != nil {
+	if _, err := ctl.NewClient(conf.Socket).VNICs(context.TODO()); err != nil {
 		return types.NewError(errPluginNotAvailable, "vnicd does not answer", err.Error())
 	}
 	if conf.IPAM.Type != "" {

@@ -64,7 +64,7 @@ func TestDelNetnsGone(t *testing.T) {
 			t.Errorf("DEL gone2: %v", err)
 		}
 		var vs []ctl.VNICStatus
-		if err := ctl.Call(sock, "vnics", nil, &vs); err != nil || len(vs) != want {
+		if err := ctl.Call(sock, ctl.CmdVNICs, nil, &vs); err != nil || len(vs) != want {
 			t.Errorf("vnicd has %+v (%v); want %d ports", vs, err, want)
 		}
 	}

@@ -26,8 +26,8 @@ func fakeVnicdAdd(t *testing.T, st ctl.VNICStatus) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Handle("vnic_add", func(json.RawMessage) (any, error) { return st, nil })
-	s.Handle("vnic_del", func(json.RawMessage) (any, error) { return ctl.VNICDeleted{}, nil })
+	s.Handle(ctl.CmdVNICAdd, func(json.RawMessage) (any, error) { return st, nil })
+	s.Handle(ctl.CmdVNICDel, func(json.RawMessage) (any, error) { return ctl.VNICDeleted{}, nil })
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(t.Context()) }()
 	t.Cleanup(func() { s.Close(); <-done })
@@ -106,7 +106,7 @@ func TestCheckChainedPrevResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Handle("vnics", func(json.RawMessage) (any, error) {
+	s.Handle(ctl.CmdVNICs, func(json.RawMessage) (any, error) {
 		return []ctl.VNICStatus{{IfName: "net1", MAC: mac, VESW: 1, OperState: "FORWARDING", Owner: "cni:red:c1:net1"}}, nil
 	})
 	done := make(chan error, 1)

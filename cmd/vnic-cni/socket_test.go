@@ -95,7 +95,7 @@ func TestDelGCNoVnicd(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, cmd := range []string{"vnic_del", "vnic_gc", "vnics"} {
+				for _, cmd := range []string{ctl.CmdVNICDel, ctl.CmdVNICGC, ctl.CmdVNICs} {
 					fm.Handle(cmd, func(json.RawMessage) (any, error) { fmCalls.Add(1); return nil, nil })
 				}
 				done := make(chan error, 1)

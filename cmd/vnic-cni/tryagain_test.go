@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,8 +14,8 @@ import (
 )
 
 // An ADD that fails for a reason that clears up by itself (vnicd not
-// running, no free port yet, its turn came too late) is CNI error 11, "try again later", so that
-// the runtime retries; other failures are not.
+// running; vnicd's answer coded busy, late or no_free_port) is CNI error 11,
+// "try again later", so that the runtime retries; other failures are not.
 func TestAddTryAgainLater(t *testing.T) {
 	conf := []byte(`{"cniVersion": "1.1.0", "name": "red", "type": "vnic-cni", "vesw": 1}`)
 	args := &skel.CmdArgs{ContainerID: "c1", IfName: "eth0", Netns: "/var/run/netns/x", StdinData: conf}
@@ -24,9 +25,17 @@ func TestAddTryAgainLater(t *testing.T) {
 		code   uint
 	}{
 		{"no vnicd", nil, types.ErrTryAgainLater},
-		{"no free port", errors.New(ctl.ErrNoFreePort.Error() + ": vesw 1 on node host-a is not configured by the fabric manager yet"), types.ErrTryAgainLater},
+		{"no free port", fmt.Errorf("%w: vesw 1 on node host-a is not configured by the fabric manager yet", ctl.ErrNoFreePort), types.ErrTryAgainLater},
 		{"too late to start", ctl.ErrLate, types.ErrTryAgainLater},
-		{"bad arguments", errors.New("bad arguments: pkey 0x8002 is not vesw 1's"), 0},
+		// The decision is the answer's code's, whatever its text.
+		{"coded busy", ctl.Errorf(ctl.CodeBusy, "vnicd is busy"), types.ErrTryAgainLater},
+		{"coded no free port", ctl.Errorf(ctl.CodeNoFreePort, "every port of vesw 1 is taken"), types.ErrTryAgainLater},
+		{"bad arguments", ctl.Errorf(ctl.CodeInvalidArgument, "bad arguments: pkey 0x8002 is not vesw 1's"), 0},
+		{"not found", ctl.Errorf(ctl.CodeNotFound, "vport: node a has no vport 7"), 0},
+		// A vnicd older than the codes answers with text alone: the text
+		// of a transient error is not read as one.
+		{"uncoded busy text", errors.New(ctl.ErrBusy.Error()), 0},
+		{"uncoded no free port text", errors.New(ctl.ErrNoFreePort.Error() + ": vesw 1"), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			useSocketDir(t)
@@ -35,7 +44,7 @@ func TestAddTryAgainLater(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				s.Handle("vnic_add", func(json.RawMessage) (any, error) { return nil, tc.answer })
+				s.Handle(ctl.CmdVNICAdd, func(json.RawMessage) (any, error) { return nil, tc.answer })
 				done := make(chan error, 1)
 				go func() { done <- s.Serve(t.Context()) }()
 				t.Cleanup(func() { s.Close(); <-done })

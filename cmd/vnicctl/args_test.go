@@ -3,11 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/opavnic/opavnic/vnicd/ctl"
+	"github.com/opavnic/opavnic/vnicd/ctl/ctltest"
 )
 
 // TestExtraArgsRefused: vnicctl's commands without arguments refuse
@@ -17,7 +17,7 @@ import (
 // exited 0, and a script got text where it asked for JSON.
 func TestExtraArgsRefused(t *testing.T) {
 	handlers := map[string]ctl.Handler{}
-	for _, cmd := range []string{"vnics", "hfi", "fabric"} {
+	for _, cmd := range []string{ctl.CmdVNICs, ctl.CmdHFI, ctl.CmdFabric} {
 		handlers[cmd] = func(json.RawMessage) (any, error) { return []int{}, nil }
 	}
 	sock := serveControl(t, handlers)
@@ -34,16 +34,5 @@ func TestExtraArgsRefused(t *testing.T) {
 // length and returns its path.
 func serveControl(t *testing.T, handlers map[string]ctl.Handler) string {
 	t.Helper()
-	sock := filepath.Join(t.TempDir(), "vnicd-a.sock")
-	s, err := ctl.Listen(sock, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for cmd, h := range handlers {
-		s.Handle(cmd, h)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(t.Context()) }()
-	t.Cleanup(func() { s.Close(); <-done })
-	return sock
+	return ctltest.Serve(t, handlers)
 }

@@ -17,6 +17,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -97,13 +98,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cmd, rest := fs.Arg(0), fs.Args()[1:]
-	if sub, ok := strings.CutPrefix(cmd, "vnic_"); ok && (sub == "add" || sub == "del") {
+	if cmd == ctl.CmdVNICAdd || cmd == ctl.CmdVNICDel {
 		// The control protocol's name (vnicctl commands lists it), not the CLI's.
-		fmt.Fprintf(stderr, "vnicctl: %s is the daemon's name for it; run: vnicctl vnic %s ...\n", cmd, sub)
+		fmt.Fprintf(stderr, "vnicctl: %s is the daemon's name for it; run: vnicctl vnic %s ...\n", cmd, vnicSub(cmd))
 		return 2
 	}
+	// The commands are the daemon's (ctl.Cmd*), but for "vnic", vnicctl's
+	// own for vnic_add and vnic_del, and whatever else the daemon answers.
 	switch cmd {
-	case "counters", "path", "vnic":
+	case ctl.CmdCounters, ctl.CmdPath, cmdVNIC:
 	default:
 		// fabric, vesws, reload, commands, ... and vnics and hfi. A flag
 		// after the command (vnics --json) is not read as one: refuse it.
@@ -116,7 +119,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// their usage errors and --help need no daemon.
 	var vnicName string
 	var vnicArgs any
-	if cmd == "vnic" {
+	if cmd == cmdVNIC {
 		var code int
 		var ok bool
 		if vnicName, vnicArgs, code, ok = parseVNIC(rest, stderr); !ok {
@@ -135,11 +138,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		path = p
 	}
+	c := ctl.NewClient(path)
+	ctx := context.Background()
 	var err error
 	switch cmd {
-	case "vnics":
+	case ctl.CmdVNICs:
 		var v []ctl.VNICStatus
-		if err = ctl.Call(path, "vnics", nil, &v); err == nil {
+		if v, err = c.VNICs(ctx); err == nil {
 			err = show(stdout, *asJSON, v, func(tw *tabwriter.Writer) {
 				if len(v) == 0 {
 					fmt.Fprintln(tw, "(none)") // as every empty list: not a bare header
@@ -156,24 +161,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 				}
 			})
 		}
-	case "counters":
-		var a struct {
-			VPort *int `json:"vport,omitempty"`
-		}
+	case ctl.CmdCounters:
+		var a ctl.CountersArgs
 		if len(rest) > 1 {
 			usage(stderr)
 			return 2
 		}
 		if len(rest) == 1 {
 			n, perr := strconv.Atoi(rest[0])
-			if perr != nil || n < 0 || n > 254 {
-				fmt.Fprintf(stderr, "vnicctl: VPORT %q is not a number 0..254\n", rest[0])
+			if perr != nil || n < 0 || n > ctl.MaxVPort {
+				fmt.Fprintf(stderr, "vnicctl: VPORT %q is not a number 0..%d\n", rest[0], ctl.MaxVPort)
 				return 2
 			}
 			a.VPort = &n
 		}
 		var v []ctl.PortCounterSet
-		if err = ctl.Call(path, "counters", a, &v); err == nil {
+		if v, err = c.Counters(ctx, a); err == nil {
 			err = show(stdout, *asJSON, v, func(tw *tabwriter.Writer) {
 				if len(v) == 0 {
 					fmt.Fprintln(tw, "(none)")
@@ -212,9 +215,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 				}
 			})
 		}
-	case "hfi":
+	case ctl.CmdHFI:
 		var v ctl.HFIStatus
-		if err = ctl.Call(path, "hfi", nil, &v); err == nil {
+		if v, err = c.HFI(ctx); err == nil {
 			err = show(stdout, *asJSON, v, func(tw *tabwriter.Writer) {
 				ext := ""
 				if v.Extended {
@@ -236,38 +239,39 @@ func run(args []string, stdout, stderr io.Writer) int {
 				}
 			})
 		}
-	case "path":
-		var args map[string]string
+	case ctl.CmdPath:
+		// vnicd's answer or opafm's: printed as it comes (generic).
+		var args ctl.PathArgs
 		switch len(rest) {
 		case 1:
-			args = map[string]string{"lid": rest[0]}
+			args = ctl.PathArgs{LID: rest[0]}
 		case 2:
-			args = map[string]string{"slid": rest[0], "dlid": rest[1]}
+			args = ctl.PathArgs{SLID: rest[0], DLID: rest[1]}
 		default:
 			fmt.Fprintln(stderr, "vnicctl: path takes a LID or node name (vnicd), or two (opafm: from, to)")
 			return 2
 		}
-		err = generic(path, cmd, args, stdout, *asJSON)
-	case "commands":
+		err = generic(ctx, c, cmd, args, stdout, *asJSON)
+	case ctl.CmdCommands:
 		var v []string
-		if err = ctl.Call(path, "commands", nil, &v); err == nil {
+		if v, err = c.Commands(ctx); err == nil {
 			err = show(stdout, *asJSON, v, func(tw *tabwriter.Writer) {
-				for _, c := range v {
-					switch c {
-					case "vnic_add", "vnic_del":
-						c += "\t(vnicctl vnic " + strings.TrimPrefix(c, "vnic_") + ")"
-					case "vnic_gc":
-						c += "\t(vnic-cni's GC)"
+				for _, name := range v {
+					switch name {
+					case ctl.CmdVNICAdd, ctl.CmdVNICDel:
+						name += "\t(vnicctl vnic " + vnicSub(name) + ")"
+					case ctl.CmdVNICGC:
+						name += "\t(vnic-cni's GC)"
 					}
-					fmt.Fprintln(tw, c)
+					fmt.Fprintln(tw, name)
 				}
 			})
 		}
-	case "version":
+	case ctl.CmdVersion:
 		// vnicctl's build, and the daemon's: the daemon's may be older
 		// than this vnicctl, and not answer (exit 1 after vnicctl's line).
 		var daemon ctl.BuildStatus
-		err = ctl.Call(path, "version", nil, &daemon)
+		daemon, err = c.Version(ctx)
 		self := ctl.ReadBuildStatus()
 		v := map[string]any{"vnicctl": self}
 		if err == nil {
@@ -281,12 +285,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}); err == nil {
 			err = e
 		}
-	case "vnic":
-		err = generic(path, vnicName, vnicArgs, stdout, *asJSON)
+	case cmdVNIC:
+		err = generic(ctx, c, vnicName, vnicArgs, stdout, *asJSON)
 	default:
-		// fabric, vesws, reload, commands, and whatever else the daemon
-		// (vnicd or opafm) answers: printed in the order the daemon wrote.
-		err = generic(path, cmd, nil, stdout, *asJSON)
+		// fabric, vesws, reload, and whatever else the daemon (vnicd or
+		// opafm) answers: printed in the order the daemon wrote, since
+		// their shapes differ between the two.
+		err = generic(ctx, c, cmd, nil, stdout, *asJSON)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "vnicctl: %v\n", err)
@@ -315,9 +320,9 @@ func show(w io.Writer, asJSON bool, v any, table func(*tabwriter.Writer)) error 
 
 // generic sends cmd and prints the answer as a table (or JSON) without
 // knowing its type.
-func generic(path, cmd string, args any, w io.Writer, asJSON bool) error {
+func generic(ctx context.Context, c *ctl.Client, cmd string, args any, w io.Writer, asJSON bool) error {
 	var raw json.RawMessage
-	if err := ctl.Call(path, cmd, args, &raw); err != nil {
+	if err := c.Call(ctx, cmd, args, &raw); err != nil {
 		return err
 	}
 	if asJSON {

@@ -121,7 +121,7 @@ func TestVersionOfDaemon(t *testing.T) {
 		t.Errorf("vnicctl --json version: vnicctl %+v", c)
 	}
 
-	old := serveControl(t, map[string]ctl.Handler{"version": func(json.RawMessage) (any, error) {
+	old := serveControl(t, map[string]ctl.Handler{ctl.CmdVersion: func(json.RawMessage) (any, error) {
 		return nil, errors.New(`unknown command "version"`)
 	}})
 	stdout.Reset()

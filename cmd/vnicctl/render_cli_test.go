@@ -16,12 +16,12 @@ import (
 // say their unit.
 func TestCLIRendering(t *testing.T) {
 	sock := serveControl(t, map[string]ctl.Handler{
-		"claims":   func(json.RawMessage) (any, error) { return []ctl.Claim{}, nil },
-		"vnics":    func(json.RawMessage) (any, error) { return []ctl.VNICStatus{}, nil },
-		"counters": func(json.RawMessage) (any, error) { return []ctl.PortCounterSet{}, nil },
-		"vnic_add": func(json.RawMessage) (any, error) { return nil, nil },
-		"vnic_gc":  func(json.RawMessage) (any, error) { return nil, nil },
-		"hfi": func(json.RawMessage) (any, error) {
+		ctl.CmdClaims:   func(json.RawMessage) (any, error) { return []ctl.Claim{}, nil },
+		ctl.CmdVNICs:    func(json.RawMessage) (any, error) { return []ctl.VNICStatus{}, nil },
+		ctl.CmdCounters: func(json.RawMessage) (any, error) { return []ctl.PortCounterSet{}, nil },
+		ctl.CmdVNICAdd:  func(json.RawMessage) (any, error) { return nil, nil },
+		ctl.CmdVNICGC:   func(json.RawMessage) (any, error) { return nil, nil },
+		ctl.CmdHFI: func(json.RawMessage) (any, error) {
 			return ctl.HFIStatus{Node: "a", Counters: []ctl.Counter{{Name: "PortXmitData", Value: 8}, {Name: "PortXmitPkts", Value: 1}}}, nil
 		},
 	})
@@ -67,7 +67,7 @@ func TestCLIRendering(t *testing.T) {
 // panic on the first port's list.
 func TestCountersRaggedAnswer(t *testing.T) {
 	sock := serveControl(t, map[string]ctl.Handler{
-		"counters": func(json.RawMessage) (any, error) {
+		ctl.CmdCounters: func(json.RawMessage) (any, error) {
 			return []ctl.PortCounterSet{
 				{VPort: 0, IfName: "a0", Counters: []ctl.Counter{{Name: "tx_packets", Value: 1}, {Name: "rx_packets", Value: 2}}},
 				{VPort: 1, IfName: "a1", Counters: []ctl.Counter{{Name: "rx_packets", Value: 3}, {Name: "rx_new", Value: 4}}},

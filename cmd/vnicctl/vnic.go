@@ -17,6 +17,18 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
+// cmdVNIC is vnicctl's command for the daemon's vnic_add and vnic_del.
+const cmdVNIC = "vnic"
+
+// vnicSub is the subcommand of vnicctl vnic for the control command cmd
+// (ctl.CmdVNICAdd, ctl.CmdVNICDel).
+func vnicSub(cmd string) string {
+	if cmd == ctl.CmdVNICAdd {
+		return "add"
+	}
+	return "del"
+}
+
 // errUsage is a parse error whose message the parser has written to stderr.
 var errUsage = errors.New("bad usage")
 
@@ -32,10 +44,10 @@ func parseVNIC(args []string, stderr io.Writer) (cmd string, a any, code int, ok
 	var err error
 	switch args[0] {
 	case "add":
-		cmd = "vnic_add"
+		cmd = ctl.CmdVNICAdd
 		a, err = parseVNICAdd(args[1:], stderr)
 	case "del", "delete", "rm":
-		cmd = "vnic_del"
+		cmd = ctl.CmdVNICDel
 		a, err = parseVNICDel(args[1:], stderr)
 	default:
 		fmt.Fprintf(stderr, "vnicctl: unknown vnic subcommand %q: add or del\n", args[0])

@@ -95,7 +95,7 @@ func TestSIGHUPIgnored(t *testing.T) {
 	cmd, out := startPlainVnicd(t, sock)
 	up := false
 	for end := time.Now().Add(20 * time.Second); !up && time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		up = ctl.Call(sock, "commands", nil, nil) == nil
+		up = ctl.Call(sock, ctl.CmdCommands, nil, nil) == nil
 	}
 	if !up {
 		t.Fatalf("vnicd did not start; output:\n%s", out)
@@ -110,7 +110,7 @@ func TestSIGHUPIgnored(t *testing.T) {
 	if !logged {
 		t.Fatalf("SIGHUP was not logged; output:\n%s", out)
 	}
-	if err := ctl.Call(sock, "commands", nil, nil); err != nil {
+	if err := ctl.Call(sock, ctl.CmdCommands, nil, nil); err != nil {
 		t.Fatalf("vnicd does not answer after SIGHUP: %v; output:\n%s", err, out)
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {

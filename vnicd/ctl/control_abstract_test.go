@@ -29,7 +29,7 @@ func TestListenControlAbstract(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(t.Context()) }()
 	var cmds []string
-	if err := ctl.Call(name, "commands", nil, &cmds); err != nil || len(cmds) == 0 {
+	if err := ctl.Call(name, ctl.CmdCommands, nil, &cmds); err != nil || len(cmds) == 0 {
 		t.Fatalf("commands over %s: %v %v", name, cmds, err)
 	}
 	if _, err := ctl.Listen(name, nil); !errors.Is(err, ctl.ErrSocketInUse) {

@@ -28,10 +28,12 @@ type Request struct {
 	Args json.RawMessage `json:"args,omitempty"`
 }
 
-// Response is the answer to a Request.
+// Response is the answer to a Request: OK with Data, or Error, the message,
+// with Code, its class (none for a failure the protocol does not classify).
 type Response struct {
 	OK    bool            `json:"ok"`
 	Error string          `json:"error,omitempty"`
+	Code  Code            `json:"code,omitempty"`
 	Data  json.RawMessage `json:"data,omitempty"`
 }
 
@@ -77,19 +79,6 @@ type Server struct {
 	busyMu   sync.Mutex
 	busyWarn time.Time
 }
-
-// BusyPrefix begins every answer that means "busy, nothing was done, try
-// again": ErrBusy and ErrLate.
-const BusyPrefix = "vnicd: busy: "
-
-// ErrBusy is the answer to a connection beyond MaxControlConns.
-var ErrBusy = fmt.Errorf(BusyPrefix+"%d control connections are being served; try again", MaxConns)
-
-// ErrLate is the answer to a request that changes state (vnic_add) and
-// waited for the requests before it until too little of its time was left
-// (LateMargin): its client may be gone before it is done, and would not
-// learn of a VNIC made for it. Nothing was done.
-var ErrLate = errors.New(BusyPrefix + "this request waited for others until too close to its timeout, and was not started; try again")
 
 // LateMargin is the time a state-changing request must have left when its
 // turn comes (ErrLate); such a request takes tens of milliseconds.
@@ -149,12 +138,12 @@ func Listen(path string, log *zap.Logger) (*Server, error) {
 	}
 	s := &Server{log: log.Named("control"), path: path, ln: ln, handlers: map[string]DeadlineHandler{},
 		slots: make(chan struct{}, MaxConns)}
-	s.Handle("commands", func(json.RawMessage) (any, error) { return s.commands(), nil })
-	s.Handle("version", func(json.RawMessage) (any, error) { return ReadBuildStatus(), nil })
+	s.Handle(CmdCommands, func(json.RawMessage) (any, error) { return s.commands(), nil })
+	s.Handle(CmdVersion, func(json.RawMessage) (any, error) { return ReadBuildStatus(), nil })
 	return s, nil
 }
 
-// BuildStatus is the answer to the control command "version": which
+// BuildStatus is the answer to the control command CmdVersion: which
 // program serves the socket and which build it is (internal/buildinfo).
 type BuildStatus struct {
 	Program   string `json:"program"` // the executable's name: vnicd, opafm
@@ -233,7 +222,7 @@ func (s *Server) Serve(ctx context.Context) error {
 func (s *Server) refuse(c *net.UnixConn) {
 	n := s.Busy.Add(1)
 	_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-	out, _ := json.Marshal(Response{Error: ErrBusy.Error()})
+	out, _ := json.Marshal(answer(ErrBusy))
 	_, _ = c.Write(append(out, '\n'))
 	c.Close()
 	s.busyMu.Lock()
@@ -256,34 +245,34 @@ func (s *Server) serveConn(c *net.UnixConn) {
 	_ = c.SetDeadline(deadline)
 	r := bufio.NewReaderSize(c, 4096)
 	line, err := readLine(r, maxRequest)
-	resp := Response{}
+	var resp Response
 	var req Request
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		// The deadline has passed for the answer too: give it a moment, so
 		// that the client learns why rather than seeing the socket close.
 		_ = c.SetWriteDeadline(time.Now().Add(timeoutAnswerGrace))
-		resp.Error = fmt.Sprintf("bad request: no complete request line within %v", Timeout)
+		resp = answer(Errorf(CodeBadRequest, "bad request: no complete request line within %v", Timeout))
 	case err != nil:
-		resp.Error = "bad request: " + err.Error()
+		resp = answer(Errorf(CodeBadRequest, "bad request: %w", err))
 	case json.Unmarshal(line, &req) != nil:
-		resp.Error = "bad request: not a JSON object with a cmd"
+		resp = answer(Errorf(CodeBadRequest, "bad request: not a JSON object with a cmd"))
 	default:
 		s.mu.RLock()
 		h := s.handlers[req.Cmd]
 		s.mu.RUnlock()
 		if h == nil {
-			resp.Error = fmt.Sprintf("unknown command %q (try \"commands\")", req.Cmd)
+			resp = answer(Errorf(CodeUnknownCommand, "unknown command %q (try %q)", req.Cmd, CmdCommands))
 			break
 		}
 		data, err := h(deadline, req.Args)
 		if err != nil {
-			resp.Error = err.Error()
+			resp = answer(err)
 			break
 		}
 		raw, err := json.Marshal(data)
 		if err != nil {
-			resp.Error = "internal: " + err.Error()
+			resp = answer(Errorf(CodeInternal, "internal: %w", err))
 			break
 		}
 		resp.OK, resp.Data = true, raw
@@ -299,6 +288,11 @@ func (s *Server) serveConn(c *net.UnixConn) {
 	_ = c.CloseWrite()
 	_ = c.SetReadDeadline(time.Now().Add(drainTimeout))
 	_, _ = io.Copy(io.Discard, io.LimitReader(r, maxRequest))
+}
+
+// answer is the Response that reports err, with err's code (CodeOf).
+func answer(err error) Response {
+	return Response{Error: err.Error(), Code: CodeOf(err)}
 }
 
 // readLine reads one newline-terminated line of at most limit bytes.
@@ -321,57 +315,4 @@ func readLine(r *bufio.Reader, limit int) ([]byte, error) {
 			return nil, err
 		}
 	}
-}
-
-// Call sends one request to the daemon at path and decodes the data of a
-// successful answer into out (which may be nil).
-func Call(path, cmd string, args any, out any) error {
-	req := Request{Cmd: cmd}
-	if args != nil {
-		raw, err := json.Marshal(args)
-		if err != nil {
-			return err
-		}
-		req.Args = raw
-	}
-	c, err := net.DialTimeout("unix", path, Timeout)
-	if err != nil {
-		return fmt.Errorf("cannot reach the daemon at %s: %w", path, err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(Timeout))
-	b, _ := json.Marshal(req)
-	_, werr := c.Write(append(b, '\n'))
-	// Read even when the write failed: a daemon at its connection limit
-	// answers ErrBusy and closes without reading the request.
-	err = readAnswer(bufio.NewReader(c), out)
-	if werr != nil && errors.Is(err, errNoAnswer) {
-		return werr
-	}
-	return err
-}
-
-// maxAnswer bounds an answer line a client accepts.
-const maxAnswer = 64 << 20
-
-// errNoAnswer is wrapped when no answer line could be read.
-var errNoAnswer = errors.New("reading the answer")
-
-// readAnswer reads one answer line and decodes it as Call does.
-func readAnswer(r *bufio.Reader, out any) error {
-	line, err := readLine(r, maxAnswer)
-	if err != nil {
-		return fmt.Errorf("%w: %w", errNoAnswer, err)
-	}
-	var resp Response
-	if err := json.Unmarshal(line, &resp); err != nil {
-		return fmt.Errorf("bad answer from the daemon: %w", err)
-	}
-	if !resp.OK {
-		return errors.New(resp.Error)
-	}
-	if out != nil && len(resp.Data) > 0 {
-		return json.Unmarshal(resp.Data, out)
-	}
-	return nil
 }

@@ -1,8 +1,39 @@
 package ctl
 
-import (
-	"errors"
+// The commands. Every daemon answers CmdCommands and CmdVersion (Listen
+// registers them); vnicd answers the others but CmdReload, opafm CmdFabric,
+// CmdVESWs, CmdPath (with other shapes: Client's typed methods are
+// vnicd's) and CmdReload.
+const (
+	CmdCommands = "commands" // the commands the daemon answers: []string
+	CmdVersion  = "version"  // the daemon's build: BuildStatus
+	CmdVNICs    = "vnics"    // []VNICStatus
+	CmdClaims   = "claims"   // managed vnicd: []Claim
+	CmdCounters = "counters" // CountersArgs -> []PortCounterSet
+	CmdHFI      = "hfi"      // HFIStatus
+	CmdFabric   = "fabric"   // vnicd: []FabricEntry
+	CmdVESWs    = "vesws"    // vnicd: []VESWStatus
+	CmdPath     = "path"     // PathArgs -> vnicd: PathStatus
+	CmdVNICAdd  = "vnic_add" // VNICAddArgs -> VNICStatus
+	CmdVNICDel  = "vnic_del" // VNICDelArgs -> VNICDeleted
+	CmdVNICGC   = "vnic_gc"  // VNICGCArgs -> VNICDeleted
+	CmdReload   = "reload"   // opafm: re-read the fabric config
 )
+
+// CountersArgs are the arguments of counters: one vport's, or every
+// port's when VPort is nil.
+type CountersArgs struct {
+	VPort *int `json:"vport,omitempty"`
+}
+
+// PathArgs are the arguments of path: vnicd takes LID, the destination
+// from its own node (a LID or a configured peer's name); opafm takes SLID
+// and DLID (LIDs or node names).
+type PathArgs struct {
+	LID  string `json:"lid,omitempty"`
+	SLID string `json:"slid,omitempty"`
+	DLID string `json:"dlid,omitempty"`
+}
 
 // VNICStatus is one line of `vnicctl vnics`.
 type VNICStatus struct {
@@ -132,10 +163,6 @@ type VNICGCArgs struct {
 type VNICDeleted struct {
 	Deleted []VNICStatus `json:"deleted"`
 }
-
-// ErrNoFreePort is wrapped by vnic_add's error in managed mode when the vesw
-// has no port this node can give a container.
-var ErrNoFreePort = errors.New("no free port")
 
 // Claim is a container's hold on an EM-created port.
 type Claim struct {

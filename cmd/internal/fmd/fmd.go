@@ -42,7 +42,7 @@ func Serve(ctx context.Context, path string, log *zap.Logger, hup <-chan os.Sign
 		f.HFI().Transport().Close()
 		return fmt.Errorf("fmd: metrics: %w", err)
 	}
-	ctl, err := ctl.Listen(cfg.FM.ControlSocket, log)
+	srv, err := ctl.Listen(cfg.FM.ControlSocket, log)
 	if err != nil {
 		f.HFI().Transport().Close()
 		return err
@@ -85,7 +85,7 @@ func Serve(ctx context.Context, path string, log *zap.Logger, hup <-chan os.Sign
 		log.Info("config reloaded")
 		return nil
 	}
-	register(ctl, f, reload)
+	register(srv, f, reload)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -99,9 +99,9 @@ func Serve(ctx context.Context, path string, log *zap.Logger, hup <-chan os.Sign
 			}
 		}
 	}()
-	go ctl.Serve(ctx) //nolint:errcheck // stops with ctx
+	go srv.Serve(ctx) //nolint:errcheck // stops with ctx
 	err = f.Run(ctx)
-	ctl.Close()
+	srv.Close()
 	return err
 }
 
@@ -121,16 +121,15 @@ type fmStatus struct {
 }
 
 // pathArgs name the two ends of a path: LIDs or node names, in slid/dlid
-// (as vnicctl sends them) or src/dst.
+// (ctl.PathArgs, as vnicctl sends them) or src/dst.
 type pathArgs struct {
-	SLID string `json:"slid"`
-	DLID string `json:"dlid"`
-	Src  string `json:"src"`
-	Dst  string `json:"dst"`
+	ctl.PathArgs
+	Src string `json:"src"`
+	Dst string `json:"dst"`
 }
 
-func register(ctl *ctl.Server, f *fm.FM, reload func() error) {
-	ctl.Handle("fabric", func(json.RawMessage) (any, error) {
+func register(srv *ctl.Server, f *fm.FM, reload func() error) {
+	srv.Handle(ctl.CmdFabric, func(json.RawMessage) (any, error) {
 		c := f.Config()
 		return fabricStatus{
 			FM: fmStatus{Name: c.FM.Name, LID: encap.LID(c.FM.LID), GUID: encap.GUID(c.FM.GUID),
@@ -139,30 +138,30 @@ func register(ctl *ctl.Server, f *fm.FM, reload func() error) {
 			Nodes: f.Nodes(),
 		}, nil
 	})
-	ctl.Handle("vesws", func(json.RawMessage) (any, error) { return f.VESWs(), nil })
-	ctl.Handle("reload", func(json.RawMessage) (any, error) {
+	srv.Handle(ctl.CmdVESWs, func(json.RawMessage) (any, error) { return f.VESWs(), nil })
+	srv.Handle(ctl.CmdReload, func(json.RawMessage) (any, error) {
 		if err := reload(); err != nil {
 			return nil, err
 		}
 		return "reloaded", nil
 	})
-	ctl.Handle("path", func(raw json.RawMessage) (any, error) {
+	srv.Handle(ctl.CmdPath, func(raw json.RawMessage) (any, error) {
 		var a pathArgs
 		if len(raw) > 0 {
 			if err := json.Unmarshal(raw, &a); err != nil {
-				return nil, fmt.Errorf("path: %w", err)
+				return nil, ctl.Errorf(ctl.CodeInvalidArgument, "path: %w", err)
 			}
 		}
 		resolve := func(s, what string) (encap.LID, error) {
 			if s == "" {
-				return 0, fmt.Errorf("path: give the %s as a LID or a node name", what)
+				return 0, ctl.Errorf(ctl.CodeInvalidArgument, "path: give the %s as a LID or a node name", what)
 			}
 			if lid, err := encap.ParseLID(s); err == nil {
 				return lid, nil
 			}
 			n, ok := f.Node(s)
 			if !ok {
-				return 0, fmt.Errorf("path: %q is neither a LID nor a node", s)
+				return 0, ctl.Errorf(ctl.CodeNotFound, "path: %q is neither a LID nor a node", s)
 			}
 			return n.LID, nil
 		}
@@ -176,7 +175,7 @@ func register(ctl *ctl.Server, f *fm.FM, reload func() error) {
 		}
 		r, err := f.PathRecord(slid, dlid)
 		if errors.Is(err, fm.ErrUnknownLID) {
-			return nil, fmt.Errorf("path %v -> %v: %w", slid, dlid, err)
+			return nil, ctl.Errorf(ctl.CodeNotFound, "path %v -> %v: %w", slid, dlid, err)
 		}
 		return map[string]any{
 			"slid": r.SLID, "dlid": r.DLID, "sgid": r.SGID.String(), "dgid": r.DGID.String(),

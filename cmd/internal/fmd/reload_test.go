@@ -38,7 +38,7 @@ func TestReloadRefusesChangedControlSocket(t *testing.T) {
 		}
 		var err error
 		for range 100 {
-			if err = ctl.Call(sock, "vesws", nil, &vs); err == nil {
+			if err = ctl.Call(sock, ctl.CmdVESWs, nil, &vs); err == nil {
 				break
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -54,7 +54,7 @@ func TestReloadRefusesChangedControlSocket(t *testing.T) {
 	if err := os.WriteFile(path, []byte(config(sock+"-moved", 0x8002)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := ctl.Call(sock, "reload", nil, nil)
+	err := ctl.Call(sock, ctl.CmdReload, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "fm.control_socket changed") {
 		t.Errorf("reload with a moved control socket: %v, want it refused", err)
 	}
@@ -66,7 +66,7 @@ func TestReloadRefusesChangedControlSocket(t *testing.T) {
 	if err := os.WriteFile(path, []byte(config(sock, 0x8002)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := ctl.Call(sock, "reload", nil, nil); err != nil {
+	if err := ctl.Call(sock, ctl.CmdReload, nil, nil); err != nil {
 		t.Fatalf("reload: %v", err)
 	}
 	if got := pkey(); got == before {
@@ -100,7 +100,7 @@ func serveFMD(t *testing.T, path, sock string) {
 	})
 	var err error
 	for range 100 {
-		if err = ctl.Call(sock, "vesws", nil, nil); err == nil {
+		if err = ctl.Call(sock, ctl.CmdVESWs, nil, nil); err == nil {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
