@@ -57,14 +57,13 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/opavnic/opavnic/internal/buildinfo"
-	"github.com/opavnic/opavnic/vnicd/config"
 	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/tap"
 )
 
 // socketDir is where vnicd puts its control socket by default
 // (vnicd.DefaultControlSocket); a variable for the tests.
-var socketDir = config.DefaultControlDir
+var socketDir = ctl.DefaultDir
 
 // socketGlob matches vnicd's default socket names in socketDir, and not the
 // opafm's (opafm-<name>.sock) that may be beside them.

@@ -37,6 +37,7 @@ import (
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/internal/yamlcfg"
 	"github.com/opavnic/opavnic/vema"
+	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/tap"
 )
@@ -52,7 +53,7 @@ const (
 	// MaxFabricID is the largest fabric_id (10 bits).
 	MaxFabricID = 1023
 	// DefaultControlDir is where the default control socket lives.
-	DefaultControlDir = "/run/opavnic"
+	DefaultControlDir = ctl.DefaultDir
 
 	vlanEthHLen    = 18  // Ethernet header with a VLAN tag: MTU + 18 is a full-size frame
 	maxNodeName    = 64  // node.name and peers[].name

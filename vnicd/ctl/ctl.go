@@ -92,6 +92,10 @@ func StartBy(deadline time.Time) error {
 	return nil
 }
 
+// DefaultDir is where vnicd's and opafm's control sockets live when their
+// configs name none (vnicd-NODE.sock, opafm-NAME.sock).
+const DefaultDir = "/run/opavnic"
+
 // ErrSocketInUse is returned when another live daemon serves the socket path.
 var ErrSocketInUse = errors.New("control socket is in use by a running daemon")
 
