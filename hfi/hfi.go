@@ -203,7 +203,10 @@ func (h *HFI) newRoutes(d *Directory, self uint32) *routes {
 
 // Run receives until ctx is done or the transport is closed. It returns nil
 // on a clean stop (ctx cancelled or transport closed) and the transport's
-// error otherwise. Cancelling ctx closes the transport.
+// error otherwise. Cancelling ctx closes the transport. It is the receive
+// loop of an HFI that has no poll loop of its own (the fabric manager's);
+// vnicd's engine reads its transports in its poll loops instead
+// (NewRxPoller).
 func (h *HFI) Run(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { h.tr.Close() })
 	defer stop()
@@ -234,7 +237,7 @@ type RxPoller struct {
 }
 
 // NewRxPoller returns an RxPoller, or nil when the transport cannot be
-// polled (Run is then the way to receive).
+// polled (is not a PollTransport).
 func (h *HFI) NewRxPoller() *RxPoller {
 	tr, ok := h.tr.(PollTransport)
 	if !ok {
