@@ -27,6 +27,17 @@ const (
 // with nothing more to tell.
 var ErrNotYet = errors.New("not yet")
 
+// abort carries the error of a condition that can no longer hold.
+type abort struct{ err error }
+
+func (a abort) Error() string { return a.err.Error() }
+func (a abort) Unwrap() error { return a.err }
+
+// Abort wraps err for a condition of Check to return when it can no longer
+// hold (the process it waits on exited): Check stops polling and returns
+// err at once.
+func Abort(err error) error { return abort{err} }
+
 // Until polls cond until it returns true and fails t (Fatalf) if it has not
 // within timeout, naming what it waited for.
 func Until(t testing.TB, timeout time.Duration, what string, cond func() bool) {
@@ -41,6 +52,18 @@ func Until(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	}
 }
 
+// Poll polls cond until it returns true, for at most timeout, and returns
+// whether it did: for a test that then checks, and reports, the state cond
+// left behind.
+func Poll(timeout time.Duration, cond func() bool) bool {
+	return Check(timeout, func() error {
+		if cond() {
+			return nil
+		}
+		return ErrNotYet
+	}) == nil
+}
+
 // Check polls cond until it returns nil and returns nil then; if it has not
 // within timeout it returns an error that says so, wrapping cond's last
 // error.
@@ -51,6 +74,9 @@ func Check(timeout time.Duration, cond func() error) error {
 	for polls := 0; polls < MaxPolls; polls++ {
 		if err = cond(); err == nil {
 			return nil
+		}
+		if a, ok := err.(abort); ok {
+			return a.err
 		}
 		if !time.Now().Before(deadline) {
 			break

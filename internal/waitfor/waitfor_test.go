@@ -72,3 +72,22 @@ func TestSteady(t *testing.T) {
 		t.Errorf("failure %q", f.failed)
 	}
 }
+
+func TestCheckAbort(t *testing.T) {
+	errGone := errors.New("process exited")
+	n := 0
+	err := Check(5*time.Second, func() error { n++; return Abort(errGone) })
+	if err != errGone || n != 1 {
+		t.Fatalf("Check = %v after %d polls, want %v after 1", err, n, errGone)
+	}
+}
+
+func TestPoll(t *testing.T) {
+	n := 0
+	if !Poll(5*time.Second, func() bool { n++; return n == 2 }) || n != 2 {
+		t.Fatalf("Poll of a condition that holds on the second poll: %d polls", n)
+	}
+	if Poll(20*time.Millisecond, func() bool { return false }) {
+		t.Fatal("Poll of a condition that never holds returned true")
+	}
+}
