@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/internal/waitfor"
 	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/config"
 	"github.com/opavnic/opavnic/vnicd/ctl"
@@ -214,12 +215,9 @@ func (n *fakeNode) claims() []ctl.Claim {
 func (n *fakeNode) waitClaims(what string, ok func([]ctl.Claim) bool) {
 	n.t.Helper()
 	var cs []ctl.Claim
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if cs = n.claims(); ok(cs) {
-			return
-		}
+	if !waitfor.Poll(5*time.Second, func() bool { cs = n.claims(); return ok(cs) }) {
+		n.t.Fatalf("%s: claims are %+v", what, cs)
 	}
-	n.t.Fatalf("%s: claims are %+v", what, cs)
 }
 
 // nsFile is a stand-in for a namespace: a file, known by its inode.

@@ -2,9 +2,11 @@
 // polls the condition until it holds, for a bounded time and a bounded
 // number of polls, and says what was awaited when it never held.
 //
-// A poll starts at once and then every Interval; a condition that takes
-// time itself (a ping, a control call) paces the loop with its own
-// duration. Every wait ends by its deadline or after MaxPolls polls,
+// The first poll is at once; the pauses between polls start at
+// FirstInterval and double up to Interval, so that a condition that holds
+// soon is seen soon and one that takes long is not polled hard. A condition
+// that takes time itself (a ping, a control call) paces the loop with its
+// own duration. Every wait ends by its deadline or after MaxPolls polls,
 // whichever comes first, so that no test loop runs unbounded.
 package waitfor
 
@@ -16,7 +18,9 @@ import (
 )
 
 const (
-	// Interval is the pause between two polls of a condition.
+	// FirstInterval is the first pause between two polls of a condition.
+	FirstInterval = 100 * time.Microsecond
+	// Interval is the longest pause between two polls of a condition.
 	Interval = 10 * time.Millisecond
 	// MaxPolls bounds the polls of one wait, whatever its timeout: at
 	// Interval it is about ten minutes of polling.
@@ -71,6 +75,7 @@ func Check(timeout time.Duration, cond func() error) error {
 	start := time.Now()
 	deadline := start.Add(timeout)
 	var err error
+	pause := FirstInterval
 	for polls := 0; polls < MaxPolls; polls++ {
 		if err = cond(); err == nil {
 			return nil
@@ -81,7 +86,8 @@ func Check(timeout time.Duration, cond func() error) error {
 		if !time.Now().Before(deadline) {
 			break
 		}
-		time.Sleep(min(Interval, time.Until(deadline)))
+		time.Sleep(min(pause, time.Until(deadline)))
+		pause = min(2*pause, Interval)
 	}
 	return fmt.Errorf("not within %v: %w", time.Since(start).Round(time.Millisecond), err)
 }
