@@ -53,6 +53,7 @@ func readUntil(t *testing.T, u *UDP, cond func(read int) bool) int {
 		}
 		got += k
 		if k == 0 {
+			// A non-blocking reader's pause between empty reads.
 			time.Sleep(time.Millisecond)
 		}
 	}

@@ -324,6 +324,7 @@ func TestClaimsManaged(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond) // the reconciler had its chance
 	n.emSet(1, 2)
+	// The same window after the EM's Set.
 	time.Sleep(100 * time.Millisecond)
 	if cs := n.claims(); len(cs) != 1 || cs[0].Owner != "o3" || n.dev(1).NetNS() != c1 {
 		t.Errorf("after DeleteVESW and back: claims %+v, netdev in %q", cs, n.dev(1).NetNS())
