@@ -30,7 +30,6 @@ type Daemon struct {
 	Socket string // the control socket
 	Cmd    *exec.Cmd
 
-	t    testing.TB
 	ns   *nstest.NS
 	args []string
 	log  string // where a daemon outside a namespace writes its output
@@ -46,7 +45,7 @@ func Launch(t testing.TB, ns *nstest.NS, h Host, args ...string) *Daemon {
 	if h.Socket == "" {
 		h.Socket = filepath.Join(dir, "vnicd.sock")
 	}
-	d := &Daemon{Host: h, Config: filepath.Join(dir, h.Name+".yaml"), Socket: h.Socket, t: t, ns: ns,
+	d := &Daemon{Host: h, Config: filepath.Join(dir, h.Name+".yaml"), Socket: h.Socket, ns: ns,
 		log: filepath.Join(dir, h.Name+".log")}
 	if err := os.WriteFile(d.Config, []byte(h.YAML()), 0o644); err != nil {
 		t.Fatal(err)
