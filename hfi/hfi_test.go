@@ -3,6 +3,7 @@ package hfi_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/hfi/hfitest"
+	"github.com/opavnic/opavnic/internal/waitfor"
 )
 
 var (
@@ -228,12 +230,7 @@ func run(t *testing.T, h *hfi.HFI) {
 // waitFor polls cond for up to 2 seconds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting for %s", what)
+	waitfor.Until(t, 2*time.Second, what, cond)
 }
 
 // threeHFIs runs the HFIs of lidA, lidB and lidC on a fake network, each
@@ -258,6 +255,8 @@ func TestMulticastFanoutSkipsSender(t *testing.T) {
 	s := hs[lidA].NewSender()
 	s.Send([][]byte{vnicPacket(t, lidA, mcast, 0x8001, 1), vnicPacket(t, lidA, lidC, 0x8001, 1)})
 	waitFor(t, "B and C to receive", func() bool { return recs[lidB].count() == 1 && recs[lidC].count() == 2 })
+	// A window for what must not happen: a copy of the multicast back at
+	// the sender, which would come as fast as B's and C's did.
 	time.Sleep(20 * time.Millisecond)
 	if got := recs[lidA].count(); got != 0 {
 		t.Fatalf("sender received %d of its own packets", got)
@@ -272,30 +271,78 @@ func TestMulticastFanoutSkipsSender(t *testing.T) {
 	}
 }
 
+// TestDirectorySwapWhileSending: one goroutine sends to B while another
+// swaps A's directory, 40 times, between two that both map B. Every send
+// finds its route and reaches B, and frames keep arriving after each swap.
+// The sender keeps at most 32 frames in flight, so that the fake network
+// never drops one for a full queue.
 func TestDirectorySwapWhileSending(t *testing.T) {
 	n := hfitest.NewNetwork()
 	ha := hfi.New(n.Listen(epA), hfi.Config{LID: lidA})
-	ha.SetDirectory(directory(t))
+	hb := hfi.New(n.Listen(epB), hfi.Config{LID: lidB})
+	d1 := directory(t)
+	d2, err := hfi.NewDirectory(map[uint32]netip.AddrPort{lidA: epA, lidB: epB}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ha.SetDirectory(d1)
+	hb.SetDirectory(d1)
+	rec := &syncRecorder{}
+	hb.Register(encap.L4Ethernet, rec)
+	run(t, hb)
+
 	s := ha.NewSender()
 	pkt := vnicPacket(t, lidA, lidB, 0x8001, 1)
+	const maxSends, inFlight = 1_000_000, 32
 	stop := make(chan struct{})
-	done := make(chan struct{})
+	done := make(chan string, 1)
+	var sent int
 	go func() {
-		defer close(done)
-		for i := 0; i < 2000; i++ {
+		deadline := time.Now().Add(20 * time.Second)
+		for sent < maxSends {
 			select {
 			case <-stop:
+				done <- ""
 				return
 			default:
 			}
+			if sent-rec.count() >= inFlight {
+				if !waitfor.Poll(5*time.Second, func() bool { return sent-rec.count() < inFlight }) {
+					done <- fmt.Sprintf("B received %d of %d frames sent, and no more for 5 s", rec.count(), sent)
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				done <- "the sender ran 20 s without being stopped"
+				return
+			}
 			s.Send([][]byte{pkt})
+			sent++
 		}
+		done <- fmt.Sprintf("the swaps took more than %d sends", maxSends)
 	}()
-	for i := 0; i < 200; i++ {
-		ha.SetDirectory(directory(t))
+	stopSender := func() {
+		close(stop)
+		if msg := <-done; msg != "" {
+			t.Fatal(msg)
+		}
 	}
-	close(stop)
-	<-done
+	for i := range 40 {
+		ha.SetDirectory([]*hfi.Directory{d2, d1}[i%2])
+		from := rec.count()
+		if !waitfor.Poll(5*time.Second, func() bool { return rec.count() >= from+10 }) {
+			stopSender()
+			t.Fatalf("swap %d: B received %d frames in the 5 s after it (%d before), want 10", i+1, rec.count()-from, from)
+		}
+	}
+	stopSender()
+	c := &ha.Counters
+	if c.XmitNoRoute.Load() != 0 || c.XmitDiscards.Load() != 0 || c.XmitPkts.Load() != uint64(sent) {
+		t.Fatalf("A sent %d frames: XmitPkts %d, XmitNoRoute %d, XmitDiscards %d; want every one sent, none without a route",
+			sent, c.XmitPkts.Load(), c.XmitNoRoute.Load(), c.XmitDiscards.Load())
+	}
+	waitfor.Until(t, 5*time.Second, fmt.Sprintf("B to receive all %d frames A sent", sent), func() bool { return rec.count() == sent })
+	t.Logf("%d frames sent and received across 40 directory swaps", sent)
 }
 
 func TestNewDirectoryRejects(t *testing.T) {

@@ -85,6 +85,7 @@ func TestQueueSteering(t *testing.T) {
 						t.Fatal(err)
 					}
 					if k == 0 {
+						// A non-blocking reader's pause between empty reads.
 						time.Sleep(time.Millisecond)
 						continue
 					}
@@ -200,6 +201,7 @@ func TestQueueMisrouted(t *testing.T) {
 				t.Fatal(err)
 			}
 			if k == 0 {
+				// A non-blocking reader's pause between empty reads.
 				time.Sleep(time.Millisecond)
 			}
 			got += uint64(k)

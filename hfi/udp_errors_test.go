@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/opavnic/opavnic/internal/waitfor"
 )
 
 // closedPort returns an endpoint on addr where nothing listens: a port the
@@ -51,6 +53,7 @@ func readUntil(t *testing.T, u *UDP, cond func(read int) bool) int {
 		}
 		got += k
 		if k == 0 {
+			// A non-blocking reader's pause between empty reads.
 			time.Sleep(time.Millisecond)
 		}
 	}
@@ -184,11 +187,7 @@ func TestUDPPeerErrorsBlockingRead(t *testing.T) {
 	}()
 	dead := closedPort(t, "127.0.0.1:0")
 	sendOne(t, u, dead)
-	for deadline := time.Now().Add(5 * time.Second); u.PeerErrorCount() == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no error recorded within 5 s")
-		}
-	}
+	waitfor.Until(t, 5*time.Second, "an error recorded", func() bool { return u.PeerErrorCount() != 0 })
 	select {
 	case r := <-done:
 		t.Fatalf("ReadBatch returned %d, %v on a peer's error", r.n, r.err)
@@ -230,16 +229,17 @@ func TestUDPPeerErrorsQueueGroup(t *testing.T) {
 	sendOne(t, qs[1], dead)
 	// The kernel gives the error to a socket of the group by a hash of the
 	// addresses, so each queue's reader reads its own.
-	for deadline := time.Now().Add(5 * time.Second); qs[0].PeerErrorCount() == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no error recorded within 5 s")
+	waitfor.Until(t, 5*time.Second, "an error recorded at queue 0", func() bool {
+		if qs[0].PeerErrorCount() != 0 {
+			return true
 		}
 		for _, q := range qs {
 			if _, err := q.TryReadBatch(newReadBatch(1)); err != nil {
 				t.Fatal(err)
 			}
 		}
-	}
+		return false
+	})
 	if e := qs[0].PeerErrors(); len(e) != 1 || e[0].Endpoint != dead {
 		t.Fatalf("queue 0 sees %+v", e)
 	}

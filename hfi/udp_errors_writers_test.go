@@ -31,6 +31,7 @@ func TestUDPConcurrentWriterAfterPeerErrors(t *testing.T) {
 		msgs := newReadBatch(8)
 		for deadline := time.Now().Add(2 * time.Second); !stop.Load() && time.Now().Before(deadline); {
 			u.TryReadBatch(msgs)
+			// A non-blocking reader's pause between reads, while the writers run.
 			time.Sleep(time.Millisecond)
 		}
 	}()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/hfi/hfitest"
+	"github.com/opavnic/opavnic/internal/waitfor"
 )
 
 // TestUDPPeerErrorFloodBreaker: a flood of errors (forged ICMP port
@@ -79,10 +80,8 @@ func TestUDPPeerErrorFloodBreaker(t *testing.T) {
 	if err := u.DrainErrors(); err != nil || u.PeerErrorCount() != before {
 		t.Fatalf("with errors off: errors %d -> %d (%v)", before, u.PeerErrorCount(), err)
 	}
-	for deadline := tripped.Add(offFor + 5*time.Second); recvErr() != 1; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("IP_RECVERR not back on %v after the trip", offFor+5*time.Second)
-		}
+	if !waitfor.Poll(time.Until(tripped.Add(offFor+5*time.Second)), func() bool { return recvErr() == 1 }) {
+		t.Fatalf("IP_RECVERR not back on %v after the trip", offFor+5*time.Second)
 	}
 	// On again: they are.
 	_ = unix.Sendto(raw, icmp, 0, to)

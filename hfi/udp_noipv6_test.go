@@ -87,6 +87,7 @@ func TestUDPDualStackListenWithoutIPv6(t *testing.T) {
 			}
 			return
 		}
+		// A non-blocking reader's pause between empty reads.
 		time.Sleep(time.Millisecond)
 	}
 	t.Fatal("the datagram sent to ourselves did not arrive")

@@ -80,6 +80,7 @@ func TestUDPCloseUnblocksRead(t *testing.T) {
 		_, err := u.ReadBatch(msgs)
 		errc <- err
 	}()
+	// No condition shows that the reader is blocked in its read; the pause lets it get there, so that Close is seen to end a read in progress.
 	time.Sleep(20 * time.Millisecond)
 	u.Close()
 	select {

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/internal/waitfor"
 	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/config"
 	"github.com/opavnic/opavnic/vnicd/ctl"
@@ -221,12 +222,9 @@ func (n *fakeNode) claims() []ctl.Claim {
 func (n *fakeNode) waitClaims(what string, ok func([]ctl.Claim) bool) {
 	n.t.Helper()
 	var cs []ctl.Claim
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if cs = n.claims(); ok(cs) {
-			return
-		}
+	if !waitfor.Poll(5*time.Second, func() bool { cs = n.claims(); return ok(cs) }) {
+		n.t.Fatalf("%s: claims are %+v", what, cs)
 	}
-	n.t.Fatalf("%s: claims are %+v", what, cs)
 }
 
 // nsFile is a stand-in for a namespace: a file, known by its inode.
@@ -335,6 +333,7 @@ func TestClaimsManaged(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond) // the reconciler had its chance
 	n.emSet(1, 2)
+	// The same window after the EM's Set.
 	time.Sleep(100 * time.Millisecond)
 	if cs := n.claims(); len(cs) != 1 || cs[0].Owner != "o3" || n.dev(1).NetNS() != c1 {
 		t.Errorf("after DeleteVESW and back: claims %+v, netdev in %q", cs, n.dev(1).NetNS())

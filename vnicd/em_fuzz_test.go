@@ -7,6 +7,7 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi/hfitest"
+	"github.com/opavnic/opavnic/internal/waitfor"
 	"github.com/opavnic/opavnic/vema"
 	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/engine/enginetest"
@@ -95,10 +96,7 @@ func pushFrames(t *testing.T, nd *enginetest.Node) {
 				sent++
 			}
 		}
-		deadline := time.Now().Add(time.Second)
-		for p.Counters.TxPackets.Load()-before < sent && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Microsecond)
-		}
+		waitfor.Poll(time.Second, func() bool { return p.Counters.TxPackets.Load()-before >= sent })
 		for _, l := range []int{14, 42, 60, 1518, 9018, encap.MaxFrameLen} {
 			fr := enginetest.EthFrame(src, dst, max(l, 34))[:l]
 			buf := make([]byte, encap.Headroom+encap.VNICPacketLen(l))

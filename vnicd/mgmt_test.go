@@ -13,6 +13,7 @@ import (
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/hfi/hfitest"
+	"github.com/opavnic/opavnic/internal/waitfor"
 	"github.com/opavnic/opavnic/vema"
 	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/engine"
@@ -229,10 +230,7 @@ func TestManagedNodeJoins(t *testing.T) {
 	_, getReq := fm.vema(netip.AddrPort{}, nodeLID, vema.ClassVEMA, vema.MethodGet, vema.AttrVESWPortInfo, 0, nil)
 	pkt, _ := encap.AppendMgmt(nil, &encap.MgmtParams{SLID: peerLID, DLID: nodeLID, PKey: 0xFFFF, DestQPN: 1, SrcQPN: 1}, getReq)
 	peer.tr.WriteBatch([]hfi.Message{{Buf: pkt, N: len(pkt), Addr: tEPNode}})
-	deadline := time.Now().Add(2 * time.Second)
-	for nd.mgmt.Untrusted.Load() == before && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitfor.Poll(2*time.Second, func() bool { return nd.mgmt.Untrusted.Load() != before })
 	if nd.mgmt.Untrusted.Load() != before+1 {
 		t.Fatal("untrusted MAD not counted")
 	}
@@ -253,10 +251,7 @@ func TestManagedNodeJoins(t *testing.T) {
 		before := tc.counter.Load()
 		pkt, _ := encap.AppendMgmt(nil, &encap.MgmtParams{SLID: slid, DLID: nodeLID, PKey: 0xFFFF, DestQPN: 1, SrcQPN: 1}, setReq)
 		peer.tr.WriteBatch([]hfi.Message{{Buf: pkt, N: len(pkt), Addr: tEPNode}})
-		deadline := time.Now().Add(2 * time.Second)
-		for tc.counter.Load() == before && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
+		waitfor.Poll(2*time.Second, func() bool { return tc.counter.Load() != before })
 		if tc.counter.Load() != before+1 {
 			t.Fatalf("Set from the peer with SLID %#x not counted", slid)
 		}

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,6 +18,8 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/internal/e2etest"
+	"github.com/opavnic/opavnic/internal/waitfor"
 	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
@@ -29,16 +31,9 @@ import (
 // DEL while vnicd is down, and EM reconfigurations each leave things as
 // README "Containers" says.
 
-const managedFabric = `fm:
-  name: fm
-  listen: "10.204.0.3:4793"
-  control_socket: %q
-lid_pool: {start: 0xC000, end: 0xC0FF}
-nodes:
-  - {name: host-a, lid: 0x10}
-  - {name: host-b}
-vesws:
-  - {id: 1, name: red, pkey: 0x8001, eth_mtu: 1400, mcast_dlid: 0xF00001,
+// managedVESWs are the fabric's vesws, with host-b's red member, host-a's
+// blue one and host-a's yellow one left to fill in.
+const managedVESWs = `  - {id: 1, name: red, pkey: 0x8001, eth_mtu: 1400, mcast_dlid: 0xF00001,
      members: [{node: host-a, vport: 0}%s]}
   - {id: 2, name: blue, pkey: 0x8002, eth_mtu: 1400, mcast_dlid: 0xF00002,
      members: [%s{node: host-b, vport: 1}]}
@@ -60,97 +55,28 @@ func fabricText(sock string, bOnRed, aOnBlue bool) string {
 	} else {
 		yellow = "{node: host-a, vport: 1}"
 	}
-	return fmt.Sprintf(managedFabric, sock, red, blue, yellow)
+	return e2etest.FabricNodes("10.204.0.3:4793", sock, 0) + fmt.Sprintf(managedVESWs, red, blue, yellow)
 }
 
-// managedHost is a vnicd that knows only the FM; host-a keeps vport 2 for
-// itself (netdevs), so no container may claim it.
-type managedHost struct {
-	name, sock, cfg, bin string
-	ns                   *nstest.NS
-	cmd                  *exec.Cmd
-}
-
-func (h *managedHost) start(t *testing.T) {
+// newManagedHost starts a vnicd in ns that knows only the FM, with its
+// control socket and config in dir; host-a keeps vport 2 for itself
+// (netdevs), so no container may claim it.
+func newManagedHost(t *testing.T, ns *nstest.NS, dir, name, listen string, netdevs ...e2etest.Netdev) *e2etest.Daemon {
 	t.Helper()
-	cmd, err := h.ns.Start(context.Background(), h.bin, "--config", h.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.cmd = cmd
-}
-
-// stop stops vnicd with sig and waits (at most 10 s) for it to exit.
-func (h *managedHost) stop(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	if err := h.cmd.Process.Signal(sig); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = h.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: vnicd still running 10 s after %v", h.name, sig)
-	}
-}
-
-func newManagedHost(t *testing.T, bin string, ns *nstest.NS, dir, name, listen, extra string) *managedHost {
-	t.Helper()
-	h := &managedHost{name: name, sock: filepath.Join(dir, name+".sock"), cfg: filepath.Join(dir, name+".yaml"), bin: bin, ns: ns}
-	text := fmt.Sprintf("node: {name: %s, listen: %q, fabric_manager: \"10.204.0.3:4793\"}\ncontrol: {socket: %q}\n%s",
-		name, listen, h.sock, extra)
-	if err := os.WriteFile(h.cfg, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	h.start(t)
-	return h
-}
-
-// waitPorts waits (at most within) until vnicd answers with want ports,
-// every one FORWARDING.
-func waitPorts(t *testing.T, sock string, want int, within time.Duration) []ctl.VNICStatus {
-	t.Helper()
-	var vs []ctl.VNICStatus
-	var err error
-	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		vs = nil
-		if err = ctl.Call(sock, "vnics", nil, &vs); err == nil && len(vs) == want {
-			ok := true
-			for _, v := range vs {
-				ok = ok && v.OperState == "FORWARDING"
-			}
-			if ok {
-				return vs
-			}
-		}
-	}
-	t.Fatalf("%s: want %d ports FORWARDING within %v; have %+v (%v)", sock, want, within, vs, err)
-	return nil
-}
-
-func claimsOf(t *testing.T, sock string) []ctl.Claim {
-	t.Helper()
-	var cs []ctl.Claim
-	if err := ctl.Call(sock, "claims", nil, &cs); err != nil {
-		t.Fatal(err)
-	}
-	return cs
+	return e2etest.Launch(t, ns, e2etest.Host{Name: name, Listen: listen, FabricManager: "10.204.0.3:4793",
+		Socket: filepath.Join(dir, name+".sock"), Netdevs: netdevs})
 }
 
 // waitVESW waits (at most within) until vport is on vesw (0: none).
 func waitVESW(t *testing.T, sock string, vport uint8, vesw uint16, within time.Duration) {
 	t.Helper()
 	var vs []ctl.VNICStatus
-	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	if waitfor.Poll(within, func() bool {
 		vs = nil
-		if err := ctl.Call(sock, "vnics", nil, &vs); err == nil {
-			for _, v := range vs {
-				if v.VPort == vport && v.VESW == vesw {
-					return
-				}
-			}
-		}
+		_ = ctl.Call(sock, ctl.CmdVNICs, nil, &vs)
+		return slices.ContainsFunc(vs, func(v ctl.VNICStatus) bool { return v.VPort == vport && v.VESW == vesw })
+	}) {
+		return
 	}
 	t.Fatalf("%s: vport %d not on vesw %d within %v: %+v", sock, vport, vesw, within, vs)
 }
@@ -185,20 +111,6 @@ func pingRTT(t *testing.T, ns *nstest.NS, addr string) string {
 	return fmt.Sprintf("min/avg/max %s/%s/%s ms", m[1], m[2], m[3])
 }
 
-// silentFor fails unless pings from ns to addr go unanswered for d.
-func silentFor(t *testing.T, ns *nstest.NS, addr string, d time.Duration, what string) {
-	t.Helper()
-	secs := fmt.Sprint(int(d.Seconds()))
-	if out, err := ns.Exec(context.Background(), "ping", "-c", secs, "-i", "1", "-W", "1", addr); err == nil {
-		t.Errorf("%s: %s still reached %s:\n%s", what, ns.Name(), addr, lastLines(out, 2))
-	}
-}
-
-func lastLines(b []byte, n int) string {
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
 // podLink returns the pod's interface, or nil when it has none.
 func podLink(t *testing.T, ns *nstest.NS) net.HardwareAddr {
 	t.Helper()
@@ -210,13 +122,8 @@ func podLink(t *testing.T, ns *nstest.NS) net.HardwareAddr {
 }
 
 func TestE2ECNIManaged(t *testing.T) {
-	nstest.RequireRoot(t)
-	nstest.RequirePaths(t, "/dev/net/tun")
-	nstest.RequireTools(t, "ip", "ping", "go")
-	bin := buildBins(t)
-	if out, err := exec.Command("go", "build", "-buildvcs=false", "-o", filepath.Join(bin, "opafm"), "../opafm").CombinedOutput(); err != nil {
-		t.Fatalf("building opafm: %v\n%s", err, out)
-	}
+	e2etest.Require(t, "ip", "ping", "go")
+	bin := cniBins(t, "opafm")
 	fmNS, a, b := nstest.NewNS(t, "cmfm"), nstest.NewNS(t, "cma"), nstest.NewNS(t, "cmb")
 	pa, pb, pc, pd := nstest.NewNS(t, "cmpa"), nstest.NewNS(t, "cmpb"), nstest.NewNS(t, "cmpc"), nstest.NewNS(t, "cmpd")
 	nstest.Bridge(t, 1500,
@@ -224,7 +131,7 @@ func TestE2ECNIManaged(t *testing.T) {
 		nstest.Member{NS: b, Addr: netipPrefix("10.204.0.2/24")},
 		nstest.Member{NS: fmNS, Addr: netipPrefix("10.204.0.3/24")})
 	dir := t.TempDir()
-	fmSock, fabric := filepath.Join(dir, "fm.sock"), filepath.Join(dir, "fabric.yaml")
+	fmSock, fabric := filepath.Join(dir, "fm.Socket"), filepath.Join(dir, "fabric.yaml")
 	setFabric := func(bOnRed, aOnBlue bool) {
 		t.Helper()
 		if err := os.WriteFile(fabric, []byte(fabricText(fmSock, bOnRed, aOnBlue)), 0o644); err != nil {
@@ -232,28 +139,25 @@ func TestE2ECNIManaged(t *testing.T) {
 		}
 	}
 	setFabric(true, true)
-	fmCmd, err := fmNS.Start(context.Background(), filepath.Join(bin, "opafm"), "--config", fabric)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fmCmd := e2etest.StartFM(t, fmNS, fabric)
 	reloadFM := func() {
 		t.Helper()
 		if err := fmCmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ha := newManagedHost(t, filepath.Join(bin, "vnicd"), a, dir, "host-a", "10.204.0.1:4793", "netdevs:\n  2: {ifname: green0}\n")
-	hb := newManagedHost(t, filepath.Join(bin, "vnicd"), b, dir, "host-b", "10.204.0.2:4793", "")
-	waitPorts(t, ha.sock, 3, 15*time.Second)
-	waitPorts(t, hb.sock, 2, 15*time.Second)
+	ha := newManagedHost(t, a, dir, "host-a", "10.204.0.1:4793", e2etest.Netdev{VPort: 2, IfName: "green0"})
+	hb := newManagedHost(t, b, dir, "host-b", "10.204.0.2:4793")
+	ha.WaitVNICs(t, 3, "FORWARDING", 15*time.Second)
+	hb.WaitVNICs(t, 2, "FORWARDING", 15*time.Second)
 
 	data := t.TempDir()
-	redA := managedNet(t, "red", 1, ha.sock, "10.1.0.10", "10.1.0.19", filepath.Join(data, "a"))
-	redB := managedNet(t, "red", 1, hb.sock, "10.1.0.20", "10.1.0.29", filepath.Join(data, "b"))
+	redA := managedNet(t, "red", 1, ha.Socket, "10.1.0.10", "10.1.0.19", filepath.Join(data, "a"))
+	redB := managedNet(t, "red", 1, hb.Socket, "10.1.0.20", "10.1.0.29", filepath.Join(data, "b"))
 	// With the EM's pkey, MTU and multicast DLID spelled out, as a static
 	// network has them: they match, so the claim goes through.
-	blueA := netList(t, "1.1.0", "blue", 2, "0x8002", 0xF00002, ha.sock, "10.1.0.30", "10.1.0.39", filepath.Join(data, "a"))
-	greenA := managedNet(t, "green", 3, ha.sock, "10.1.0.40", "10.1.0.49", filepath.Join(data, "a"))
+	blueA := netList(t, "1.1.0", "blue", 2, "0x8002", 0xF00002, ha.Socket, "10.1.0.30", "10.1.0.39", filepath.Join(data, "a"))
+	greenA := managedNet(t, "green", 3, ha.Socket, "10.1.0.40", "10.1.0.49", filepath.Join(data, "a"))
 	cni := libcni.NewCNIConfigWithCacheDir([]string{bin}, t.TempDir(), nil)
 	ctx := context.Background()
 	rt := func(id string, ns *nstest.NS) *libcni.RuntimeConf {
@@ -294,7 +198,7 @@ func TestE2ECNIManaged(t *testing.T) {
 	t.Logf("ping pa -> pb across red: %s", pingRTT(t, pa, ipB))
 	t.Logf("ping pb -> pa across red: %s", pingRTT(t, pb, ipA))
 	for _, dst := range []string{ipA, ipB} {
-		silentFor(t, pc, dst, 2*time.Second, "blue pod to a red one")
+		e2etest.Silent(t, pc, dst, 2*time.Second, "blue pod to a red one")
 	}
 	for _, c := range []struct {
 		list *libcni.NetworkConfigList
@@ -335,21 +239,21 @@ func TestE2ECNIManaged(t *testing.T) {
 	if err := cni.DelNetworkList(ctx, redA, rt("pa", pa)); err != nil {
 		t.Errorf("second DEL pa: %v", err)
 	}
-	silentFor(t, pb, ipA, 2*time.Second, "after DEL pa")
+	e2etest.Silent(t, pb, ipA, 2*time.Second, "after DEL pa")
 	ipA = add(redA, "pa2", pa, macRedA)
 	t.Logf("ping pa2 -> pb after DEL and ADD: %s", pingRTT(t, pa, ipB))
 
 	// vnicd killed on host-b: pb keeps its interface (carrier off) and
 	// address; the restarted vnicd takes it over when the EM makes the
 	// port again, with no CNI call.
-	hb.stop(t, syscall.SIGKILL)
+	_ = hb.Stop(t, syscall.SIGKILL)
 	if podLink(t, pb) == nil {
 		t.Fatal("pb lost its interface when host-b's vnicd was killed")
 	}
-	hb.start(t)
+	hb.Restart(t)
 	took := pa.PingWithin(t, ipB, 15*time.Second)
 	t.Logf("host-b's vnicd killed and restarted: pa -> pb answers %v after the start", took.Round(time.Millisecond))
-	if cs := claimsOf(t, hb.sock); len(cs) != 1 || cs[0].State != ctl.ClaimActive || cs[0].Owner != "cni:red:pb:eth0" {
+	if cs := hb.Claims(t); len(cs) != 1 || cs[0].State != ctl.ClaimActive || cs[0].Owner != "cni:red:pb:eth0" {
 		t.Errorf("host-b's claims after the restart: %+v", cs)
 	}
 	if err := cni.CheckNetworkList(ctx, redB, rt("pb", pb)); err != nil {
@@ -357,14 +261,14 @@ func TestE2ECNIManaged(t *testing.T) {
 	}
 
 	// vnicd stopped cleanly on host-a: the same.
-	ha.stop(t, syscall.SIGTERM)
+	_ = ha.Stop(t, syscall.SIGTERM)
 	if podLink(t, pa) == nil || podLink(t, pc) == nil {
 		t.Fatal("pods lost their interfaces when host-a's vnicd stopped")
 	}
-	ha.start(t)
+	ha.Restart(t)
 	took = pb.PingWithin(t, ipA, 15*time.Second)
 	t.Logf("host-a's vnicd stopped and restarted: pb -> pa answers %v after the start", took.Round(time.Millisecond))
-	waitPorts(t, ha.sock, 3, 10*time.Second)
+	ha.WaitVNICs(t, 3, "FORWARDING", 10*time.Second)
 	if err := cni.CheckNetworkList(ctx, blueA, rt("pc", pc)); err != nil {
 		t.Errorf("CHECK pc after the restart: %v", err)
 	}
@@ -373,8 +277,8 @@ func TestE2ECNIManaged(t *testing.T) {
 	// back in the fabric, pb is reachable again.
 	setFabric(false, true)
 	reloadFM()
-	waitVESW(t, hb.sock, 0, 0, 10*time.Second)
-	silentFor(t, pa, ipB, 3*time.Second, "host-b's red member removed")
+	waitVESW(t, hb.Socket, 0, 0, 10*time.Second)
+	e2etest.Silent(t, pa, ipB, 3*time.Second, "host-b's red member removed")
 	if podLink(t, pb) == nil {
 		t.Error("pb lost its interface when the EM removed its member")
 	}
@@ -392,10 +296,8 @@ func TestE2ECNIManaged(t *testing.T) {
 	// the port leaves pc, which never sits on a vesw it did not ask for.
 	setFabric(true, false)
 	reloadFM()
-	for deadline := time.Now().Add(10 * time.Second); podLink(t, pc) != nil; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("pc still has its interface 10 s after the EM moved its port to yellow")
-		}
+	if !waitfor.Poll(10*time.Second, func() bool { return podLink(t, pc) == nil }) {
+		t.Fatal("pc still has its interface 10 s after the EM moved its port to yellow")
 	}
 	if err := cni.DelNetworkList(ctx, blueA, rt("pc", pc)); err != nil {
 		t.Errorf("DEL pc after its claim ended: %v", err)
@@ -403,16 +305,16 @@ func TestE2ECNIManaged(t *testing.T) {
 
 	// DEL while host-a's vnicd is down: the plugin removes the interface;
 	// the restarted vnicd ends the claim and has its port back.
-	ha.stop(t, syscall.SIGKILL)
+	_ = ha.Stop(t, syscall.SIGKILL)
 	if err := cni.DelNetworkList(ctx, redA, rt("pa2", pa)); err != nil {
 		t.Errorf("DEL pa2 with vnicd down: %v", err)
 	}
 	if podLink(t, pa) != nil {
 		t.Error("DEL with vnicd down left pa's interface")
 	}
-	ha.start(t)
-	waitPorts(t, ha.sock, 3, 15*time.Second)
-	if cs := claimsOf(t, ha.sock); len(cs) != 0 {
+	ha.Restart(t)
+	ha.WaitVNICs(t, 3, "FORWARDING", 15*time.Second)
+	if cs := ha.Claims(t); len(cs) != 0 {
 		t.Errorf("host-a's claims after a DEL while it was down: %+v", cs)
 	}
 	if _, err := a.Netlink().LinkByName("vnic0"); err != nil {
@@ -426,13 +328,13 @@ func TestE2ECNIManaged(t *testing.T) {
 	if podLink(t, pb) != nil {
 		t.Error("GC left pb's interface")
 	}
-	for _, h := range []*managedHost{ha, hb} {
-		if cs := claimsOf(t, h.sock); len(cs) != 0 {
-			t.Errorf("%s: claims at the end: %+v", h.name, cs)
+	for _, h := range []*e2etest.Daemon{ha, hb} {
+		if cs := h.Claims(t); len(cs) != 0 {
+			t.Errorf("%s: claims at the end: %+v", h.Host.Name, cs)
 		}
-		for _, v := range waitPorts(t, h.sock, map[string]int{"host-a": 3, "host-b": 2}[h.name], 5*time.Second) {
+		for _, v := range h.WaitVNICs(t, map[string]int{"host-a": 3, "host-b": 2}[h.Host.Name], "FORWARDING", 5*time.Second) {
 			if v.NetNS != "" || v.Owner != "" {
-				t.Errorf("%s: port at the end: %+v", h.name, v)
+				t.Errorf("%s: port at the end: %+v", h.Host.Name, v)
 			}
 		}
 	}

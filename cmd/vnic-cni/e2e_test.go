@@ -15,6 +15,8 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
+	"github.com/opavnic/opavnic/internal/e2etest"
+	"github.com/opavnic/opavnic/internal/waitfor"
 	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
@@ -31,52 +33,24 @@ const (
 	containerIface = "eth0"
 )
 
-// buildBins builds vnicd, vnic-cni and host-local into a temporary
-// directory, the CNI bin dir.
-func buildBins(t *testing.T) string {
+// TestMain removes the binaries cniBins built once the tests are done.
+func TestMain(m *testing.M) { e2etest.Main(m) }
+
+// cniBins builds vnicd, vnic-cni, host-local and the others of names
+// and returns their directory, the CNI bin dir.
+func cniBins(t *testing.T, names ...string) string {
 	t.Helper()
-	dir := t.TempDir()
-	for _, b := range []struct{ out, pkg string }{
-		{"vnicd", "../vnicd"},
-		{"vnic-cni", "."},
-		{"host-local", "github.com/containernetworking/plugins/plugins/ipam/host-local"},
-	} {
-		out, err := exec.Command("go", "build", "-buildvcs=false", "-o", filepath.Join(dir, b.out), b.pkg).CombinedOutput()
-		if err != nil {
-			t.Fatalf("building %s: %v\n%s", b.pkg, err, out)
-		}
-	}
-	return dir
+	return e2etest.BinDir(t, append([]string{"vnicd", "vnic-cni", "host-local"}, names...)...)
 }
 
 // startHost starts vnicd in ns with no VNICs, multicast groups red (vesw 1)
 // and blue (vesw 2) on both hosts; it returns the control socket.
-func startHost(t *testing.T, bin string, ns *nstest.NS, name string, lid, peer int, self, other string) string {
+func startHost(t *testing.T, ns *nstest.NS, name string, lid, peer int, self, other string) string {
 	t.Helper()
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "vnicd.sock")
-	cfg := fmt.Sprintf(`node: {name: %s, lid: %#x, listen: "%s:4793"}
-peers: [{lid: %#x, address: "%s:4793"}]
-multicast:
-  - {lid: %#x, members: [%#x, %#x]}
-  - {lid: %#x, members: [%#x, %#x]}
-control: {socket: %q}
-`, name, lid, self, peer, other, mcRed, lidA, lidB, mcBlue, lidA, lidB, sock)
-	path := filepath.Join(dir, name+".yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ns.Start(context.Background(), bin, "--config", path); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for ctl.Call(sock, "vnics", nil, nil) != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("vnicd %s did not come up", name)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return sock
+	return e2etest.Start(t, ns, e2etest.Host{Name: name, LID: lid, Listen: self + ":4793",
+		Peers:  map[int]string{peer: other + ":4793"},
+		Groups: map[int][]int{mcRed: {lidA, lidB}, mcBlue: {lidA, lidB}},
+	}).Socket
 }
 
 // netList is a conflist of one vnic-cni network with host-local.
@@ -94,21 +68,14 @@ func netList(t *testing.T, version, name string, vesw int, pkey string, mcast in
 	return l
 }
 
-func ping(ns *nstest.NS, addr string) error {
-	_, err := ns.Exec(context.Background(), "ping", "-c", "2", "-i", "0.2", "-W", "1", addr)
-	return err
-}
-
 func TestE2ECNI(t *testing.T) {
-	nstest.RequireRoot(t)
-	nstest.RequirePaths(t, "/dev/net/tun")
-	nstest.RequireTools(t, "ip", "ping", "go")
-	bin := buildBins(t)
+	e2etest.Require(t, "ip", "ping", "go")
+	bin := cniBins(t)
 	a, b := nstest.NewNS(t, "cnia"), nstest.NewNS(t, "cnib")
 	c1, c2, c3 := nstest.NewNS(t, "cnic1"), nstest.NewNS(t, "cnic2"), nstest.NewNS(t, "cnic3")
 	nstest.Veth(t, a, b, netipPrefix(underlayA+"/24"), netipPrefix(underlayB+"/24"), 1500)
-	sockA := startHost(t, filepath.Join(bin, "vnicd"), a, "host-a", lidA, lidB, underlayA, underlayB)
-	sockB := startHost(t, filepath.Join(bin, "vnicd"), b, "host-b", lidB, lidA, underlayB, underlayA)
+	sockA := startHost(t, a, "host-a", lidA, lidB, underlayA, underlayB)
+	sockB := startHost(t, b, "host-b", lidB, lidA, underlayB, underlayA)
 
 	data := t.TempDir()
 	redA := netList(t, "1.0.0", "red", 1, "0x8001", mcRed, sockA, "10.1.0.10", "10.1.0.19", filepath.Join(data, "a"))
@@ -152,16 +119,16 @@ func TestE2ECNI(t *testing.T) {
 	}
 
 	// c1 and c2 share vesw 1 across the hosts; c3 is on vesw 2.
-	if err := ping(c1, ip2); err != nil {
+	if err := e2etest.Reaches(c1, ip2); err != nil {
 		t.Errorf("c1 -> c2: %v", err)
 	}
-	if err := ping(c2, ip1); err != nil {
+	if err := e2etest.Reaches(c2, ip1); err != nil {
 		t.Errorf("c2 -> c1: %v", err)
 	}
-	if err := ping(c3, ip1); err == nil {
+	if err := e2etest.Reaches(c3, ip1); err == nil {
 		t.Errorf("c3 on vesw 2 reached c1 on vesw 1")
 	}
-	if err := ping(c3, ip2); err == nil {
+	if err := e2etest.Reaches(c3, ip2); err == nil {
 		t.Errorf("c3 on vesw 2 reached c2 on vesw 1")
 	}
 
@@ -198,14 +165,14 @@ func TestE2ECNI(t *testing.T) {
 	if err := cni.DelNetworkList(ctx, redA, rt("c1", c1)); err != nil {
 		t.Errorf("second DEL c1: %v", err)
 	}
-	if err := ping(c2, ip1); err == nil {
+	if err := e2etest.Reaches(c2, ip1); err == nil {
 		t.Error("c1's address still answers after DEL")
 	}
 	// The freed vesw port takes a new container.
 	if r := add(redA, "c1b", c1); r.Interfaces[0].Mac != r1.Interfaces[0].Mac {
 		t.Errorf("c1b has MAC %s; want the freed port's %s", r.Interfaces[0].Mac, r1.Interfaces[0].Mac)
 	}
-	if err := ping(c1, ip2); err != nil {
+	if err := e2etest.Reaches(c1, ip2); err != nil {
 		t.Errorf("c1b -> c2: %v", err)
 	}
 
@@ -229,7 +196,7 @@ func TestE2ECNI(t *testing.T) {
 		t.Errorf("after GC, host-local still holds c3's lease %s: %v", lease, err)
 	}
 	r3b := add(blueA, "c3b", c3)
-	if err := ping(c3, r3b.IPs[0].Address.IP.String()); err != nil {
+	if err := e2etest.Reaches(c3, r3b.IPs[0].Address.IP.String()); err != nil {
 		t.Errorf("c3b pings itself: %v", err)
 	}
 
@@ -244,10 +211,84 @@ func TestE2ECNI(t *testing.T) {
 	}
 	var vs []ctl.VNICStatus
 	for _, s := range []string{sockA, sockB} {
-		if err := ctl.Call(s, "vnics", nil, &vs); err != nil || len(vs) != 0 {
+		if err := ctl.Call(s, ctl.CmdVNICs, nil, &vs); err != nil || len(vs) != 0 {
 			t.Errorf("after every DEL, vnicd at %s has %+v (%v)", s, vs, err)
 		}
 	}
 }
 
 func netipPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
+
+// TestDelNetnsGone: CNI SPEC.md, DEL: "Plugins should generally
+// complete a DEL action without error even if some resources are missing"
+// and "MUST accept multiple DEL calls ... and return success if the
+// interface in question ... [is] missing". The container's namespace is
+// deleted (with the VNIC in it) before the runtime's DEL, as after a crash:
+// DEL succeeds, twice, vnicd gives the vesw's port back, and a new
+// container gets one on the same vesw. Static and managed vnicd.
+func TestDelNetnsGone(t *testing.T) {
+	e2etest.Require(t, "ip", "go")
+	bin := cniBins(t, "opafm")
+	cni := libcni.NewCNIConfigWithCacheDir([]string{bin}, t.TempDir(), nil)
+	ctx := context.Background()
+	rt := func(id string, ns *nstest.NS) *libcni.RuntimeConf {
+		return &libcni.RuntimeConf{ContainerID: id, NetNS: ns.Path(), IfName: containerIface}
+	}
+	gone := func(t *testing.T, list *libcni.NetworkConfigList, sock string, want int) {
+		t.Helper()
+		c1 := nstest.NewNS(t, "rvgone1")
+		if _, err := cni.AddNetworkList(ctx, list, rt("gone1", c1)); err != nil {
+			t.Fatalf("ADD: %v", err)
+		}
+		if out, err := exec.Command("ip", "netns", "delete", c1.Name()).CombinedOutput(); err != nil {
+			t.Fatalf("deleting the container's namespace: %v %s", err, out)
+		}
+		for i := range 2 {
+			if err := cni.DelNetworkList(ctx, list, rt("gone1", c1)); err != nil {
+				t.Errorf("DEL %d with the namespace gone: %v", i+1, err)
+			}
+		}
+		// The port is free again: a new container gets it (a managed vnicd
+		// may wait for the EM to make it again).
+		c2 := nstest.NewNS(t, "rvgone2")
+		if err := waitfor.Check(15*time.Second, func() error {
+			_, err := cni.AddNetworkList(ctx, list, rt("gone2", c2))
+			return err
+		}); err != nil {
+			t.Fatalf("ADD of a new container after the DEL: %v", err)
+		}
+		if err := cni.DelNetworkList(ctx, list, rt("gone2", c2)); err != nil {
+			t.Errorf("DEL gone2: %v", err)
+		}
+		var vs []ctl.VNICStatus
+		if err := ctl.Call(sock, ctl.CmdVNICs, nil, &vs); err != nil || len(vs) != want {
+			t.Errorf("vnicd has %+v (%v); want %d ports", vs, err, want)
+		}
+	}
+
+	t.Run("static", func(t *testing.T) {
+		a, b := nstest.NewNS(t, "rvsa"), nstest.NewNS(t, "rvsb")
+		nstest.Veth(t, a, b, netipPrefix(underlayA+"/24"), netipPrefix(underlayB+"/24"), 1500)
+		sock := startHost(t, a, "host-a", lidA, lidB, underlayA, underlayB)
+		gone(t, netList(t, "1.1.0", "red", 1, "0x8001", mcRed, sock, "10.1.0.10", "10.1.0.19", t.TempDir()), sock, 0)
+	})
+
+	t.Run("managed", func(t *testing.T) {
+		fmNS, a := nstest.NewNS(t, "rvmfm"), nstest.NewNS(t, "rvma")
+		nstest.Veth(t, a, fmNS, netipPrefix("10.204.0.1/24"), netipPrefix("10.204.0.3/24"), 1500)
+		dir := t.TempDir()
+		fabric := filepath.Join(dir, "fabric.yaml")
+		text := `fm: {name: fm, listen: "10.204.0.3:4793", control_socket: "` + filepath.Join(dir, "fm.sock") + `"}
+nodes: [{name: host-a, lid: 0x10}]
+vesws:
+  - {id: 1, name: red, pkey: 0x8001, eth_mtu: 1400, mcast_dlid: 0xF00001, members: [{node: host-a, vport: 0}]}
+`
+		if err := os.WriteFile(fabric, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		e2etest.StartFM(t, fmNS, fabric)
+		h := newManagedHost(t, a, dir, "host-a", "10.204.0.1:4793")
+		h.WaitVNICs(t, 1, "FORWARDING", 15*time.Second)
+		gone(t, managedNet(t, "red", 1, h.Socket, "10.1.0.10", "10.1.0.19", t.TempDir()), h.Socket, 1)
+	})
+}

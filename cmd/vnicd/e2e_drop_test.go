@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/internal/e2etest"
+	"github.com/opavnic/opavnic/internal/waitfor"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
 
@@ -16,16 +18,15 @@ import (
 // plays host a: it holds a's fabric endpoint, so its datagrams pass the
 // source check unless a case breaks it on purpose.
 func TestE2EMalformedDatagrams(t *testing.T) {
-	nstest.RequireRoot(t)
-	nstest.RequireTools(t, "ip")
+	e2etest.Require(t, "ip")
 	a, b := nstest.NewNS(t, "a"), nstest.NewNS(t, "b")
 	nstest.Veth(t, a, b, pfx("10.200.0.1/24"), pfx("10.200.0.2/24"), 1500)
-	db := startVnicd(t, b, hostSpec{
-		name: "host-b", lid: lidB, listen: "10.200.0.2:4793",
-		peers:  map[int]string{lidA: "10.200.0.1:4793"},
-		groups: map[int][]int{mcRed: {lidA, lidB}},
-		vnics: []vnicSpec{{vport: 0, vesw: 1, pkey: 0x8001, mcast: mcRed, ifname: "vnic0", ethMTU: attackMTU,
-			addrs: []string{"192.168.101.2/24"}}},
+	db := e2etest.Start(t, b, e2etest.Host{
+		Name: "host-b", LID: lidB, Listen: "10.200.0.2:4793",
+		Peers:  map[int]string{lidA: "10.200.0.1:4793"},
+		Groups: map[int][]int{mcRed: {lidA, lidB}},
+		VNICs: []e2etest.VNIC{{VPort: 0, VESW: 1, PKey: 0x8001, Mcast: mcRed, IfName: "vnic0", EthMTU: attackMTU,
+			Addrs: []string{"192.168.101.2/24"}}},
 	})
 	var peer, stranger *net.UDPConn
 	if err := a.Do(func() (err error) {
@@ -74,14 +75,14 @@ func TestE2EMalformedDatagrams(t *testing.T) {
 		{"wrong PKEY", build(lidB, 0x8009, 1), peer, "port:rx_bad_pkey"},
 		{"good", good, peer, "port:rx_packets"},
 	}
-	read := func(name string) uint64 { return db.fateCounters(t)[name] }
+	read := func(name string) uint64 { return fateCounters(t, db)[name] }
 	for _, tc := range cases {
 		// The flood test's oracle agrees with each hand-made case.
 		if fate := attackFate(tc.pkt, tc.from == peer); fate != tc.counter && !(fate == fateDeliver && tc.name == "good") {
 			t.Errorf("%s: attackFate says %s", tc.name, fate)
 		}
 		before := read(tc.counter)
-		beforeErr := db.hfiCounters(t)["PortRcvErrors"]
+		beforeErr := db.HFICounters(t)["PortRcvErrors"]
 		const n = 5
 		for range n {
 			if _, err := tc.from.WriteToUDP(tc.pkt, dst); err != nil {
@@ -89,15 +90,11 @@ func TestE2EMalformedDatagrams(t *testing.T) {
 			}
 		}
 		var got uint64
-		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if got = read(tc.counter) - before; got >= n {
-				break
-			}
-		}
+		waitfor.Poll(3*time.Second, func() bool { got = read(tc.counter) - before; return got >= n })
 		if got != n {
 			t.Errorf("%s: %s rose by %d, want %d", tc.name, tc.counter, got, n)
 		}
-		errRise := db.hfiCounters(t)["PortRcvErrors"] - beforeErr
+		errRise := db.HFICounters(t)["PortRcvErrors"] - beforeErr
 		if hfiCheck := tc.counter[:5] != "port:"; hfiCheck && errRise != n || !hfiCheck && errRise != 0 {
 			t.Errorf("%s: PortRcvErrors rose by %d", tc.name, errRise)
 		}

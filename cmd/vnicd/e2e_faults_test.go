@@ -24,6 +24,8 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi/hfitest"
+	"github.com/opavnic/opavnic/internal/e2etest"
+	"github.com/opavnic/opavnic/internal/waitfor"
 	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
@@ -34,14 +36,14 @@ import (
 // at its address:4793 unless the test sets up what runs in between first
 // (between, given the namespaces and veth ends, returns the endpoints a
 // and b are to use for each other).
-func attackHosts(t *testing.T, prefix string, between func(a, b *nstest.NS, vethA, vethB string) (bForA, aForB string)) (a, b *nstest.NS, vethA, vethB string, da, db *daemon) {
+func attackHosts(t *testing.T, prefix string, between func(a, b *nstest.NS, vethA, vethB string) (bForA, aForB string)) (a, b *nstest.NS, vethA, vethB string, da, db *e2etest.Daemon) {
 	t.Helper()
 	return attackHostsQ(t, prefix, 0, between)
 }
 
-// attackHostsQ is attackHosts with node.queues set to queues on both hosts
+// attackHostsQ is attackHosts with node.Queues set to queues on both hosts
 // (0 leaves it out).
-func attackHostsQ(t *testing.T, prefix string, queues int, between func(a, b *nstest.NS, vethA, vethB string) (bForA, aForB string)) (a, b *nstest.NS, vethA, vethB string, da, db *daemon) {
+func attackHostsQ(t *testing.T, prefix string, queues int, between func(a, b *nstest.NS, vethA, vethB string) (bForA, aForB string)) (a, b *nstest.NS, vethA, vethB string, da, db *e2etest.Daemon) {
 	t.Helper()
 	a, b = nstest.NewNS(t, prefix+"a"), nstest.NewNS(t, prefix+"b")
 	vethA, vethB = nstest.Veth(t, a, b, pfx("10.200.0.1/24"), pfx("10.200.0.2/24"), 1500)
@@ -49,14 +51,14 @@ func attackHostsQ(t *testing.T, prefix string, queues int, between func(a, b *ns
 	if between != nil {
 		bForA, aForB = between(a, b, vethA, vethB)
 	}
-	host := func(name string, lid, peer int, self, other string, n int) hostSpec {
+	host := func(name string, lid, peer int, self, other string, n int) e2etest.Host {
 		h := pairHost(name, lid, peer, self, other, fmt.Sprintf("192.168.101.%d/24", n))
-		h.vnics[0].ethMTU = attackMTU
-		h.queues = queues
+		h.VNICs[0].EthMTU = attackMTU
+		h.Queues = queues
 		return h
 	}
-	da = startVnicd(t, a, host("host-a", lidA, lidB, "10.200.0.1", bForA, 1))
-	db = startVnicd(t, b, host("host-b", lidB, lidA, "10.200.0.2", aForB, 2))
+	da = e2etest.Start(t, a, host("host-a", lidA, lidB, "10.200.0.1", bForA, 1))
+	db = e2etest.Start(t, b, host("host-b", lidB, lidA, "10.200.0.2", aForB, 2))
 	return a, b, vethA, vethB, da, db
 }
 
@@ -299,7 +301,7 @@ type floodResult struct {
 	failure string // a kind made a datagram outside its fates, or a send failed
 }
 
-// steerQueueOfTwo is the queue of a group of two (node.queues 2) that the
+// steerQueueOfTwo is the queue of a group of two (node.Queues 2) that the
 // group's steering program gives datagram p: for a VNIC packet (L4 0x78,
 // byte 8) its entropy's low byte (byte 12) mod 2, for any other the first.
 func steerQueueOfTwo(p []byte) int {
@@ -362,7 +364,8 @@ func flood(s *rawUDP, kinds []floodKind, seed uint64, n, pps int, limit time.Dur
 			res.byKind[k.name]++
 			res.byFate[fate]++
 		}
-		// Pace: sleep until the schedule catches up with what was sent.
+		// Pace: sleep until the schedule catches up with what was sent. The
+		// pause is the flood's rate, not a synchronisation.
 		if ahead := time.Duration(float64(res.sent)/float64(pps)*float64(time.Second)) - time.Since(start); ahead > 0 {
 			time.Sleep(ahead)
 		}
@@ -377,11 +380,10 @@ var pingStatsRE = regexp.MustCompile(`(\d+) packets transmitted, (\d+) received`
 // port while ping and iperf3 cross the red switch: vnicd keeps running and
 // forwarding, and every datagram is either counted under the drop its
 // oracle predicts or dropped by the kernel before vnicd saw it. It runs
-// with one queue and with two (node.queues), where the flood reaches both
+// with one queue and with two (node.Queues), where the flood reaches both
 // queues' sockets through the group's steering program.
 func TestE2EGarbageFlood(t *testing.T) {
-	nstest.RequireRoot(t)
-	nstest.RequireTools(t, "ip", "ping", "iperf3")
+	e2etest.Require(t, "ip", "ping", "iperf3")
 	for _, queues := range []int{1, 2} {
 		t.Run(fmt.Sprintf("queues=%d", queues), func(t *testing.T) { testGarbageFlood(t, queues) })
 	}
@@ -411,8 +413,8 @@ func testGarbageFlood(t *testing.T, queues int) {
 		lb.Attrs().HardwareAddr.String(), "dev", vethA, "nud", "permanent"); err != nil {
 		t.Fatal(err)
 	}
-	ping(t, a, "192.168.101.2")
-	rateBefore := iperf(t, a, b, "192.168.101.2", 3)
+	e2etest.Ping(t, a, "192.168.101.2")
+	rateBefore := e2etest.Iperf(t, a, b, "192.168.101.2", 3, 1)
 	t.Logf("FIGURE flood: iperf3 without flood %.0f Mbit/s", rateBefore/1e6)
 
 	// With two queues the base packet's entropy is odd, so that the VNIC
@@ -433,8 +435,8 @@ func testGarbageFlood(t *testing.T, queues int) {
 	// Before: nothing in flight (iperf3 is done, ping is done).
 	snapB, snapA := kernelStats(t, b), kernelStats(t, a)
 	linkBefore := linkDrops(t, a, vethA) + linkDrops(t, b, vethB)
-	before := db.fateCounters(t)
-	queuesBefore := db.hfiCounters(t)
+	before := fateCounters(t, db)
+	queuesBefore := db.HFICounters(t)
 
 	secs := min(max((count+pps-1)/pps, 2), 30)
 	limit := time.Duration(3*count/pps+10) * time.Second
@@ -459,7 +461,7 @@ func testGarbageFlood(t *testing.T, queues int) {
 		out, _ := a.Exec(pingCtx, "ping", "-c", fmt.Sprint(secs*20), "-i", "0.05", "-W", "1", "192.168.101.2")
 		pingDone <- out
 	}()
-	rateDuring := iperf(t, a, b, "192.168.101.2", secs)
+	rateDuring := e2etest.Iperf(t, a, b, "192.168.101.2", secs, 1)
 	pingOut := <-pingDone
 	res := <-floodDone
 	if res.failure != "" {
@@ -479,16 +481,16 @@ func testGarbageFlood(t *testing.T, queues int) {
 	}
 
 	// vnicd is alive, answers, and forwards.
-	if err := unix.Kill(db.cmd.Process.Pid, 0); err != nil {
+	if err := unix.Kill(db.Cmd.Process.Pid, 0); err != nil {
 		t.Fatalf("host b's vnicd is gone: %v", err)
 	}
-	if _, err := os.Stat(fmt.Sprintf("/proc/%d/stat", db.cmd.Process.Pid)); err != nil {
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d/stat", db.Cmd.Process.Pid)); err != nil {
 		t.Fatal(err)
 	}
-	if st := hfiStatus(t, db); st.State != "Active" {
+	if st := db.HFIStatus(t); st.State != "Active" {
 		t.Errorf("host b's HFI state %s after the flood", st.State)
 	}
-	ping(t, a, "192.168.101.2")
+	e2etest.Ping(t, a, "192.168.101.2")
 
 	// The accounting. Every flood datagram either reached vnicd, which
 	// counted it under exactly one drop fate, or was dropped by the kernel
@@ -501,9 +503,9 @@ func testGarbageFlood(t *testing.T, queues int) {
 	var counted, kernel uint64
 	var delta map[string]uint64
 	var snapB2, snapA2 map[string]uint64
-	for deadline, prev := time.Now().Add(5*time.Second), uint64(0); ; time.Sleep(50 * time.Millisecond) {
-		prev = counted
-		after := db.fateCounters(t)
+	waitfor.Poll(5*time.Second, func() bool {
+		prev := counted
+		after := fateCounters(t, db)
 		delta = map[string]uint64{}
 		counted = 0
 		for _, f := range dropFates {
@@ -514,10 +516,8 @@ func testGarbageFlood(t *testing.T, queues int) {
 		delta["vnic_rx_no_port"] = after["vnic_rx_no_port"] - before["vnic_rx_no_port"]
 		snapB2, snapA2 = kernelStats(t, b), kernelStats(t, a)
 		kernel = snapB2["Udp:InErrors"] - snapB["Udp:InErrors"] + linkDrops(t, a, vethA) + linkDrops(t, b, vethB) - linkBefore
-		if counted+kernel >= uint64(res.sent) && counted == prev || time.Now().After(deadline) {
-			break
-		}
-	}
+		return counted+kernel >= uint64(res.sent) && counted == prev
+	})
 	t.Logf("FIGURE flood: counted %d + kernel-dropped %d (b Udp InErrors %d RcvbufErrors %d, veth drops %d; a Ip OutDiscards %d) vs sent %d",
 		counted, kernel, snapB2["Udp:InErrors"]-snapB["Udp:InErrors"], snapB2["Udp:RcvbufErrors"]-snapB["Udp:RcvbufErrors"],
 		kernel-(snapB2["Udp:InErrors"]-snapB["Udp:InErrors"]), snapA2["Ip:OutDiscards"]-snapA["Ip:OutDiscards"], res.sent)
@@ -525,7 +525,7 @@ func testGarbageFlood(t *testing.T, queues int) {
 	// other UDP receiver, so it holds every receive-buffer drop there and
 	// is part of b's Udp InErrors.
 	var sockDrops uint64
-	after := db.hfiCounters(t)
+	after := db.HFICounters(t)
 	for q := range queues {
 		name := fmt.Sprintf("queue%d_rx_kernel_drops", q)
 		if _, ok := after[name]; !ok {
@@ -563,7 +563,7 @@ func testGarbageFlood(t *testing.T, queues int) {
 		// Every flood datagram is a send of its own, steered by its own
 		// bytes: each queue read at least the flood datagrams steered to it
 		// (iperf3's and ping's add to one), and none is another queue's.
-		c := db.hfiCounters(t)
+		c := db.HFICounters(t)
 		t.Logf("FIGURE flood (queues %d): host b's queues read %d and %d datagrams; the flood steered %d and %d to them",
 			queues, c["queue0_rx_packets"]-queuesBefore["queue0_rx_packets"],
 			c["queue1_rx_packets"]-queuesBefore["queue1_rx_packets"], res.byQueue[0], res.byQueue[1])
@@ -593,7 +593,7 @@ func testGarbageFlood(t *testing.T, queues int) {
 		t.Errorf("vnic_rx_no_port rose by %d, rx_bad_veswid by %d", delta["vnic_rx_no_port"], delta[fateBadVESW])
 	}
 	var v []ctl.VNICStatus
-	if err := ctl.Call(db.socket, "vnics", nil, &v); err != nil || len(v) != 1 || v[0].OperState != "FORWARDING" {
+	if err := ctl.Call(db.Socket, ctl.CmdVNICs, nil, &v); err != nil || len(v) != 1 || v[0].OperState != "FORWARDING" {
 		t.Errorf("host b's VNICs after the flood: %+v (%v)", v, err)
 	}
 }
@@ -672,7 +672,7 @@ func tcpTransfer(t *testing.T, client, server *nstest.NS, addr string, size int6
 // faultyTransfer runs the checks of an underlay that loses, duplicates,
 // delays and reorders: a ping answers within a bounded time, a TCP transfer
 // of OPAVNIC_NETEM_BYTES arrives intact, both daemons still run and serve.
-func faultyTransfer(t *testing.T, tag string, a, b *nstest.NS, da, db *daemon) {
+func faultyTransfer(t *testing.T, tag string, a, b *nstest.NS, da, db *e2etest.Daemon) {
 	t.Helper()
 	size := envInt(t, "OPAVNIC_NETEM_BYTES", 4<<20)
 	took := a.PingWithin(t, "192.168.101.2", 20*time.Second)
@@ -682,15 +682,15 @@ func faultyTransfer(t *testing.T, tag string, a, b *nstest.NS, da, db *daemon) {
 	took = tcpTransfer(t, a, b, "192.168.101.2:5301", int64(size), uint64(time.Now().UnixNano()), limit)
 	t.Logf("FIGURE %s: TCP transfer of %d bytes in %v: %.2f Mbit/s", tag, size, took.Round(time.Millisecond),
 		float64(size)*8/took.Seconds()/1e6)
-	for name, d := range map[string]*daemon{"host-a": da, "host-b": db} {
+	for name, d := range map[string]*e2etest.Daemon{"host-a": da, "host-b": db} {
 		var v []ctl.VNICStatus
-		if err := ctl.Call(d.socket, "vnics", nil, &v); err != nil || len(v) != 1 || v[0].OperState != "FORWARDING" {
+		if err := ctl.Call(d.Socket, ctl.CmdVNICs, nil, &v); err != nil || len(v) != 1 || v[0].OperState != "FORWARDING" {
 			t.Errorf("%s: VNICs after the transfer: %+v (%v)", name, v, err)
 		}
-		if err := unix.Kill(d.cmd.Process.Pid, 0); err != nil {
+		if err := unix.Kill(d.Cmd.Process.Pid, 0); err != nil {
 			t.Errorf("%s: vnicd gone: %v", name, err)
 		}
-		c, h := d.counters(t, 0), d.hfiCounters(t)
+		c, h := d.Counters(t, 0), d.HFICounters(t)
 		t.Logf("FIGURE %s: %s rx_packets %d tx_packets %d rx_errors %d PortRcvErrors %d"+
 			" tx_tso_superframes %d tx_tso_segments %d rx_coalesced %d", tag, name,
 			c["rx_packets"], c["tx_packets"], c["rx_errors"], h["PortRcvErrors"],
@@ -701,7 +701,7 @@ func faultyTransfer(t *testing.T, tag string, a, b *nstest.NS, da, db *daemon) {
 	}
 	// The transfer went with the offloads on: a's TAP handed over TCP
 	// super-frames, which vnicd cut into eth_mtu frames.
-	if c := da.counters(t, 0); c["tx_tso_segments"] <= c["tx_tso_superframes"] || c["tx_tso_superframes"] == 0 {
+	if c := da.Counters(t, 0); c["tx_tso_segments"] <= c["tx_tso_superframes"] || c["tx_tso_superframes"] == 0 {
 		t.Errorf("host-a sent the transfer without TSO: tx_tso_superframes %d tx_tso_segments %d",
 			c["tx_tso_superframes"], c["tx_tso_segments"])
 	}
@@ -711,8 +711,7 @@ func faultyTransfer(t *testing.T, tag string, a, b *nstest.NS, da, db *daemon) {
 // 25% of packets reordered, 1% lost, 1% duplicated, each way) and moves data
 // over TCP across the red switch.
 func TestE2ENetem(t *testing.T) {
-	nstest.RequireRoot(t)
-	nstest.RequireTools(t, "ip", "tc")
+	e2etest.Require(t, "ip", "tc")
 	netem := []string{"delay", "20ms", "reorder", "25%", "50%", "loss", "1%", "duplicate", "1%"}
 	a, b, vethA, vethB, da, db := attackHosts(t, "ne", func(a, b *nstest.NS, vethA, vethB string) (string, string) {
 		for _, l := range []struct {
@@ -800,7 +799,7 @@ func (r *impairRelay) pump(in, out *net.UDPConn, to *net.UDPAddr, seed uint64) {
 	go func() {
 		defer r.wg.Done()
 		for d := range q {
-			time.Sleep(time.Until(d.at))
+			time.Sleep(time.Until(d.at)) // the fault itself: the copy's delay
 			_, _ = out.WriteToUDP(d.p, to)
 		}
 	}()
@@ -843,8 +842,7 @@ func (r *impairRelay) pump(in, out *net.UDPConn, to *net.UDPAddr, seed uint64) {
 // a and host b reach each other only through the relay, in host a's
 // namespace.
 func TestE2EUnderlayRelayFaults(t *testing.T) {
-	nstest.RequireRoot(t)
-	nstest.RequireTools(t, "ip", "ping")
+	e2etest.Require(t, "ip", "ping")
 	r := &impairRelay{loss: 0.01, dup: 0.01, reorder: 0.25, delay: 20 * time.Millisecond}
 	a, b, _, _, da, db := attackHosts(t, "rl", func(a, b *nstest.NS, _, _ string) (string, string) {
 		r.start(t, a, "10.200.0.1:4801", "10.200.0.1:4802", "10.200.0.1:4793", "10.200.0.2:4793", uint64(time.Now().UnixNano()))

@@ -5,148 +5,60 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/internal/e2etest"
+	"github.com/opavnic/opavnic/internal/waitfor"
 	"github.com/opavnic/opavnic/vema/fm"
 	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
 
-var (
-	opafmOnce sync.Once
-	opafmBin  string
-	opafmErr  error
-)
-
-// opafmBinary builds opafm once per test process.
-func opafmBinary(t *testing.T) string {
-	t.Helper()
-	opafmOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "opafm-test-bin")
-		if err != nil {
-			opafmErr = err
-			return
-		}
-		opafmBin = filepath.Join(dir, "opafm")
-		out, err := exec.Command("go", "build", "-buildvcs=false", "-o", opafmBin, "../opafm").CombinedOutput()
-		if err != nil {
-			opafmErr = fmt.Errorf("%v\n%s", err, out)
-		}
-	})
-	if opafmErr != nil {
-		t.Fatalf("building opafm: %v", opafmErr)
-	}
-	return opafmBin
+// fabricYAML is the managed fabric of the e2e tests, for an FM at listen
+// whose control socket is socket: hosts a and b on vesw 1 (red), and extra
+// vesws.
+func fabricYAML(listen, socket, extra string) string {
+	return e2etest.FabricNodes(listen, socket, 1) + veswYAML(1, "red", 0) + extra
 }
 
-const fabricYAML = `fm:
-  name: fm
-  lid: 1
-  listen: "10.202.0.3:4793"
-  control_socket: %q
-lid_pool: {start: 0xC000, end: 0xC0FF}
-nodes:
-  - {name: host-a, lid: 0x10}
-  - {name: host-b}
-vesws:
-  - id: 1
-    name: red
-    pkey: 0x8001
-    eth_mtu: 1400
-    mcast_dlid: 0xF00001
-    members:
-      - {node: host-a, vport: 0}
-      - {node: host-b, vport: 0}
-%s`
-
-const blueVESW = `  - id: 2
-    name: blue
-    pkey: 0x8002
-    eth_mtu: 1400
-    mcast_dlid: 0xF00002
-    members:
-      - {node: host-a, vport: 1}
-      - {node: host-b, vport: 1}
-`
-
-const managedHostYAML = `node:
-  name: %s
-  listen: %q
-  fabric_manager: %q
-control:
-  socket: %q
-netdevs:
-  0: {ifname: vnic0, addresses: [%s]}
-  1: {ifname: vnic1, netns: %q, addresses: [%s]}
-`
-
-// managedHost starts a vnicd configured only with the FM's address.
-func managedHost(t *testing.T, ns, blue *nstest.NS, name string, n int, socket string, extra ...string) *daemon {
-	t.Helper()
-	return managedHostAt(t, ns, blue, name, n, fmt.Sprintf("10.202.0.%d:4793", n), socket, extra...)
+// veswYAML is vesw id of the fabric, with PKEY 0x8000+id and multicast
+// group 0xF00000+id, and vport of hosts a and b as its members.
+func veswYAML(id int, name string, vport int) string {
+	return fmt.Sprintf("  - {id: %d, name: %s, pkey: %#x, eth_mtu: 1400, mcast_dlid: %#x,\n"+
+		"     members: [{node: host-a, vport: %d}, {node: host-b, vport: %d}]}\n", id, name, 0x8000+id, 0xF00000+id, vport, vport)
 }
 
-// managedHostAt is managedHost listening at listen.
-func managedHostAt(t *testing.T, ns, blue *nstest.NS, name string, n int, listen, socket string, extra ...string) *daemon {
-	t.Helper()
-	dir := t.TempDir()
-	path := filepath.Join(dir, name+".yaml")
-	fmAddr := "10.202.0.3:4793"
-	if len(extra) > 0 {
-		fmAddr = extra[0]
-	}
-	cfg := fmt.Sprintf(managedHostYAML, name, listen, fmAddr, socket,
-		fmt.Sprintf("192.168.101.%d/24, fd00:101::%d/64", n, n), blue.Path(),
-		fmt.Sprintf("192.168.102.%d/24, fd00:102::%d/64", n, n))
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"--config", path}
-	if len(extra) > 1 {
-		args = append(args, "--fabric-manager", extra[1])
-	}
-	cmd, err := ns.Start(context.Background(), vnicdBinary(t), args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &daemon{socket: socket, cmd: cmd}
-}
+// blueVESW is the fabric's vesw 2, on vport 1 of hosts a and b.
+var blueVESW = veswYAML(2, "blue", 1)
 
-// waitVNICs waits until d has want ports, each in oper state.
-func waitVNICs(t *testing.T, d *daemon, want int, oper string, within time.Duration) []ctl.VNICStatus {
+// managedHost starts a vnicd configured only with the FM's address
+// (10.202.0.3:4793, or fm[0]) and the names, places and addresses of its
+// two ports' netdevs: vnic0 (red, 192.168.101.n) in ns and vnic1 (blue,
+// 192.168.102.n) in blue; it listens at listen ("": 10.202.0.n:4793); fm[1]
+// is the fabric config of an FM it runs itself (--fabric-manager).
+func managedHost(t *testing.T, ns, blue *nstest.NS, name string, n int, listen, socket string, fm ...string) *e2etest.Daemon {
 	t.Helper()
-	var v []ctl.VNICStatus
-	var err error
-	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		v = nil
-		if err = ctl.Call(d.socket, "vnics", nil, &v); err == nil && len(v) == want {
-			ok := true
-			for _, s := range v {
-				ok = ok && s.OperState == oper
-			}
-			if ok {
-				return v
-			}
-		}
+	h := e2etest.Host{Name: name, Listen: listen, FabricManager: "10.202.0.3:4793", Socket: socket,
+		Netdevs: []e2etest.Netdev{
+			{VPort: 0, IfName: "vnic0", Addrs: []string{fmt.Sprintf("192.168.101.%d/24", n), fmt.Sprintf("fd00:101::%d/64", n)}},
+			{VPort: 1, IfName: "vnic1", NetNS: blue.Path(), Addrs: []string{fmt.Sprintf("192.168.102.%d/24", n), fmt.Sprintf("fd00:102::%d/64", n)}},
+		}}
+	if listen == "" {
+		h.Listen = fmt.Sprintf("10.202.0.%d:4793", n)
 	}
-	t.Fatalf("%s: want %d VNICs %s within %v; have %+v (%v)", d.socket, want, oper, within, v, err)
-	return nil
-}
-
-func hfiStatus(t *testing.T, d *daemon) ctl.HFIStatus {
-	t.Helper()
-	var st ctl.HFIStatus
-	if err := ctl.Call(d.socket, "hfi", nil, &st); err != nil {
-		t.Fatal(err)
+	var args []string
+	if len(fm) > 0 {
+		h.FabricManager = fm[0]
 	}
-	return st
+	if len(fm) > 1 {
+		args = []string{"--fabric-manager", fm[1]}
+	}
+	return e2etest.Launch(t, ns, h, args...)
 }
 
 // managedLab is the managed fabric of the e2e tests: hosts a and b (each
@@ -171,57 +83,43 @@ func newManagedLab(t *testing.T, prefix string) *managedLab {
 		nstest.Member{NS: l.fmNS, Addr: pfx("10.202.0.3/24")})
 	l.fmSocket = filepath.Join(l.dir, "opafm.sock")
 	l.fabric = filepath.Join(l.dir, "fabric.yaml")
-	if err := os.WriteFile(l.fabric, []byte(fmt.Sprintf(fabricYAML, l.fmSocket, blueVESW)), 0o644); err != nil {
+	if err := os.WriteFile(l.fabric, []byte(fabricYAML("10.202.0.3:4793", l.fmSocket, blueVESW)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return l
 }
 
 func TestE2EManagedFabric(t *testing.T) {
-	nstest.RequireRoot(t)
-	nstest.RequireTools(t, "ip", "ping", "iperf3")
+	e2etest.Require(t, "ip", "ping", "iperf3")
 	lab := newManagedLab(t, "m")
 	fmNS, a, b, aBlue, bBlue := lab.fmNS, lab.a, lab.b, lab.aBlue, lab.bBlue
 	dir, fmSocket, fabric := lab.dir, lab.fmSocket, lab.fabric
-	startFM := func() *exec.Cmd {
-		cmd, err := fmNS.Start(context.Background(), opafmBinary(t), "--config", fabric)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cmd
-	}
-	fmCmd := startFM()
-	da := managedHost(t, a, aBlue, "host-a", 1, filepath.Join(dir, "a.sock"))
-	db := managedHost(t, b, bBlue, "host-b", 2, filepath.Join(dir, "b.sock"))
+	fmCmd := e2etest.StartFM(t, fmNS, fabric)
+	da := managedHost(t, a, aBlue, "host-a", 1, "", filepath.Join(dir, "a.sock"))
+	db := managedHost(t, b, bBlue, "host-b", 2, "", filepath.Join(dir, "b.sock"))
 
 	// Both vesws come up with the LIDs the FM gave; b's is extended.
-	waitVNICs(t, da, 2, "FORWARDING", 15*time.Second)
-	waitVNICs(t, db, 2, "FORWARDING", 15*time.Second)
-	sa, sb := hfiStatus(t, da), hfiStatus(t, db)
+	da.WaitVNICs(t, 2, "FORWARDING", 15*time.Second)
+	db.WaitVNICs(t, 2, "FORWARDING", 15*time.Second)
+	sa, sb := da.HFIStatus(t), db.HFIStatus(t)
 	if sa.LID != "0x10" || sb.LID != "0xC000" || !sb.Extended {
 		t.Fatalf("LIDs: host-a %s, host-b %s (extended %v); want 0x10 and 0xC000 (extended)", sa.LID, sb.LID, sb.Extended)
 	}
-	ping(t, a, "192.168.101.2")
-	ping(t, a, "-6", "fd00:101::2")
-	ping(t, aBlue, "192.168.102.2")
-	ping(t, bBlue, "-6", "fd00:102::1")
-	if _, err := aBlue.Exec(context.Background(), "ip", "addr", "add", "192.168.101.9/24", "dev", "vnic1"); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := aBlue.Exec(context.Background(), "ping", "-c", "2", "-i", "0.2", "-W", "1", "-I", "vnic1", "192.168.101.2"); err == nil {
-		t.Fatalf("isolation broken:\n%s", out)
+	pingBothSwitches(t, a, aBlue, bBlue)
+	if err := e2etest.Reaches(aBlue, "-I", "vnic1", "192.168.101.2"); err == nil {
+		t.Fatal("isolation broken: host-b's red address answered on the blue switch")
 	}
 	for _, c := range []struct {
 		client, server *nstest.NS
 		addr           string
 	}{{a, b, "192.168.101.2"}, {aBlue, bBlue, "192.168.102.2"}} {
-		rate := iperf(t, c.client, c.server, c.addr, 2)
+		rate := e2etest.Iperf(t, c.client, c.server, c.addr, 2, 1)
 		t.Logf("iperf3 TCP to %s (managed): %.0f Mbit/s", c.addr, rate/1e6)
 	}
 
 	// vnicctl path between the extended-LID host and the other: special GIDs, hop limit 1.
 	var pr ctl.PathStatus
-	if err := ctl.Call(db.socket, "path", map[string]string{"lid": "0x10"}, &pr); err != nil {
+	if err := ctl.Call(db.Socket, ctl.CmdPath, map[string]string{"lid": "0x10"}, &pr); err != nil {
 		t.Fatalf("path from host-b to 0x10: %v", err)
 	}
 	sgid, dgid := encap.GID(netipAddr(t, pr.SGID).As16()), encap.GID(netipAddr(t, pr.DGID).As16())
@@ -255,64 +153,44 @@ func TestE2EManagedFabric(t *testing.T) {
 		}
 		return n
 	}
-	settled := mcastTraps()
-	for since, deadline := time.Now(), time.Now().Add(5*time.Second); time.Since(since) < 1500*time.Millisecond; time.Sleep(100 * time.Millisecond) {
-		if n := mcastTraps(); n != settled {
-			settled, since = n, time.Now()
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("multicast-list traps from host-b still coming 5 s after the MAC change (%d)", settled)
-		}
-	}
+	settled := waitfor.Steady(t, 5*time.Second, 1500*time.Millisecond, "host-b's multicast-list traps after the MAC change", mcastTraps)
 	if _, err := b.Exec(context.Background(), "ip", "maddr", "add", "01:00:5e:01:02:03", "dev", "vnic0"); err != nil {
 		t.Fatal(err)
 	}
 	joined := time.Now()
-	for mcastTraps() == settled {
-		if time.Since(joined) > 3*time.Second {
-			t.Fatalf("no multicast-list trap (opcode 2) from host-b at the FM 3 s after ip maddr add (%d before)", settled)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !waitfor.Poll(3*time.Second, func() bool { return mcastTraps() != settled }) {
+		t.Fatalf("no multicast-list trap (opcode 2) from host-b at the FM 3 s after ip maddr add (%d before)", settled)
 	}
 	t.Logf("multicast-list trap from host-b at the FM %v after ip maddr add (%d before it, from the MAC change)",
 		time.Since(joined).Round(time.Millisecond), settled)
 
 	// Remove the blue vesw and SIGHUP: both blue ports leave FORWARDING within 2 s, red keeps going.
-	if err := os.WriteFile(fabric, []byte(fmt.Sprintf(fabricYAML, fmSocket, "")), 0o644); err != nil {
+	if err := os.WriteFile(fabric, []byte(fabricYAML("10.202.0.3:4793", fmSocket, "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := fmCmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	for _, d := range []*daemon{da, db} {
-		for {
-			var v []ctl.VNICStatus
-			if err := ctl.Call(d.socket, "vnics", nil, &v); err != nil {
-				t.Fatal(err)
-			}
-			if len(v) == 2 && v[1].OperState != "FORWARDING" && v[0].OperState == "FORWARDING" {
-				break
-			}
-			if time.Since(start) > 2*time.Second {
-				t.Fatalf("blue port still forwarding 2s after SIGHUP: %+v", v)
-			}
-			time.Sleep(20 * time.Millisecond)
+	for _, d := range []*e2etest.Daemon{da, db} {
+		var v []ctl.VNICStatus
+		if !waitfor.Poll(2*time.Second-time.Since(start), func() bool {
+			v = d.VNICs(t)
+			return len(v) == 2 && v[1].OperState != "FORWARDING" && v[0].OperState == "FORWARDING"
+		}) {
+			t.Fatalf("blue port still forwarding 2s after SIGHUP: %+v", v)
 		}
 	}
 	t.Logf("blue vesw out of FORWARDING on both hosts %v after SIGHUP", time.Since(start).Round(time.Millisecond))
-	ping(t, a, "192.168.101.2")
+	e2etest.Ping(t, a, "192.168.101.2")
 
 	// Kill and restart host-b's vnicd: same LID, traffic back within 5 s, FM untouched.
-	if err := db.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = db.cmd.Wait()
+	_ = db.Stop(t, syscall.SIGKILL)
 	restart := time.Now()
-	db = managedHost(t, b, bBlue, "host-b", 2, filepath.Join(dir, "b.sock"))
+	db.Restart(t)
 	a.PingWithin(t, "192.168.101.2", 5*time.Second)
 	t.Logf("host-b restarted: traffic back after %v", time.Since(restart).Round(time.Millisecond))
-	if st := hfiStatus(t, db); st.LID != "0xC000" {
+	if st := db.HFIStatus(t); st.LID != "0xC000" {
 		t.Fatalf("host-b rejoined with LID %s, want 0xC000", st.LID)
 	}
 
@@ -326,19 +204,28 @@ func TestE2EManagedFabric(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	pingDone := make(chan []byte, 1)
+	// answered waits until host-a's red port has received n more frames
+	// (the ping's replies, 20 a second).
+	answered := func(n uint64, what string) {
+		t.Helper()
+		from := da.Counters(t, 0)["rx_packets"]
+		waitfor.Until(t, 5*time.Second, fmt.Sprintf("%d ping replies at host-a %s", n, what), func() bool {
+			return da.Counters(t, 0)["rx_packets"] >= from+n
+		})
+	}
 	go func() {
 		out, _ := a.Exec(ctx, "ping", "-c", "80", "-i", "0.05", "-W", "1", "192.168.101.2")
 		pingDone <- out
 	}()
-	time.Sleep(500 * time.Millisecond)
+	answered(10, "before the FM is killed")
 	if err := fmCmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = fmCmd.Wait()
-	time.Sleep(500 * time.Millisecond)
-	fmCmd = startFM()
+	answered(10, "while the FM is down")
+	fmCmd = e2etest.StartFM(t, fmNS, fabric)
 	out := <-pingDone
-	stats := lastLines(out, 2)
+	stats := e2etest.LastLines(out, 2)
 	if !strings.Contains(stats, " 0% packet loss") {
 		t.Fatalf("traffic disturbed by the FM restart:\n%s", stats)
 	}
@@ -355,35 +242,41 @@ func netipAddr(t *testing.T, s string) netip.Addr {
 	return a
 }
 
-func lastLines(b []byte, n int) string {
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
 // TestE2EEmbeddedFabricManager makes host a the FM (vnicd --fabric-manager):
 // both hosts, host a included, join the FM that runs inside host a's vnicd.
 func TestE2EEmbeddedFabricManager(t *testing.T) {
-	nstest.RequireRoot(t)
-	nstest.RequireTools(t, "ip", "ping")
-	a, b := nstest.NewNS(t, "ea"), nstest.NewNS(t, "eb")
-	aBlue, bBlue := nstest.NewNS(t, "eablue"), nstest.NewNS(t, "ebblue")
-	nstest.Veth(t, a, b, pfx("10.202.0.1/24"), pfx("10.202.0.2/24"), 1500)
-	dir := t.TempDir()
-	fabric := filepath.Join(dir, "fabric.yaml")
-	cfg := strings.Replace(fmt.Sprintf(fabricYAML, filepath.Join(dir, "fm.sock"), blueVESW), "10.202.0.3:4793", "10.202.0.1:4794", 1)
-	if err := os.WriteFile(fabric, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	da := managedHost(t, a, aBlue, "host-a", 1, filepath.Join(dir, "a.sock"), "10.202.0.1:4794", fabric)
-	db := managedHost(t, b, bBlue, "host-b", 2, filepath.Join(dir, "b.sock"), "10.202.0.1:4794")
-	waitVNICs(t, da, 2, "FORWARDING", 15*time.Second)
-	waitVNICs(t, db, 2, "FORWARDING", 15*time.Second)
-	if sb := hfiStatus(t, db); sb.LID != "0xC000" {
+	e2etest.Require(t, "ip", "ping")
+	lab := newEmbeddedLab(t, "e")
+	da := managedHost(t, lab.a, lab.aBlue, "host-a", 1, "", filepath.Join(lab.dir, "a.sock"), embeddedFM, lab.fabric)
+	db := managedHost(t, lab.b, lab.bBlue, "host-b", 2, "", filepath.Join(lab.dir, "b.sock"), embeddedFM)
+	da.WaitVNICs(t, 2, "FORWARDING", 15*time.Second)
+	db.WaitVNICs(t, 2, "FORWARDING", 15*time.Second)
+	if sb := db.HFIStatus(t); sb.LID != "0xC000" {
 		t.Fatalf("host-b LID %s, want 0xC000 from the embedded FM's pool", sb.LID)
 	}
-	a.PingWithin(t, "192.168.101.2", 15*time.Second) // the directory may follow the VNICs' configuration
-	bBlue.PingWithin(t, "192.168.102.1", 15*time.Second)
+	lab.a.PingWithin(t, "192.168.101.2", 15*time.Second) // the directory may follow the VNICs' configuration
+	lab.bBlue.PingWithin(t, "192.168.102.1", 15*time.Second)
+}
+
+// embeddedFM is where the FM of newEmbeddedLab listens.
+const embeddedFM = "10.202.0.1:4794"
+
+// newEmbeddedLab is newManagedLab for an FM in host a's namespace (fmNS is
+// a), at embeddedFM, with a veth between the hosts and loopback up in a.
+func newEmbeddedLab(t *testing.T, prefix string) *managedLab {
+	t.Helper()
+	l := &managedLab{a: nstest.NewNS(t, prefix+"a"), b: nstest.NewNS(t, prefix+"b"),
+		aBlue: nstest.NewNS(t, prefix+"ablue"), bBlue: nstest.NewNS(t, prefix+"bblue"), dir: t.TempDir()}
+	l.fmNS = l.a
+	nstest.Veth(t, l.a, l.b, pfx("10.202.0.1/24"), pfx("10.202.0.2/24"), 1500)
+	if _, err := l.a.Exec(context.Background(), "ip", "link", "set", "lo", "up"); err != nil {
+		t.Fatal(err)
+	}
+	l.fmSocket = filepath.Join(l.dir, "fm.sock")
+	l.fabric = filepath.Join(l.dir, "fabric.yaml")
+	cfg := fabricYAML(embeddedFM, l.fmSocket, blueVESW)
+	if err := os.WriteFile(l.fabric, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return l
 }

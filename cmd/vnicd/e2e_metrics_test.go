@@ -3,11 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +13,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/opavnic/opavnic/encap"
-	"github.com/opavnic/opavnic/vnicd/ctl"
+	"github.com/opavnic/opavnic/internal/e2etest"
+	"github.com/opavnic/opavnic/internal/waitfor"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
 
@@ -63,48 +61,28 @@ next:
 // TestE2EMetrics runs vnicd with --metrics-listen in a namespace, pings
 // across, and checks from inside the namespace that the counters rose.
 func TestE2EMetrics(t *testing.T) {
-	nstest.RequireRoot(t)
-	nstest.RequireTools(t, "ip", "ping", "curl")
+	e2etest.Require(t, "ip", "ping", "curl")
 	a, b := nstest.NewNS(t, "ma"), nstest.NewNS(t, "mb")
 	nstest.Veth(t, a, b, pfx("10.203.0.1/24"), pfx("10.203.0.2/24"), 1500)
-	host := func(name string, lid, peer int, self, other string, n int) hostSpec {
-		return hostSpec{
-			name: name, lid: lid, listen: self + ":4793",
-			peers:  map[int]string{peer: other + ":4793"},
-			groups: map[int][]int{mcRed: {lidA, lidC}},
-			vnics: []vnicSpec{{vport: 0, vesw: 1, pkey: 0x8001, mcast: mcRed, ifname: "vnic0",
-				addrs: []string{"192.168.111." + string(rune('0'+n)) + "/24"}}},
+	host := func(name string, lid, peer int, self, other string, n int) e2etest.Host {
+		return e2etest.Host{
+			Name: name, LID: lid, Listen: self + ":4793",
+			Peers:  map[int]string{peer: other + ":4793"},
+			Groups: map[int][]int{mcRed: {lidA, lidC}},
+			VNICs: []e2etest.VNIC{{VPort: 0, VESW: 1, PKey: 0x8001, Mcast: mcRed, IfName: "vnic0",
+				Addrs: []string{"192.168.111." + string(rune('0'+n)) + "/24"}}},
 		}
 	}
 	// Host a with metrics on the namespace's loopback (a fixed port is free
 	// there: the namespace is the test's own).
 	ha := host("host-a", lidA, lidC, "10.203.0.1", "10.203.0.2", 1)
-	ha.busyPoll = "10ms"
-	dir := t.TempDir()
-	ha.socket = filepath.Join(dir, "a.sock")
-	cfgPath := filepath.Join(dir, "a.yaml")
-	if err := os.WriteFile(cfgPath, []byte(ha.yaml()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	ha.BusyPoll = "10ms"
 	if _, err := a.Exec(context.Background(), "ip", "link", "set", "lo", "up"); err != nil {
 		t.Fatal(err)
 	}
 	const addr = "127.0.0.1:9479"
-	if _, err := a.Start(context.Background(), vnicdBinary(t), "--config", cfgPath, "--metrics-listen", addr); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var v []ctl.VNICStatus
-		if err := ctl.Call(ha.socket, "vnics", nil, &v); err == nil && len(v) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("vnicd host-a did not come up within 10s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	startVnicd(t, b, host("host-b", lidC, lidA, "10.203.0.2", "10.203.0.1", 2))
+	e2etest.Start(t, a, ha, "--metrics-listen", addr)
+	e2etest.Start(t, b, host("host-b", lidC, lidA, "10.203.0.2", "10.203.0.1", 2))
 
 	vnic := map[string]string{"vport": "0", "ifname": "vnic0", "vesw": "1"}
 	node := map[string]string{"node": "host-a"}
@@ -116,7 +94,7 @@ func TestE2EMetrics(t *testing.T) {
 	if v := metricValue(before, "opavnic_hfi_lid", node); v != lidA {
 		t.Errorf("opavnic_hfi_lid = %v, want %d", v, lidA)
 	}
-	ping(t, a, "192.168.111.2")
+	e2etest.Ping(t, a, "192.168.111.2")
 	after := scrapeIn(t, a, addr)
 	for _, tc := range []struct {
 		name   string
@@ -162,41 +140,20 @@ func TestE2EMetrics(t *testing.T) {
 // managed hosts and checks, from inside the FM's namespace, the fabric
 // membership it exports.
 func TestE2EMetricsFabricManager(t *testing.T) {
-	nstest.RequireRoot(t)
-	nstest.RequireTools(t, "ip", "ping", "curl")
-	a, b := nstest.NewNS(t, "fa"), nstest.NewNS(t, "fb")
-	aBlue, bBlue := nstest.NewNS(t, "fablue"), nstest.NewNS(t, "fbblue")
-	nstest.Veth(t, a, b, pfx("10.202.0.1/24"), pfx("10.202.0.2/24"), 1500)
-	if _, err := a.Exec(context.Background(), "ip", "link", "set", "lo", "up"); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	fabric := filepath.Join(dir, "fabric.yaml")
-	cfg := strings.Replace(fmt.Sprintf(fabricYAML, filepath.Join(dir, "fm.sock"), blueVESW), "10.202.0.3:4793", "10.202.0.1:4794", 1)
-	if err := os.WriteFile(fabric, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	e2etest.Require(t, "ip", "ping", "curl")
+	lab := newEmbeddedLab(t, "f")
 	const addr = "127.0.0.1:9480"
-	if _, err := a.Start(context.Background(), opafmBinary(t), "--config", fabric, "--metrics-listen", addr); err != nil {
-		t.Fatal(err)
-	}
-	da := managedHost(t, a, aBlue, "host-a", 1, filepath.Join(dir, "a.sock"), "10.202.0.1:4794")
-	db := managedHost(t, b, bBlue, "host-b", 2, filepath.Join(dir, "b.sock"), "10.202.0.1:4794")
-	waitVNICs(t, da, 2, "FORWARDING", 15*time.Second)
-	waitVNICs(t, db, 2, "FORWARDING", 15*time.Second)
+	e2etest.StartFM(t, lab.a, lab.fabric, "--metrics-listen", addr)
+	da := managedHost(t, lab.a, lab.aBlue, "host-a", 1, "", filepath.Join(lab.dir, "a.sock"), embeddedFM)
+	db := managedHost(t, lab.b, lab.bBlue, "host-b", 2, "", filepath.Join(lab.dir, "b.sock"), embeddedFM)
+	da.WaitVNICs(t, 2, "FORWARDING", 15*time.Second)
+	db.WaitVNICs(t, 2, "FORWARDING", 15*time.Second)
 
 	var mfs map[string]*dto.MetricFamily
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		mfs = scrapeIn(t, a, addr)
-		if metricValue(mfs, "opafm_vesw_members_configured", map[string]string{"vesw": "2"}) == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitfor.Poll(10*time.Second, func() bool {
+		mfs = scrapeIn(t, lab.a, addr)
+		return metricValue(mfs, "opafm_vesw_members_configured", map[string]string{"vesw": "2"}) == 2
+	})
 	for _, tc := range []struct {
 		name   string
 		labels map[string]string

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/internal/e2etest"
 	"github.com/opavnic/opavnic/vema"
 )
 
@@ -138,10 +139,10 @@ func attackFate(p []byte, fromPeer bool) string {
 
 // fateCounters reads d's HFI counters and vport 0's counters (with the
 // "port:" prefix) by fate name.
-func (d *daemon) fateCounters(t *testing.T) map[string]uint64 {
+func fateCounters(t *testing.T, d *e2etest.Daemon) map[string]uint64 {
 	t.Helper()
-	m := d.hfiCounters(t)
-	for k, v := range d.counters(t, 0) {
+	m := d.HFICounters(t)
+	for k, v := range d.Counters(t, 0) {
 		m["port:"+k] = v
 	}
 	return m

@@ -14,6 +14,8 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi/hfitest"
+	"github.com/opavnic/opavnic/internal/e2etest"
+	"github.com/opavnic/opavnic/internal/waitfor"
 	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
@@ -28,15 +30,14 @@ import (
 // host no longer answers ARP), the error is "no route to host", from a's
 // own stack, once the kernel gives up on b's neighbour entry.
 func TestE2EPeerDown(t *testing.T) {
-	nstest.RequireRoot(t)
-	nstest.RequireTools(t, "ping")
+	e2etest.Require(t, "ping")
 	a, b, vethA, vethB, da, db := attackHosts(t, "pdn", nil)
-	ping(t, a, "192.168.101.2")
+	e2etest.Ping(t, a, "192.168.101.2")
 	// Host a's first frames may have reached b before b's vnicd listened:
 	// those errors are real, and counted.
-	before := da.hfiCounters(t)["xmit_peer_errors"]
-	ping(t, a, "192.168.101.2")
-	if n := da.hfiCounters(t)["xmit_peer_errors"]; n != before {
+	before := da.HFICounters(t)["xmit_peer_errors"]
+	e2etest.Ping(t, a, "192.168.101.2")
+	if n := da.HFICounters(t)["xmit_peer_errors"]; n != before {
 		t.Fatalf("xmit_peer_errors %d -> %d with both hosts up", before, n)
 	}
 	// a's traffic with b: both ways, b heard from just now.
@@ -45,13 +46,10 @@ func TestE2EPeerDown(t *testing.T) {
 		t.Fatalf("host a's traffic with b after 6 pings each way: %s", describeTraffic(up))
 	}
 
-	if err := db.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	_ = db.cmd.Wait()
+	_ = db.Stop(t, syscall.SIGTERM)
 	stopped := peerEntry(t, da, lidB)
 	waitPeerError(t, a, da, "connection refused (ICMP port unreachable from 10.200.0.2)")
-	if n := da.hfiCounters(t)["xmit_peer_errors"]; n <= before {
+	if n := da.HFICounters(t)["xmit_peer_errors"]; n <= before {
 		t.Fatalf("xmit_peer_errors %d, as before b stopped", n)
 	}
 	// What a sent since went nowhere: its tx count grows, its rx count does
@@ -64,7 +62,7 @@ func TestE2EPeerDown(t *testing.T) {
 
 	// b back: traffic flows at once, the errors notwithstanding, and a's
 	// fabric no longer shows them (they came before b's packets).
-	startVnicd(t, b, pairHost("host-b", lidB, lidA, "10.200.0.2", "10.200.0.1:4793", "192.168.101.2/24")) // killed by nstest.NS.Start's cleanup
+	e2etest.Start(t, b, pairHost("host-b", lidB, lidA, "10.200.0.2", "10.200.0.1:4793", "192.168.101.2/24")) // killed by nstest.NS.Start's cleanup
 	a.PingWithin(t, "192.168.101.2", 10*time.Second)
 	if back := peerEntry(t, da, lidB); back.Error != "" {
 		t.Fatalf("host a's fabric shows b's error %q after b answered: %s", back.Error, describeTraffic(back))
@@ -83,10 +81,10 @@ func TestE2EPeerDown(t *testing.T) {
 }
 
 // peerEntry returns d's `fabric` entry of a unicast LID, with its traffic.
-func peerEntry(t *testing.T, d *daemon, lid uint32) ctl.FabricEntry {
+func peerEntry(t *testing.T, d *e2etest.Daemon, lid uint32) ctl.FabricEntry {
 	t.Helper()
 	var entries []ctl.FabricEntry
-	if err := ctl.Call(d.socket, "fabric", nil, &entries); err != nil {
+	if err := ctl.Call(d.Socket, ctl.CmdFabric, nil, &entries); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
@@ -108,20 +106,20 @@ func describeTraffic(e ctl.FabricEntry) string {
 // waitPeerError sends to b's VNIC from a (pings, which go unanswered) until
 // a's `fabric` shows want as the start of host b's error, with an error
 // since the call, for at most 20 s.
-func waitPeerError(t *testing.T, a *nstest.NS, da *daemon, want string) {
+func waitPeerError(t *testing.T, a *nstest.NS, da *e2etest.Daemon, want string) {
 	t.Helper()
 	lid := encap.LID(lidB).String()
 	var last string
-	start := da.hfiCounters(t)["xmit_peer_errors"]
+	start := da.HFICounters(t)["xmit_peer_errors"]
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
-		_, _ = a.Exec(context.Background(), "ping", "-c", "2", "-i", "0.2", "-W", "1", "192.168.101.2")
+		_ = e2etest.Reaches(a, "192.168.101.2")
 		var entries []ctl.FabricEntry
-		if err := ctl.Call(da.socket, "fabric", nil, &entries); err != nil {
+		if err := ctl.Call(da.Socket, ctl.CmdFabric, nil, &entries); err != nil {
 			t.Fatal(err)
 		}
 		last = fmt.Sprintf("%+v", entries)
 		for _, e := range entries {
-			if e.LID == lid && strings.HasPrefix(e.Error, want) && da.hfiCounters(t)["xmit_peer_errors"] > start {
+			if e.LID == lid && strings.HasPrefix(e.Error, want) && da.HFICounters(t)["xmit_peer_errors"] > start {
 				t.Logf("host a's fabric: %s at %s: %s", e.LID, e.Endpoint, e.Error)
 				return
 			}
@@ -138,10 +136,9 @@ func waitPeerError(t *testing.T, a *nstest.NS, da *daemon, want string) {
 // 40 s (it takes about a second here; without vnicd's limit on errors it
 // ran at 33 kbit/s, hours), and the limit's trips are counted.
 func TestE2EForgedICMPFlood(t *testing.T) {
-	nstest.RequireRoot(t)
-	nstest.RequireTools(t, "ping", "iperf3")
+	e2etest.Require(t, "ping", "iperf3")
 	a, b, _, _, da, _ := attackHosts(t, "icf", nil)
-	ping(t, a, "192.168.101.2")
+	e2etest.Ping(t, a, "192.168.101.2")
 
 	var raw int
 	if err := b.Do(func() (err error) {
@@ -183,25 +180,15 @@ func TestE2EForgedICMPFlood(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
-	if _, err := b.Start(ctx, "iperf3", "-s", "-1", "-B", "192.168.101.2"); err != nil {
-		t.Fatal(err)
-	}
+	e2etest.IperfServer(t, ctx, b, "192.168.101.2")
 	start := time.Now()
-	var out []byte
-	var err error
-	for i := 0; i < 25; i++ { // the server needs a moment to listen
-		if out, err = a.Exec(ctx, "iperf3", "-c", "192.168.101.2", "-n", "20M"); err == nil || ctx.Err() != nil ||
-			!strings.Contains(string(out), "connect") {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	out, err := a.Exec(ctx, "iperf3", "-c", "192.168.101.2", "-n", "20M")
 	took := time.Since(start)
 	stopFlood()
 	if err != nil {
 		t.Fatalf("20 MB over the VNIC under %d forged ICMP errors: %v after %v\n%s", sent, err, took.Round(time.Millisecond), out)
 	}
-	c := da.hfiCounters(t)
+	c := da.HFICounters(t)
 	t.Logf("20 MB in %v under %d forged ICMP errors; host a took %d of them, peer_error_floods %d",
 		took.Round(time.Millisecond), sent, c["xmit_peer_errors"], c["peer_error_floods"])
 	if c["peer_error_floods"] == 0 {
@@ -213,29 +200,27 @@ func TestE2EForgedICMPFlood(t *testing.T) {
 // in `vnicctl hfi` (fabric_manager_error: its announces come back as ICMP
 // port unreachable), and not once the FM has answered.
 func TestE2EFabricManagerDown(t *testing.T) {
-	nstest.RequireRoot(t)
+	e2etest.Require(t)
 	lab := newManagedLab(t, "fmd")
-	da := managedHost(t, lab.a, lab.aBlue, "host-a", 1, filepath.Join(lab.dir, "a.sock"))
+	da := managedHost(t, lab.a, lab.aBlue, "host-a", 1, "", filepath.Join(lab.dir, "a.sock"))
 	want := "connection refused (ICMP port unreachable from 10.202.0.3)"
 	var st ctl.HFIStatus
-	for deadline := time.Now().Add(20 * time.Second); !strings.HasPrefix(st.FabricManagerError, want); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("with no FM: hfi status %+v; want fabric_manager_error %q", st, want)
-		}
-		if err := ctl.Call(da.socket, "hfi", nil, &st); err != nil {
+	if !waitfor.Poll(20*time.Second, func() bool {
+		if err := ctl.Call(da.Socket, ctl.CmdHFI, nil, &st); err != nil {
 			st = ctl.HFIStatus{}
 		}
+		return strings.HasPrefix(st.FabricManagerError, want)
+	}) {
+		t.Fatalf("with no FM: hfi status %+v; want fabric_manager_error %q", st, want)
 	}
 	if st.FabricManager != "10.202.0.3:4793" {
 		t.Errorf("fabric_manager %q, want 10.202.0.3:4793", st.FabricManager)
 	}
 	t.Logf("with no FM: fabric_manager_error %s", st.FabricManagerError)
 
-	if _, err := lab.fmNS.Start(context.Background(), opafmBinary(t), "--config", lab.fabric); err != nil {
-		t.Fatal(err)
-	}
-	waitVNICs(t, da, 2, "FORWARDING", 20*time.Second)
-	if st := hfiStatus(t, da); st.FabricManagerError != "" {
+	e2etest.StartFM(t, lab.fmNS, lab.fabric)
+	da.WaitVNICs(t, 2, "FORWARDING", 20*time.Second)
+	if st := da.HFIStatus(t); st.FabricManagerError != "" {
 		t.Errorf("with the FM up: fabric_manager_error %q", st.FabricManagerError)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opavnic/opavnic/internal/e2etest"
+	"github.com/opavnic/opavnic/internal/waitfor"
 	"github.com/opavnic/opavnic/vnicd/ctl"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
@@ -40,23 +42,24 @@ func tuntaps(m map[string]string) []string {
 	return out
 }
 
-// relaunchVnicd starts vnicd with h again, up to attempts times while it
-// exits at start or does not come up within 10 s, and returns it with the
-// number of attempts it took.
-func relaunchVnicd(t *testing.T, ns *nstest.NS, h hostSpec, attempts int) (*daemon, int) {
+// restartVnicd starts d's vnicd again, after it exited, up to attempts
+// times while it exits at start or does not come up within
+// e2etest.UpWithin, and returns the number of attempts it took.
+func restartVnicd(t *testing.T, d *e2etest.Daemon, attempts int) int {
 	t.Helper()
 	for i := 1; ; i++ {
-		d := launchVnicd(t, ns, h)
-		err := d.waitUp(len(h.vnics), 10*time.Second)
+		d.Restart(t)
+		err := d.WaitUp(len(d.Host.VNICs), e2etest.UpWithin)
 		if err == nil {
-			return d, i
+			return i
 		}
-		_ = d.cmd.Process.Kill()
-		_ = d.cmd.Wait()
+		_ = d.Stop(t, syscall.SIGKILL)
 		if i == attempts {
-			t.Fatalf("vnicd %s did not come back in %d attempts: %v", h.name, attempts, err)
+			t.Fatalf("vnicd %s did not come back in %d attempts: %v", d.Host.Name, attempts, err)
 		}
-		t.Logf("vnicd %s, attempt %d: %v; trying again", h.name, i, err)
+		t.Logf("vnicd %s, attempt %d: %v; trying again", d.Host.Name, i, err)
+		// A back-off, not a synchronisation: the next attempt waits on its
+		// own condition (WaitUp); this spaces the attempts.
 		time.Sleep(200 * time.Millisecond)
 	}
 }
@@ -68,32 +71,30 @@ func relaunchVnicd(t *testing.T, ns *nstest.NS, h hostSpec, attempts int) (*daem
 // none left over or doubled), over the stale control socket, and traffic
 // flows on both switches.
 func TestE2EKillRestartStatic(t *testing.T) {
-	nstest.RequireRoot(t)
-	nstest.RequireTools(t, "ip", "ping")
+	e2etest.Require(t, "ip", "ping")
 	a, b := nstest.NewNS(t, "ka"), nstest.NewNS(t, "kb")
 	aBlue, bBlue := nstest.NewNS(t, "kablue"), nstest.NewNS(t, "kbblue")
 	nstest.Veth(t, a, b, pfx("10.200.0.1/24"), pfx("10.200.0.2/24"), 1500)
 	dir := t.TempDir()
-	host := func(name string, lid, peer int, self, other, blueNS string, n int) hostSpec {
-		return hostSpec{
-			name: name, lid: lid, listen: self + ":4793",
-			peers:  map[int]string{peer: other + ":4793"},
-			groups: map[int][]int{mcRed: {lidA, lidB}, mcBlue: {lidA, lidB}},
-			socket: filepath.Join(dir, name+".sock"),
-			vnics: []vnicSpec{
-				{vport: 0, vesw: 1, pkey: 0x8001, mcast: mcRed, ifname: "vnic0",
-					addrs: []string{fmt.Sprintf("192.168.101.%d/24", n)}},
-				{vport: 1, vesw: 2, pkey: 0x8002, mcast: mcBlue, ifname: "vnic1", netns: blueNS,
-					addrs: []string{fmt.Sprintf("192.168.102.%d/24", n)}},
+	host := func(name string, lid, peer int, self, other, blueNS string, n int) e2etest.Host {
+		return e2etest.Host{
+			Name: name, LID: lid, Listen: self + ":4793",
+			Peers:  map[int]string{peer: other + ":4793"},
+			Groups: map[int][]int{mcRed: {lidA, lidB}, mcBlue: {lidA, lidB}},
+			Socket: filepath.Join(dir, name+".sock"),
+			VNICs: []e2etest.VNIC{
+				{VPort: 0, VESW: 1, PKey: 0x8001, Mcast: mcRed, IfName: "vnic0",
+					Addrs: []string{fmt.Sprintf("192.168.101.%d/24", n)}},
+				{VPort: 1, VESW: 2, PKey: 0x8002, Mcast: mcBlue, IfName: "vnic1", NetNS: blueNS,
+					Addrs: []string{fmt.Sprintf("192.168.102.%d/24", n)}},
 			},
 		}
 	}
 	// Host a names its blue namespace by name, host b by path.
-	ha := host("host-a", lidA, lidB, "10.200.0.1", "10.200.0.2", aBlue.Name(), 1)
-	da := startVnicd(t, a, ha)
-	startVnicd(t, b, host("host-b", lidB, lidA, "10.200.0.2", "10.200.0.1", bBlue.Path(), 2))
-	ping(t, a, "192.168.101.2")
-	ping(t, aBlue, "192.168.102.2")
+	da := e2etest.Start(t, a, host("host-a", lidA, lidB, "10.200.0.1", "10.200.0.2", aBlue.Name(), 1))
+	e2etest.Start(t, b, host("host-b", lidB, lidA, "10.200.0.2", "10.200.0.1", bBlue.Path(), 2))
+	e2etest.Ping(t, a, "192.168.101.2")
+	e2etest.Ping(t, aBlue, "192.168.102.2")
 	wantA, wantBlue := links(t, a), links(t, aBlue)
 	if got := tuntaps(wantA); !slices.Equal(got, []string{"vnic0"}) {
 		t.Fatalf("TAPs in %s: %v, want vnic0", a.Name(), got)
@@ -103,27 +104,22 @@ func TestE2EKillRestartStatic(t *testing.T) {
 	}
 
 	for round := 1; round <= 3; round++ {
-		pid := da.cmd.Process.Pid
-		if err := da.cmd.Process.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		_ = da.cmd.Wait()
+		pid := da.Cmd.Process.Pid
+		_ = da.Stop(t, syscall.SIGKILL)
 		killed := time.Now()
 		var left []string
-		for deadline := killed.Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			left = append(tuntaps(links(t, a)), tuntaps(links(t, aBlue))...)
-			if len(left) == 0 || time.Now().After(deadline) {
-				break
+		if err := waitfor.Check(5*time.Second, func() error {
+			if left = append(tuntaps(links(t, a)), tuntaps(links(t, aBlue))...); len(left) > 0 {
+				return waitfor.ErrNotYet
 			}
-		}
-		if len(left) > 0 {
-			t.Fatalf("round %d: TAPs %v still there 5s after SIGKILL of pid %d", round, left, pid)
+			return nil
+		}); err != nil {
+			t.Fatalf("round %d: TAPs %v still there after SIGKILL of pid %d: %v", round, left, pid, err)
 		}
 		gone := time.Since(killed)
 
 		restart := time.Now()
-		var attempts int
-		da, attempts = relaunchVnicd(t, a, ha, 5)
+		attempts := restartVnicd(t, da, 5)
 		up := time.Since(restart)
 		if got := links(t, a); !maps.Equal(got, wantA) {
 			t.Errorf("round %d: links in %s %v, want %v", round, a.Name(), got, wantA)
@@ -132,7 +128,7 @@ func TestE2EKillRestartStatic(t *testing.T) {
 			t.Errorf("round %d: links in %s %v, want %v", round, aBlue.Name(), got, wantBlue)
 		}
 		var v []ctl.VNICStatus
-		if err := ctl.Call(da.socket, "vnics", nil, &v); err != nil || len(v) != 2 || v[0].IfName != "vnic0" || v[1].IfName != "vnic1" {
+		if err := ctl.Call(da.Socket, ctl.CmdVNICs, nil, &v); err != nil || len(v) != 2 || v[0].IfName != "vnic0" || v[1].IfName != "vnic1" {
 			t.Errorf("round %d: vnicd's VNICs %+v (%v)", round, v, err)
 		}
 		a.PingWithin(t, "192.168.101.2", 10*time.Second)
@@ -159,7 +155,7 @@ func fmNodes(t *testing.T, socket string) []fmNode {
 	var st struct {
 		Nodes []fmNode `json:"nodes"`
 	}
-	if err := ctl.Call(socket, "fabric", nil, &st); err != nil {
+	if err := ctl.Call(socket, ctl.CmdFabric, nil, &st); err != nil {
 		t.Fatal(err)
 	}
 	return st.Nodes
@@ -167,10 +163,10 @@ func fmNodes(t *testing.T, socket string) []fmNode {
 
 // directoryEndpoint returns the endpoint d's directory has for lid ("" if
 // none).
-func directoryEndpoint(t *testing.T, d *daemon, lid string) string {
+func directoryEndpoint(t *testing.T, d *e2etest.Daemon, lid string) string {
 	t.Helper()
 	var ents []ctl.FabricEntry
-	if err := ctl.Call(d.socket, "fabric", nil, &ents); err != nil {
+	if err := ctl.Call(d.Socket, ctl.CmdFabric, nil, &ents); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range ents {
@@ -188,8 +184,7 @@ func directoryEndpoint(t *testing.T, d *daemon, lid string) string {
 // it. The node rejoins with its LID, the FM's node table and host a's
 // directory show the new endpoint, and traffic flows again.
 func TestE2ENodeAddressChange(t *testing.T) {
-	nstest.RequireRoot(t)
-	nstest.RequireTools(t, "ip", "ping")
+	e2etest.Require(t, "ip", "ping")
 	for _, tc := range []struct {
 		name    string
 		restart bool
@@ -199,36 +194,29 @@ func TestE2ENodeAddressChange(t *testing.T) {
 			lab := newManagedLab(t, p+"n")
 			fmNS, a, b, aBlue, bBlue, seg := lab.fmNS, lab.a, lab.b, lab.aBlue, lab.bBlue, lab.seg
 			dir, fmSocket, fabric := lab.dir, lab.fmSocket, lab.fabric
-			if _, err := fmNS.Start(context.Background(), opafmBinary(t), "--config", fabric); err != nil {
-				t.Fatal(err)
-			}
+			e2etest.StartFM(t, fmNS, fabric)
 			listenB := "10.202.0.2:4793"
 			if !tc.restart {
 				listenB = "[::]:4793"
 			}
-			da := managedHost(t, a, aBlue, "host-a", 1, filepath.Join(dir, "a.sock"))
-			db := managedHostAt(t, b, bBlue, "host-b", 2, listenB, filepath.Join(dir, "b.sock"))
-			waitVNICs(t, da, 2, "FORWARDING", 15*time.Second)
-			waitVNICs(t, db, 2, "FORWARDING", 15*time.Second)
-			lidB := hfiStatus(t, db).LID
+			da := managedHost(t, a, aBlue, "host-a", 1, "", filepath.Join(dir, "a.sock"))
+			db := managedHost(t, b, bBlue, "host-b", 2, listenB, filepath.Join(dir, "b.sock"))
+			da.WaitVNICs(t, 2, "FORWARDING", 15*time.Second)
+			db.WaitVNICs(t, 2, "FORWARDING", 15*time.Second)
+			lidB := db.HFIStatus(t).LID
 			if lidB != "0xC000" {
 				t.Fatalf("host-b LID %s, want 0xC000", lidB)
 			}
 			// The directory push may follow the VNICs' configuration.
 			ep := ""
-			for deadline := time.Now().Add(10 * time.Second); ep != "10.202.0.2:4793" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-				ep = directoryEndpoint(t, da, lidB)
-			}
+			waitfor.Poll(10*time.Second, func() bool { ep = directoryEndpoint(t, da, lidB); return ep == "10.202.0.2:4793" })
 			if ep != "10.202.0.2:4793" {
 				t.Fatalf("host-a's directory: %s at %q before the move", lidB, ep)
 			}
-			ping(t, a, "192.168.101.2")
+			e2etest.Ping(t, a, "192.168.101.2")
 
 			if tc.restart {
-				if err := db.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-					t.Fatal(err)
-				}
-				_ = db.cmd.Wait()
+				_ = db.Stop(t, syscall.SIGTERM)
 			}
 			ifB := seg.Ifaces[1]
 			for _, args := range [][]string{
@@ -241,14 +229,14 @@ func TestE2ENodeAddressChange(t *testing.T) {
 			}
 			moved := time.Now()
 			if tc.restart {
-				db = managedHostAt(t, b, bBlue, "host-b", 2, "10.202.0.12:4793", filepath.Join(dir, "b.sock"))
-				waitVNICs(t, db, 2, "FORWARDING", 15*time.Second)
+				db = managedHost(t, b, bBlue, "host-b", 2, "10.202.0.12:4793", filepath.Join(dir, "b.sock"))
+				db.WaitVNICs(t, 2, "FORWARDING", 15*time.Second)
 			}
 			const newEP = "10.202.0.12:4793"
 
 			// The FM's table and a's directory, within a bounded time.
 			var fmEP, fmLID, fmState, aEP string
-			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			waitfor.Poll(20*time.Second, func() bool {
 				fmEP, fmLID, fmState = "", "", ""
 				for _, n := range fmNodes(t, fmSocket) {
 					if n.Config == "host-b" {
@@ -256,10 +244,8 @@ func TestE2ENodeAddressChange(t *testing.T) {
 					}
 				}
 				aEP = directoryEndpoint(t, da, lidB)
-				if fmEP == newEP && fmState == "active" && aEP == newEP || time.Now().After(deadline) {
-					break
-				}
-			}
+				return fmEP == newEP && fmState == "active" && aEP == newEP
+			})
 			if fmEP != newEP || fmLID != lidB || fmState != "active" {
 				t.Errorf("FM's node table: host-b at %s with LID %s, %s; want %s with %s, active", fmEP, fmLID, fmState, newEP, lidB)
 			}
@@ -267,7 +253,7 @@ func TestE2ENodeAddressChange(t *testing.T) {
 				t.Errorf("host-a's directory: %s at %q, want %s", lidB, aEP, newEP)
 			}
 			known := time.Since(moved)
-			if got := hfiStatus(t, db).LID; got != lidB {
+			if got := db.HFIStatus(t).LID; got != lidB {
 				t.Errorf("host-b has LID %s after the move, want %s", got, lidB)
 			}
 			for _, c := range []struct {

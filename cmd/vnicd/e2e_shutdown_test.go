@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opavnic/opavnic/internal/e2etest"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
 
@@ -13,21 +14,20 @@ import (
 // that it exits 0 at once and leaves no TAP behind, in its own namespace or
 // in the one it moved a port to.
 func TestE2EShutdownRemovesTAPs(t *testing.T) {
-	nstest.RequireRoot(t)
-	nstest.RequireTools(t, "ip")
+	e2etest.Require(t, "ip")
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			a, other := nstest.NewNS(t, "sd"+sig.String()[3:6]), nstest.NewNS(t, "sdo"+sig.String()[3:6])
-			h := hostSpec{
-				name: "host-a", lid: lidA, listen: "127.0.0.1:4793",
-				groups: map[int][]int{mcRed: {lidA}, mcBlue: {lidA}},
-				vnics: []vnicSpec{
-					{vport: 0, vesw: 1, pkey: 0x8001, mcast: mcRed, ifname: "vnic0", addrs: []string{"192.168.101.1/24"}},
-					{vport: 1, vesw: 2, pkey: 0x8002, mcast: mcBlue, ifname: "vnic1", netns: other.Path()},
+			h := e2etest.Host{
+				Name: "host-a", LID: lidA, Listen: "127.0.0.1:4793",
+				Groups: map[int][]int{mcRed: {lidA}, mcBlue: {lidA}},
+				VNICs: []e2etest.VNIC{
+					{VPort: 0, VESW: 1, PKey: 0x8001, Mcast: mcRed, IfName: "vnic0", Addrs: []string{"192.168.101.1/24"}},
+					{VPort: 1, VESW: 2, PKey: 0x8002, Mcast: mcBlue, IfName: "vnic1", NetNS: other.Path()},
 				},
 			}
-			d := startVnicd(t, a, h)
-			cmd := d.cmd
+			d := e2etest.Start(t, a, h)
+			cmd := d.Cmd
 			start := time.Now()
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
@@ -52,7 +52,7 @@ func TestE2EShutdownRemovesTAPs(t *testing.T) {
 					t.Errorf("%s still exists in %s after shutdown", c.name, c.ns.Name())
 				}
 			}
-			if _, err := os.Stat(d.socket); err == nil {
+			if _, err := os.Stat(d.Socket); err == nil {
 				t.Error("control socket left behind")
 			}
 			if took > time.Second {

@@ -1,16 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"hash/crc32"
 	"net/netip"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -18,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/opavnic/opavnic/vnicd/ctl"
+	"github.com/opavnic/opavnic/internal/e2etest"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
 
@@ -36,275 +31,56 @@ const (
 
 func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 
-// vnicSpec is one VNIC of a generated host config.
-type vnicSpec struct {
-	vport   int
-	vesw    int
-	pkey    int
-	mcast   int
-	ifname  string
-	netns   string
-	addrs   []string
-	ethMTU  int
-	cfgDrop bool
-}
-
-// hostSpec is a generated vnicd config.
-type hostSpec struct {
-	name    string
-	lid     int
-	listen  string
-	peers   map[int]string // LID -> address
-	groups  map[int][]int
-	vnics   []vnicSpec
-	socket  string
-	verbose bool
-	// busyPoll is node.busy_poll ("" leaves it out).
-	busyPoll string
-	// queues is node.queues (0 leaves it out).
-	queues int
-}
-
-func (h hostSpec) yaml() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "node:\n  name: %s\n  lid: %#x\n  listen: %q\n", h.name, h.lid, h.listen)
-	if h.busyPoll != "" {
-		fmt.Fprintf(&b, "  busy_poll: %s\n", h.busyPoll)
-	}
-	if h.queues != 0 {
-		fmt.Fprintf(&b, "  queues: %d\n", h.queues)
-	}
-	if len(h.peers) > 0 {
-		b.WriteString("peers:\n")
-		for lid, addr := range h.peers {
-			fmt.Fprintf(&b, "  - {lid: %#x, address: %q}\n", lid, addr)
-		}
-	}
-	if len(h.groups) > 0 {
-		b.WriteString("multicast:\n")
-		for lid, members := range h.groups {
-			var ms []string
-			for _, m := range members {
-				ms = append(ms, fmt.Sprintf("%#x", m))
-			}
-			fmt.Fprintf(&b, "  - {lid: %#x, members: [%s]}\n", lid, strings.Join(ms, ", "))
-		}
-	}
-	fmt.Fprintf(&b, "control:\n  socket: %q\nvnics:\n", h.socket)
-	for _, v := range h.vnics {
-		state := "forwarding"
-		if v.cfgDrop {
-			state = "drop_all"
-		}
-		mtu := v.ethMTU
-		if mtu == 0 {
-			mtu = 1400
-		}
-		fmt.Fprintf(&b, "  - vport: %d\n    vesw: {id: %d, pkey: %#x, eth_mtu: %d, mcast_dlid: %#x, config_state: %s}\n",
-			v.vport, v.vesw, v.pkey, mtu, v.mcast, state)
-		fmt.Fprintf(&b, "    port:\n      ifname: %s\n", v.ifname)
-		if v.netns != "" {
-			fmt.Fprintf(&b, "      netns: %q\n", v.netns)
-		}
-		if len(v.addrs) > 0 {
-			fmt.Fprintf(&b, "      addresses: [%s]\n", strings.Join(v.addrs, ", "))
-		}
-	}
-	return b.String()
-}
-
-// daemon is a vnicd started by a test.
-type daemon struct {
-	socket string
-	cmd    *exec.Cmd
-}
-
-// startVnicd writes the config and starts vnicd in ns; it returns once the
-// control socket answers.
-func startVnicd(t *testing.T, ns *nstest.NS, h hostSpec) *daemon {
-	t.Helper()
-	d := launchVnicd(t, ns, h)
-	if err := d.waitUp(len(h.vnics), 10*time.Second); err != nil {
-		t.Fatalf("vnicd %s did not come up: %v\nconfig:\n%s", h.name, err, h.yaml())
-	}
-	return d
-}
-
-// launchVnicd writes the config and starts vnicd in ns.
-func launchVnicd(t *testing.T, ns *nstest.NS, h hostSpec) *daemon {
-	t.Helper()
-	bin := vnicdBinary(t)
-	dir := t.TempDir()
-	if h.socket == "" {
-		h.socket = filepath.Join(dir, "vnicd.sock")
-	}
-	path := filepath.Join(dir, h.name+".yaml")
-	if err := os.WriteFile(path, []byte(h.yaml()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"--config", path}
-	if h.verbose {
-		args = append(args, "--log-level", "debug")
-	}
-	cmd, err := ns.Start(context.Background(), bin, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &daemon{socket: h.socket, cmd: cmd}
-}
-
-// waitUp waits until d's control socket answers with vnics ports, and fails
-// early if the process exits.
-func (d *daemon) waitUp(vnics int, within time.Duration) error {
-	var err error
-	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		var v []ctl.VNICStatus
-		if err = ctl.Call(d.socket, "vnics", nil, &v); err == nil && len(v) == vnics {
-			return nil
-		}
-		if err == nil {
-			err = fmt.Errorf("%d VNICs, want %d", len(v), vnics)
-		}
-		if d.exited() {
-			return fmt.Errorf("vnicd exited (last answer: %v)", err)
-		}
-	}
-	return fmt.Errorf("not up within %v: %v", within, err)
-}
-
-// exited reports whether d's process has exited (a zombie, not yet waited
-// for), without reaping it: nstest's cleanup waits for it.
-func (d *daemon) exited() bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", d.cmd.Process.Pid))
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
-}
-
-// counters returns the named counters of one vport.
-func (d *daemon) counters(t *testing.T, vport int) map[string]uint64 {
-	t.Helper()
-	var sets []ctl.PortCounterSet
-	if err := ctl.Call(d.socket, "counters", map[string]int{"vport": vport}, &sets); err != nil {
-		t.Fatal(err)
-	}
-	m := map[string]uint64{}
-	for _, c := range sets[0].Counters {
-		m[c.Name] = c.Value
-	}
-	return m
-}
-
-// hfiCounters returns the HFI's counters.
-func (d *daemon) hfiCounters(t *testing.T) map[string]uint64 {
-	t.Helper()
-	var st ctl.HFIStatus
-	if err := ctl.Call(d.socket, "hfi", nil, &st); err != nil {
-		t.Fatal(err)
-	}
-	m := map[string]uint64{}
-	for _, c := range st.Counters {
-		m[c.Name] = c.Value
-	}
-	return m
-}
-
-func ping(t *testing.T, ns *nstest.NS, args ...string) {
-	t.Helper()
-	out, err := ns.Exec(context.Background(), "ping", append([]string{"-c", "3", "-i", "0.2", "-W", "2"}, args...)...)
-	if err != nil {
-		t.Fatalf("ping %v from %s: %v", args, ns.Name(), err)
-	}
-	t.Logf("ping %s from %s: %s", strings.Join(args, " "), ns.Name(), lastLine(out))
-}
-
-func lastLine(b []byte) string {
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	return lines[len(lines)-1]
-}
-
 // pairHost is one of two hosts joined by a veth, each with one VNIC, vnic0
 // on vesw 1 at addr, and the other (LID peer at other, an endpoint) in its
 // directory and in the red multicast group.
-func pairHost(name string, lid, peer int, self, other, addr string) hostSpec {
-	return hostSpec{
-		name: name, lid: lid, listen: self + ":4793",
-		peers:  map[int]string{peer: other},
-		groups: map[int][]int{mcRed: {lidA, lidB}},
-		vnics:  []vnicSpec{{vport: 0, vesw: 1, pkey: 0x8001, mcast: mcRed, ifname: "vnic0", addrs: []string{addr}}},
+func pairHost(name string, lid, peer int, self, other, addr string) e2etest.Host {
+	return e2etest.Host{
+		Name: name, LID: lid, Listen: self + ":4793",
+		Peers:  map[int]string{peer: other},
+		Groups: map[int][]int{mcRed: {lidA, lidB}},
+		VNICs:  []e2etest.VNIC{{VPort: 0, VESW: 1, PKey: 0x8001, Mcast: mcRed, IfName: "vnic0", Addrs: []string{addr}}},
 	}
 }
 
-// iperf runs a TCP iperf3 test from client to server's addr and returns the
-// received rate in bit/s.
-func iperf(t *testing.T, client, server *nstest.NS, addr string, seconds int) float64 {
+// pingBothSwitches pings from host a (namespace a) to host b on the red
+// switch, over IPv4 and IPv6, and between the blue namespaces both ways;
+// then it gives a's blue port a red address (192.168.101.9/24), for a check
+// that the red switch is not reached from the blue one.
+func pingBothSwitches(t *testing.T, a, aBlue, bBlue *nstest.NS) {
 	t.Helper()
-	return iperfStreams(t, client, server, addr, seconds, 1)
-}
-
-// iperfStreams is iperf with streams parallel TCP streams (iperf3 -P).
-func iperfStreams(t *testing.T, client, server *nstest.NS, addr string, seconds, streams int) float64 {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(seconds+20)*time.Second)
-	defer cancel()
-	srv, err := server.Start(ctx, "iperf3", "-s", "-1", "-B", addr)
-	if err != nil {
+	e2etest.Ping(t, a, "192.168.101.2")
+	e2etest.Ping(t, a, "-6", "fd00:101::2")
+	e2etest.Ping(t, aBlue, "192.168.102.2")
+	e2etest.Ping(t, bBlue, "-6", "fd00:102::1")
+	if _, err := aBlue.Exec(context.Background(), "ip", "addr", "add", "192.168.101.9/24", "dev", "vnic1"); err != nil {
 		t.Fatal(err)
 	}
-	_ = srv
-	type result struct {
-		Error string `json:"error"`
-		End   struct {
-			SumReceived struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-		} `json:"end"`
-	}
-	var r result
-	// The server needs a moment to listen: retry a refused connection.
-	for i := 0; i < 25; i++ {
-		out, err := client.Exec(ctx, "iperf3", "-c", addr, "-t", fmt.Sprint(seconds), "-P", fmt.Sprint(streams), "-J")
-		r = result{}
-		if jerr := json.Unmarshal(out, &r); jerr != nil {
-			t.Fatalf("iperf3 to %s: %v (JSON: %v)", addr, err, jerr)
-		}
-		if r.Error == "" && err == nil {
-			break
-		}
-		if !strings.Contains(r.Error, "connect") || i == 24 {
-			t.Fatalf("iperf3 to %s: %v: %s", addr, err, r.Error)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return r.End.SumReceived.BitsPerSecond
 }
 
 func TestE2ETwoHostsTwoSwitches(t *testing.T) {
-	nstest.RequireRoot(t)
-	nstest.RequireTools(t, "ip", "ping", "iperf3")
+	e2etest.Require(t, "ip", "ping", "iperf3")
 	a, b := nstest.NewNS(t, "a"), nstest.NewNS(t, "b")
 	aBlue, bBlue := nstest.NewNS(t, "ablue"), nstest.NewNS(t, "bblue")
 	_, vethB := nstest.Veth(t, a, b, pfx("10.200.0.1/24"), pfx("10.200.0.2/24"), 1500)
 
-	host := func(name string, lid, peer int, self, other string, blueNS *nstest.NS, n int) hostSpec {
-		return hostSpec{
-			name: name, lid: lid, listen: self + ":4793",
-			peers:  map[int]string{peer: other + ":4793"},
-			groups: map[int][]int{mcRed: {lidA, lidB}, mcBlue: {lidA, lidB}},
-			vnics: []vnicSpec{
-				{vport: 0, vesw: 1, pkey: 0x8001, mcast: mcRed, ifname: "vnic0",
-					addrs: []string{fmt.Sprintf("192.168.101.%d/24", n), fmt.Sprintf("fd00:101::%d/64", n)}},
-				{vport: 1, vesw: 2, pkey: 0x8002, mcast: mcBlue, ifname: "vnic1", netns: blueNS.Path(),
-					addrs: []string{fmt.Sprintf("192.168.102.%d/24", n), fmt.Sprintf("fd00:102::%d/64", n)}},
+	host := func(name string, lid, peer int, self, other string, blueNS *nstest.NS, n int) e2etest.Host {
+		return e2etest.Host{
+			Name: name, LID: lid, Listen: self + ":4793",
+			Peers:  map[int]string{peer: other + ":4793"},
+			Groups: map[int][]int{mcRed: {lidA, lidB}, mcBlue: {lidA, lidB}},
+			VNICs: []e2etest.VNIC{
+				{VPort: 0, VESW: 1, PKey: 0x8001, Mcast: mcRed, IfName: "vnic0",
+					Addrs: []string{fmt.Sprintf("192.168.101.%d/24", n), fmt.Sprintf("fd00:101::%d/64", n)}},
+				{VPort: 1, VESW: 2, PKey: 0x8002, Mcast: mcBlue, IfName: "vnic1", NetNS: blueNS.Path(),
+					Addrs: []string{fmt.Sprintf("192.168.102.%d/24", n), fmt.Sprintf("fd00:102::%d/64", n)}},
 			},
 		}
 	}
 	// Capture the underlay at b from before the first packet.
 	capture := startCapture(t, b, vethB)
-	da := startVnicd(t, a, host("host-a", lidA, lidB, "10.200.0.1", "10.200.0.2", aBlue, 1))
-	db := startVnicd(t, b, host("host-b", lidB, lidA, "10.200.0.2", "10.200.0.1", bBlue, 2))
+	da := e2etest.Start(t, a, host("host-a", lidA, lidB, "10.200.0.1", "10.200.0.2", aBlue, 1))
+	db := e2etest.Start(t, b, host("host-b", lidB, lidA, "10.200.0.2", "10.200.0.1", bBlue, 2))
 
 	// The VNICs are real netdevs with the derived MACs and the vesw MTU.
 	for _, tc := range []struct {
@@ -338,22 +114,16 @@ func TestE2ETwoHostsTwoSwitches(t *testing.T) {
 			}
 		}
 	}
-	ping(t, a, "192.168.101.2")
-	ping(t, a, "-6", "fd00:101::2")
-	ping(t, aBlue, "192.168.102.2")
-	ping(t, bBlue, "-6", "fd00:102::1")
+	pingBothSwitches(t, a, aBlue, bBlue)
 
 	// Isolation: on the blue switch, host b's red address does not answer.
-	if _, err := aBlue.Exec(context.Background(), "ip", "addr", "add", "192.168.101.9/24", "dev", "vnic1"); err != nil {
-		t.Fatal(err)
-	}
 	// The ARP requests reach host b's blue port only; its red port sees no
 	// frame addressed to it (spontaneous IPv6 multicast on red may come).
-	redBefore, blueBefore := db.counters(t, 0), db.counters(t, 1)
+	redBefore, blueBefore := db.Counters(t, 0), db.Counters(t, 1)
 	if out, err := aBlue.Exec(context.Background(), "ping", "-c", "2", "-i", "0.2", "-W", "1", "-I", "vnic1", "192.168.101.2"); err == nil {
 		t.Fatalf("isolation broken: red address answered on the blue switch:\n%s", out)
 	}
-	redAfter, blueAfter := db.counters(t, 0), db.counters(t, 1)
+	redAfter, blueAfter := db.Counters(t, 0), db.Counters(t, 1)
 	if redAfter["rx_unicast"] != redBefore["rx_unicast"] || redAfter["tx_unicast"] != redBefore["tx_unicast"] {
 		t.Errorf("host b's red port took part: rx_unicast %d -> %d, tx_unicast %d -> %d",
 			redBefore["rx_unicast"], redAfter["rx_unicast"], redBefore["tx_unicast"], redAfter["tx_unicast"])
@@ -363,18 +133,18 @@ func TestE2ETwoHostsTwoSwitches(t *testing.T) {
 			blueBefore["rx_mcastbcast"], blueAfter["rx_mcastbcast"])
 	}
 
-	rate := iperf(t, a, b, "192.168.101.2", 3)
+	rate := e2etest.Iperf(t, a, b, "192.168.101.2", 3, 1)
 	t.Logf("iperf3 TCP across the red switch: %.0f Mbit/s", rate/1e6)
 	if rate <= 0 {
 		t.Fatal("iperf3 moved nothing")
 	}
-	for _, d := range []*daemon{da, db} {
-		c := d.counters(t, 0)
+	for _, d := range []*e2etest.Daemon{da, db} {
+		c := d.Counters(t, 0)
 		if c["tx_packets"] == 0 || c["rx_packets"] == 0 || c["rx_errors"] != 0 || c["tx_dlid_zero"] != 0 {
 			t.Errorf("red port counters: tx %d rx %d rx_errors %d tx_dlid_zero %d",
 				c["tx_packets"], c["rx_packets"], c["rx_errors"], c["tx_dlid_zero"])
 		}
-		h := d.hfiCounters(t)
+		h := d.HFICounters(t)
 		if h["PortRcvErrors"] != 0 {
 			t.Errorf("HFI receive errors: %v", h)
 		}
@@ -382,7 +152,7 @@ func TestE2ETwoHostsTwoSwitches(t *testing.T) {
 	// The offloads did the work: a's TAP handed over TCP super-frames, cut
 	// into eth_mtu frames (the capture below checks each on the wire), and
 	// b wrote runs of them to its TAP coalesced.
-	ca, cb := da.counters(t, 0), db.counters(t, 0)
+	ca, cb := da.Counters(t, 0), db.Counters(t, 0)
 	t.Logf("offloads: a tx_tso_superframes %d tx_tso_segments %d, b rx_coalesced %d of rx_packets %d",
 		ca["tx_tso_superframes"], ca["tx_tso_segments"], cb["rx_coalesced"], cb["rx_packets"])
 	if ca["tx_tso_superframes"] == 0 || ca["tx_tso_segments"] <= ca["tx_tso_superframes"] ||
@@ -619,4 +389,119 @@ func checkCapture(t *testing.T, pkts []captured, lids, mcasts map[uint32]bool) {
 		}
 	}
 	t.Logf("decoded %d well-formed 16B packets on the underlay: %v", len(pkts), seen)
+}
+
+// TestE2EEthMTUAboveUnderlay: eth_mtu 1500 (the default) on a 1500-byte
+// underlay makes 16B packets of up to 1544 bytes, 1572 with their IP and
+// UDP headers, which the underlay carries only as IP fragments. The kernel
+// refuses a UDP GSO send of such datagrams (EMSGSIZE since Linux 6.13,
+// EINVAL before), so the transport must send them one by one: full-size
+// pings both ways and a TCP transfer (super-frames, cut into full-size
+// frames) arrive whole, and no packet is discarded.
+func TestE2EEthMTUAboveUnderlay(t *testing.T) {
+	e2etest.Require(t, "ip", "ping")
+	a, b := nstest.NewNS(t, "fra"), nstest.NewNS(t, "frb")
+	nstest.Veth(t, a, b, pfx("10.200.0.1/24"), pfx("10.200.0.2/24"), 1500)
+	ha := pairHost("host-a", lidA, lidB, "10.200.0.1", "10.200.0.2:4793", "192.168.101.1/24")
+	hb := pairHost("host-b", lidB, lidA, "10.200.0.2", "10.200.0.1:4793", "192.168.101.2/24")
+	ha.VNICs[0].EthMTU, hb.VNICs[0].EthMTU = 1500, 1500
+	da, db := e2etest.Start(t, a, ha), e2etest.Start(t, b, hb)
+
+	a.PingWithin(t, "192.168.101.2", 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// 1472 bytes of ICMP payload: a 1514-byte frame, a 1572-byte datagram.
+	for _, x := range []struct {
+		ns   *nstest.NS
+		addr string
+	}{{a, "192.168.101.2"}, {b, "192.168.101.1"}} {
+		if out, err := x.ns.Exec(ctx, "ping", "-c", "3", "-s", "1472", "-M", "do", "-W", "2", "-q", x.addr); err != nil {
+			t.Fatalf("full-size pings to %s: %v\n%s", x.addr, err, out)
+		}
+	}
+	// A liveness bound, not a performance one: without GSO fallback not a
+	// single run of full-size frames leaves, and TCP crawls on retransmits.
+	const size = 16 << 20
+	took := tcpTransfer(t, a, b, "192.168.101.2:5302", size, uint64(time.Now().UnixNano()), 60*time.Second)
+	t.Logf("FIGURE TCP transfer of %d bytes with eth_mtu 1500 over a 1500-byte underlay in %v: %.0f Mbit/s",
+		size, took.Round(time.Millisecond), float64(size)*8/took.Seconds()/1e6)
+	for name, d := range map[string]*e2etest.Daemon{"host-a": da, "host-b": db} {
+		h := d.HFICounters(t)
+		if h["PortXmitDiscards"] != 0 || h["PortRcvErrors"] != 0 {
+			t.Errorf("%s: PortXmitDiscards %d, PortRcvErrors %d; want 0", name, h["PortXmitDiscards"], h["PortRcvErrors"])
+		}
+		if c := d.Counters(t, 0); c["offload_drops"] != 0 {
+			t.Errorf("%s: offload_drops %d", name, c["offload_drops"])
+		}
+	}
+}
+
+// TestE2EThreeHostsBroadcast puts three hosts on one switch: ARP (broadcast)
+// and IPv6 neighbour discovery (multicast) must reach both other hosts, and a
+// sender must never get its own multicast back.
+func TestE2EThreeHostsBroadcast(t *testing.T) {
+	e2etest.Require(t, "ip", "ping")
+	lids := []int{lidA, lidB, lidC}
+	var nss []*nstest.NS
+	var members []nstest.Member
+	for i := range lids {
+		ns := nstest.NewNS(t, fmt.Sprintf("h%d", i+1))
+		nss = append(nss, ns)
+		members = append(members, nstest.Member{NS: ns, Addr: pfx(fmt.Sprintf("10.201.0.%d/24", i+1))})
+	}
+	seg := nstest.Bridge(t, 1500, members...)
+	capture := startCapture(t, nss[0], seg.Ifaces[0])
+	var ds []*e2etest.Daemon
+	for i, lid := range lids {
+		peers := map[int]string{}
+		for j, other := range lids {
+			if j != i {
+				peers[other] = fmt.Sprintf("10.201.0.%d:4793", j+1)
+			}
+		}
+		ds = append(ds, e2etest.Start(t, nss[i], e2etest.Host{
+			Name: fmt.Sprintf("h%d", i+1), LID: lid, Listen: fmt.Sprintf("10.201.0.%d:4793", i+1),
+			Peers:  peers,
+			Groups: map[int][]int{mcRed: lids},
+			VNICs: []e2etest.VNIC{{VPort: 0, VESW: 1, PKey: 0x8001, Mcast: mcRed, IfName: "vnic0",
+				Addrs: []string{fmt.Sprintf("192.168.110.%d/24", i+1), fmt.Sprintf("fd00:110::%d/64", i+1)}}},
+		}))
+	}
+	e2etest.Ping(t, nss[0], "192.168.110.2")
+	e2etest.Ping(t, nss[0], "192.168.110.3")
+	e2etest.Ping(t, nss[1], "192.168.110.3")
+	e2etest.Ping(t, nss[0], "-6", "fd00:110::2")
+	e2etest.Ping(t, nss[0], "-6", "fd00:110::3")
+	e2etest.Ping(t, nss[2], "-6", "fd00:110::2")
+
+	// Host 1's underlay: datagrams it receives never carry its own SLID, and
+	// it sent its broadcasts to both others.
+	pkts := capture.stop(t)
+	sentMcast := map[string]bool{}
+	for _, c := range pkts {
+		p := c.payload
+		if len(p) < 16 {
+			continue
+		}
+		slid := uint32(p[0]) | uint32(p[1])<<8 | uint32(p[2]&0x0F)<<16 | uint32(p[9]&0x0F)<<20
+		dlid := uint32(p[4]) | uint32(p[5])<<8 | uint32(p[6]&0x0F)<<16 | uint32(p[9]>>4)<<20
+		if !c.outgoing && slid == lidA {
+			t.Fatalf("host 1 received a packet with its own SLID %#x (DLID %#x)", slid, dlid)
+		}
+		if c.outgoing && dlid == mcRed {
+			sentMcast[fmt.Sprint(len(p))] = true
+		}
+	}
+	if len(sentMcast) == 0 {
+		t.Error("host 1 sent no multicast packets (ARP/ND) on the underlay")
+	}
+	for i, d := range ds {
+		c := d.Counters(t, 0)
+		if c["rx_mcastbcast"] == 0 {
+			t.Errorf("host %d received no broadcast or multicast frame", i+1)
+		}
+		if h := d.HFICounters(t); h["PortRcvErrors"] != 0 {
+			t.Errorf("host %d: HFI receive errors %d", i+1, h["PortRcvErrors"])
+		}
+	}
 }

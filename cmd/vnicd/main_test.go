@@ -11,52 +11,18 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/opavnic/opavnic/cmd/internal/clitest"
+	"github.com/opavnic/opavnic/internal/e2etest"
 )
 
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-)
-
-// vnicdBinary builds vnicd once per test process.
-func vnicdBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "vnicd-test-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBin = filepath.Join(dir, "vnicd")
-		out, err := exec.Command("go", "build", "-buildvcs=false", "-o", builtBin, ".").CombinedOutput()
-		if err != nil {
-			buildErr = err
-			builtBin = string(out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("building vnicd: %v\n%s", buildErr, builtBin)
-	}
-	return builtBin
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if builtBin != "" && buildErr == nil {
-		os.RemoveAll(filepath.Dir(builtBin))
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { e2etest.Main(m) }
 
 func TestBadConfigExitsTwo(t *testing.T) {
-	bin := vnicdBinary(t)
+	bin := e2etest.Bin(t, "vnicd")
 	dir := t.TempDir()
 	for name, tc := range map[string]struct {
 		yaml string
@@ -98,7 +64,7 @@ func TestBadConfigExitsTwo(t *testing.T) {
 // carries no commit; one built in this git checkout with VCS stamping (as
 // README's go build does by default) names the checkout's commit.
 func TestVersion(t *testing.T) {
-	bin := vnicdBinary(t)
+	bin := e2etest.Bin(t, "vnicd")
 	clitest.Expect(t, bin, []string{"--version"}, 0, "vnicd (devel), not stamped with its commit, "+runtime.Version()+" "+runtime.GOOS+"/"+runtime.GOARCH)
 	clitest.Expect(t, bin, []string{"--version", "extra"}, 2, "unexpected arguments")
 
@@ -119,7 +85,7 @@ func TestVersion(t *testing.T) {
 
 // -h and --help print the flags and exit 0, as a usage error does not.
 func TestHelpExitsZero(t *testing.T) {
-	bin := vnicdBinary(t)
+	bin := e2etest.Bin(t, "vnicd")
 	for _, arg := range []string{"-h", "--help"} {
 		clitest.Expect(t, bin, []string{arg}, 0, "-config string", "-fabric-manager string")
 	}
@@ -129,7 +95,7 @@ func TestHelpExitsZero(t *testing.T) {
 // --check reads the config (and --fabric-manager's), prints what it sets up
 // and exits 0, or 2 with the problem; it starts nothing, so it needs no root.
 func TestCheck(t *testing.T) {
-	bin := vnicdBinary(t)
+	bin := e2etest.Bin(t, "vnicd")
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "x.sock")
 	good := clitest.WriteFile(t, dir, "good.yaml", "node: {name: chk, lid: 0x10}\ncontrol: {socket: "+sock+"}\n"+
@@ -175,7 +141,7 @@ func freeUDPPort(t *testing.T) int {
 // starts anything: exit 2 without the control socket (left behind when
 // the profile was opened after NewDaemon).
 func TestCPUProfileErrorBeforeStart(t *testing.T) {
-	bin := vnicdBinary(t)
+	bin := e2etest.Bin(t, "vnicd")
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "p.sock")
 	cfg := clitest.WriteFile(t, dir, "c.yaml", fmt.Sprintf("node: {name: prof, lid: 0x10, listen: \"127.0.0.1:%d\"}\ncontrol: {socket: %s}\n", freeUDPPort(t), sock))
@@ -191,7 +157,7 @@ func TestUnprivilegedHint(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root, to run vnicd as nobody")
 	}
-	bin := vnicdBinary(t)
+	bin := e2etest.Bin(t, "vnicd")
 	dir := t.TempDir()
 	cfg := clitest.WriteFile(t, dir, "nopriv.yaml", "node: {name: nopriv, lid: 0x10, listen: '127.0.0.1:47939'}\n"+
 		"multicast: [{lid: 0xF00001, members: [0x10]}]\n"+
@@ -222,7 +188,7 @@ func TestUnprivilegedHint(t *testing.T) {
 // log line, as everything else it logs: a log shipper that parses each line
 // gets the reason, not an unparsable line. Exit 2 as in console format.
 func TestJSONLogConfigError(t *testing.T) {
-	bin := vnicdBinary(t)
+	bin := e2etest.Bin(t, "vnicd")
 	dir := t.TempDir()
 	good := clitest.WriteFile(t, dir, "good.yaml", "node: {name: js, lid: 0x10}\n")
 	bad := clitest.WriteFile(t, dir, "bad.yaml", "node: {name: js, lid: 0x10}\npeers: {lid: 2}\n")

@@ -1,88 +1,46 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/opavnic/opavnic/cmd/internal/clitest"
+	"github.com/opavnic/opavnic/internal/e2etest"
+	"github.com/opavnic/opavnic/internal/waitfor"
 	"github.com/opavnic/opavnic/vnicd"
 	"github.com/opavnic/opavnic/vnicd/ctl"
 )
 
-// lockedBuffer collects a process's output while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-// startPlainVnicd starts vnicd with a config of no VNICs (no root needed) whose
-// control socket is sock; the process is killed at the end of the test if
-// it still runs.
-func startPlainVnicd(t *testing.T, sock string) (*exec.Cmd, *lockedBuffer) {
+// startPlainVnicd starts vnicd, outside any namespace, with a config of no
+// VNICs (no root needed) whose control socket is sock.
+func startPlainVnicd(t *testing.T, sock string) *e2etest.Daemon {
 	t.Helper()
-	bin := vnicdBinary(t)
-	cfg := clitest.WriteFile(t, filepath.Dir(sock), "c.yaml",
-		fmt.Sprintf("node: {name: sig, lid: 0x10, listen: \"127.0.0.1:%d\"}\ncontrol: {socket: %s}\n", freeUDPPort(t), sock))
-	out := &lockedBuffer{}
-	cmd := exec.Command(bin, "--config", cfg)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill() //nolint:errcheck
-			cmd.Wait()         //nolint:errcheck
-		}
-	})
-	return cmd, out
+	return e2etest.Launch(t, nil, e2etest.Host{Name: "sig", LID: 0x10, Listen: fmt.Sprintf("127.0.0.1:%d", freeUDPPort(t)), Socket: sock})
 }
 
-// waitExit waits for vnicd to exit and checks that it stopped cleanly:
-// exit code 0, "vnicd stopped", its control socket removed.
-func waitExit(t *testing.T, cmd *exec.Cmd, out *lockedBuffer, sock string) {
+// waitExit waits for d, which was sent a signal, to exit and checks that
+// it stopped cleanly: exit code 0, "vnicd stopped", its control socket
+// removed.
+func waitExit(t *testing.T, d *e2etest.Daemon) {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(20 * time.Second):
-		cmd.Process.Kill() //nolint:errcheck
-		<-done
-		t.Fatalf("vnicd did not exit; output:\n%s", out)
-	}
+	err := d.Wait(t)
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		t.Fatalf("vnicd exited with %v, want 0 (clean stop); output:\n%s", ee.ProcessState, out)
+		t.Fatalf("vnicd exited with %v, want 0 (clean stop); output:\n%s", ee.ProcessState, d.Output())
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "vnicd stopped") {
-		t.Errorf("no \"vnicd stopped\" in the output:\n%s", out)
+	if !strings.Contains(d.Output(), "vnicd stopped") {
+		t.Errorf("no \"vnicd stopped\" in the output:\n%s", d.Output())
 	}
-	if _, err := os.Stat(sock); err == nil {
+	if _, err := os.Stat(d.Socket); err == nil {
 		t.Error("the control socket was left behind")
 	}
 }
@@ -92,31 +50,47 @@ func waitExit(t *testing.T, cmd *exec.Cmd, out *lockedBuffer, sock string) {
 // cleanly.
 func TestSIGHUPIgnored(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "s.sock")
-	cmd, out := startPlainVnicd(t, sock)
-	up := false
-	for end := time.Now().Add(20 * time.Second); !up && time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		up = ctl.Call(sock, ctl.CmdCommands, nil, nil) == nil
+	d := startPlainVnicd(t, sock)
+	if !waitfor.Poll(20*time.Second, func() bool { return ctl.Call(sock, ctl.CmdCommands, nil, nil) == nil }) {
+		t.Fatalf("vnicd did not start; output:\n%s", d.Output())
 	}
-	if !up {
-		t.Fatalf("vnicd did not start; output:\n%s", out)
-	}
-	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := d.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	logged := false
-	for end := time.Now().Add(5 * time.Second); !logged && time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		logged = strings.Contains(out.String(), "vnicd has no config reload")
-	}
-	if !logged {
-		t.Fatalf("SIGHUP was not logged; output:\n%s", out)
+	if !waitfor.Poll(5*time.Second, func() bool { return strings.Contains(d.Output(), "vnicd has no config reload") }) {
+		t.Fatalf("SIGHUP was not logged; output:\n%s", d.Output())
 	}
 	if err := ctl.Call(sock, ctl.CmdCommands, nil, nil); err != nil {
-		t.Fatalf("vnicd does not answer after SIGHUP: %v; output:\n%s", err, out)
+		t.Fatalf("vnicd does not answer after SIGHUP: %v; output:\n%s", err, d.Output())
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	waitExit(t, cmd, out, sock)
+	waitExit(t, d)
+}
+
+// pending reports whether sig is pending for process pid: sent, and not yet
+// delivered to a thread's handler.
+func pending(t *testing.T, pid int, sig syscall.Signal) bool {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(l, ":")
+		if k != "SigPnd" && k != "ShdPnd" {
+			continue
+		}
+		mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+		if err != nil {
+			t.Fatalf("/proc/%d/status: %s: %v", pid, l, err)
+		}
+		if mask&(1<<(sig-1)) != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // A SIGTERM while NewDaemon runs stops vnicd cleanly once it has started.
@@ -129,7 +103,7 @@ func TestSIGTERMWhileStarting(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd, out := startPlainVnicd(t, sock)
+	d := startPlainVnicd(t, sock)
 	opened := make(chan *os.File, 1)
 	go func() {
 		f, err := os.OpenFile(fifo, os.O_WRONLY, 0) // until vnicd opens it to read
@@ -142,20 +116,22 @@ func TestSIGTERMWhileStarting(t *testing.T) {
 	select {
 	case w = <-opened:
 	case <-time.After(20 * time.Second):
-		cmd.Process.Kill() //nolint:errcheck
+		d.Cmd.Process.Kill() //nolint:errcheck
 		<-opened
-		t.Fatalf("vnicd did not read its runtime state file; output:\n%s", out)
+		t.Fatalf("vnicd did not read its runtime state file; output:\n%s", d.Output())
 	}
 	if w == nil {
 		t.FailNow()
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // for the signal to be taken
+	// The signal is taken (delivered to vnicd's handler, which stops its
+	// context) before the FIFO lets NewDaemon go on.
+	waitfor.Until(t, 5*time.Second, "vnicd to take the SIGTERM", func() bool { return !pending(t, d.Cmd.Process.Pid, syscall.SIGTERM) })
 	w.Close()
-	waitExit(t, cmd, out, sock)
-	if !strings.Contains(out.String(), "a signal came while vnicd was starting") {
-		t.Errorf("the stop did not come from the signal during start-up; output:\n%s", out)
+	waitExit(t, d)
+	if !strings.Contains(d.Output(), "a signal came while vnicd was starting") {
+		t.Errorf("the stop did not come from the signal during start-up; output:\n%s", d.Output())
 	}
 }

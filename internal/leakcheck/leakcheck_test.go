@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/opavnic/opavnic/internal/waitfor"
 )
 
 func TestOurs(t *testing.T) {
@@ -28,10 +30,7 @@ func TestLeakedSeesAGoroutine(t *testing.T) {
 	done := make(chan struct{})
 	go func() { block(stop); close(done) }()
 	var l []string
-	for deadline := time.Now().Add(5 * time.Second); len(l) == 0 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-		l = Leaked()
-	}
+	waitfor.Poll(5*time.Second, func() bool { l = Leaked(); return len(l) != 0 })
 	if len(l) != 1 || !strings.Contains(l[0], "leakcheck.block") {
 		t.Fatalf("Leaked while a goroutine blocks in block(): %q, want that one", l)
 	}

@@ -56,6 +56,7 @@ func TestLostDirectoryBlockResent(t *testing.T) {
 		_, _, _, _, g, _ := fb.b.snapshot()
 		return len(g) == 1
 	})
+	// The drop window, not a synchronisation: the tries the FM makes in it are lost, and its resends are under test.
 	time.Sleep(700 * time.Millisecond)
 	fb.a.setDrop(nil)
 	waitFor(t, "host-a directory with 1 group", 3*time.Second, func() bool {

@@ -54,6 +54,7 @@ func TestEMRepairsLostMACTablePush(t *testing.T) {
 		_, _, tb, _, _, _ := fb.b.snapshot()
 		return len(tb[0]) == 1 && tb[0][0].MAC == mac
 	})
+	// The drop window, not a synchronisation: the tries the FM makes in it are lost, and its retries are under test.
 	time.Sleep(600 * time.Millisecond)
 	fb.a.setDrop(nil)
 	waitFor(t, "host-a red table repaired", 3*time.Second, func() bool {
@@ -70,6 +71,7 @@ func TestEMRetriesLostDeleteVESW(t *testing.T) {
 	if err := fb.fm.Reload(mustConfig(t, strings.Replace(testFabric, "      - {node: host-c, vport: 0}\n", "", 1))); err != nil {
 		t.Fatal(err)
 	}
+	// The drop window, not a synchronisation: the tries the FM makes in it are lost, and its retries are under test.
 	time.Sleep(700 * time.Millisecond)
 	fb.c.setDrop(nil)
 	waitFor(t, "host-c/0 deleted", 3*time.Second, func() bool {
@@ -92,6 +94,7 @@ func TestEMDeletesMemberRemovedWhileLost(t *testing.T) {
 	if err := fb.fm.Reload(mustConfig(t, strings.Replace(testFabric, "      - {node: host-c, vport: 0}\n", "", 1))); err != nil {
 		t.Fatal(err)
 	}
+	// The drop window, not a synchronisation: the tries the FM makes in it are lost, and its retries are under test.
 	time.Sleep(300 * time.Millisecond)
 	fb.c.setDrop(nil)
 	waitFor(t, "host-c back and host-c/0 deleted", 5*time.Second, func() bool {
@@ -163,6 +166,7 @@ func TestEMRetriesLostClassPortInfoSet(t *testing.T) {
 		_, vp, _, _, _, _ := fb.b.snapshot()
 		return len(vp) == 2
 	})
+	// The drop window, not a synchronisation: the tries the FM makes in it are lost, and its retries are under test.
 	time.Sleep(500 * time.Millisecond)
 	fb.b.setDrop(nil)
 	waitFor(t, "host-b's trap_lid set", 3*time.Second, func() bool {
@@ -180,6 +184,7 @@ func TestEMRetriesLostIfaceUcastMACsGet(t *testing.T) {
 	fb.c.setDrop(dropping(vema.ClassVEMA, vema.MethodGet, vema.AttrIfaceUcastMACs))
 	x := [6]byte{0x02, 0x11, 0x22, 0x33, 0x44, 0x55}
 	fb.c.trapMACChange(0, x)
+	// The drop window, not a synchronisation: the tries the FM makes in it are lost, and its retries are under test.
 	time.Sleep(500 * time.Millisecond)
 	fb.c.setDrop(nil)
 	waitFor(t, "host-a red table has X", 3*time.Second, func() bool {
@@ -202,6 +207,7 @@ func TestEMRetriesLostFirstMACTable(t *testing.T) {
 		_, ok := vp[2]
 		return ok
 	})
+	// The drop window, not a synchronisation: the tries the FM makes in it are lost, and its retries are under test.
 	time.Sleep(500 * time.Millisecond)
 	fb.b.setDrop(nil)
 	waitFor(t, "host-b/2's table pushed", 3*time.Second, func() bool {

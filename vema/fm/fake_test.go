@@ -12,6 +12,7 @@ import (
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/hfi/hfitest"
+	"github.com/opavnic/opavnic/internal/waitfor"
 	"github.com/opavnic/opavnic/vema"
 	nodeside "github.com/opavnic/opavnic/vema/node" // node names the FM's record of one
 )
@@ -392,13 +393,7 @@ func (f *fakeNode) refused() int {
 
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	end := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitfor.Until(t, timeout, what, cond)
 }
 
 // setsSince returns the VEMA Sets of attr the node took after the first

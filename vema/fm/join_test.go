@@ -144,6 +144,7 @@ func TestDuplicateNameNotJoined(t *testing.T) {
 	d.mu.Lock()
 	d.guid = 0x0200000000000abd
 	d.mu.Unlock()
+	// A window for what must not happen: the FM giving the node a second LID.
 	time.Sleep(time.Second)
 	active := 0
 	for _, n := range fb.fm.Nodes() {

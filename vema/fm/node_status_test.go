@@ -10,6 +10,7 @@ import (
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/hfi/hfitest"
+	"github.com/opavnic/opavnic/internal/waitfor"
 )
 
 // Node (the control socket's `path host-b`) names the active node: a host
@@ -80,11 +81,7 @@ lid_pool: {start: 0xC000, end: 0xC0FF}
 		f.send.SendTo(pkt, ep)
 	}
 	var got []NodeStatus
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if got = f.Nodes(); len(got) == 2 && got[0].Error != "" {
-			break
-		}
-	}
+	waitfor.Poll(5*time.Second, func() bool { got = f.Nodes(); return len(got) == 2 && got[0].Error != "" })
 	want := "connection refused (ICMP port unreachable from 127.0.0.1), once, " // "0s ago"
 	if len(got) != 2 || got[0].Name != "host-b" || !strings.HasPrefix(got[0].Error, want) || got[1].Error != "" {
 		t.Fatalf("nodes %+v; want host-b with %q, host-c with no error", got, want)

@@ -92,6 +92,7 @@ func TestSupersededMACTableNotResent(t *testing.T) {
 		_, _, ta, _, _, _ := fb.a.snapshot()
 		return len(ta[0]) == 1 && ta[0][0].MAC == y
 	})
+	// A window for what must not happen: no Set past the retries of the first.
 	time.Sleep(1200 * time.Millisecond)
 	sets, _ := fb.a.setsSince(from, vema.AttrVESWPortMACEntries)
 	for _, m := range sets {

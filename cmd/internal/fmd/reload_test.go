@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/opavnic/opavnic/internal/waitfor"
 	"github.com/opavnic/opavnic/vema/fm"
 	"github.com/opavnic/opavnic/vnicd/ctl"
 )
@@ -36,13 +37,7 @@ func TestReloadRefusesChangedControlSocket(t *testing.T) {
 		var vs []struct {
 			PKey string `json:"pkey"`
 		}
-		var err error
-		for range 100 {
-			if err = ctl.Call(sock, ctl.CmdVESWs, nil, &vs); err == nil {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		err := waitfor.Check(2*time.Second, func() error { return ctl.Call(sock, ctl.CmdVESWs, nil, &vs) })
 		if err != nil || len(vs) != 1 {
 			t.Fatalf("vesws: %v %+v", err, vs)
 		}
@@ -98,14 +93,9 @@ func serveFMD(t *testing.T, path, sock string) {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	var err error
-	for range 100 {
-		if err = ctl.Call(sock, ctl.CmdVESWs, nil, nil); err == nil {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := waitfor.Check(2*time.Second, func() error { return ctl.Call(sock, ctl.CmdVESWs, nil, nil) }); err != nil {
+		t.Fatalf("the FM's control socket: %v", err)
 	}
-	t.Fatalf("the FM's control socket: %v", err)
 }
 
 // TestServeRemovesMACFileTemps: what an interrupted write of the MAC file
