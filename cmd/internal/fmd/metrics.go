@@ -7,8 +7,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/opavnic/opavnic/encap"
+	"github.com/opavnic/opavnic/hfi/hfimetrics"
 	"github.com/opavnic/opavnic/vema/fm"
-	"github.com/opavnic/opavnic/vnicd"
 )
 
 // Option changes how Serve runs the fabric manager.
@@ -118,7 +118,7 @@ func RegisterMetrics(reg prometheus.Registerer, f *fm.FM, log *zap.Logger) error
 	if err := reg.Register(NewCollector(f)); err != nil {
 		return err
 	}
-	if err := reg.Register(vnicd.NewHFICollector(f.HFI(), f.Config().FM.Name)); err != nil {
+	if err := reg.Register(hfimetrics.New(f.HFI(), f.Config().FM.Name)); err != nil {
 		log.Warn("the FM's HFI metrics are not exported: the node and the FM have the same name", zap.Error(err))
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/opavnic/opavnic/cmd/internal/metrics"
+	"github.com/opavnic/opavnic/hfi/hfimetrics"
 	"github.com/opavnic/opavnic/vnicd"
 )
 
@@ -31,7 +32,7 @@ func TestMetricsDocLabels(t *testing.T) {
 	reLabels := regexp.MustCompile(`(?:variableLabels|constLabels): \{([^}]*)\}`)
 	ch := make(chan *prometheus.Desc, 1024)
 	NewCollector(nil).Describe(ch)
-	vnicd.NewHFICollector(nil, "n").Describe(ch)
+	hfimetrics.New(nil, "n").Describe(ch)
 	vnicd.NewVNICCollector(nil).Describe(ch)
 	metrics.BuildInfoCollector().Describe(ch)
 	close(ch)

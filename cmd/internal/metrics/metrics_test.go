@@ -26,6 +26,7 @@ import (
 	"github.com/opavnic/opavnic/cmd/internal/metrics"
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
+	"github.com/opavnic/opavnic/hfi/hfimetrics"
 	"github.com/opavnic/opavnic/hfi/hfitest"
 	"github.com/opavnic/opavnic/internal/buildinfo"
 	"github.com/opavnic/opavnic/vema/fm"
@@ -73,8 +74,8 @@ func scrape(t *testing.T) (map[string]*dto.MetricFamily, []byte) {
 	f := fm.New(hfi.New(n.Listen(netip.MustParseAddrPort("10.0.0.9:4793")), hfi.Config{LID: 1}), fcfg, zap.NewNop())
 
 	reg := metrics.NewRegistry()
-	hc := vnicd.NewHFICollector(h, "host-a")
-	reg.MustRegister(vnicd.NewVNICCollector(e), hc, fmd.NewCollector(f), vnicd.NewHFICollector(f.HFI(), "fm0"))
+	hc := hfimetrics.New(h, "host-a")
+	reg.MustRegister(vnicd.NewVNICCollector(e), hc, fmd.NewCollector(f), hfimetrics.New(f.HFI(), "fm0"))
 	srv := httptest.NewServer(metrics.Handler(reg, zap.NewNop()))
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/metrics")
@@ -280,7 +281,7 @@ func TestSameNameFM(t *testing.T) {
 	}
 	f := fm.New(hfi.New(n.Listen(netip.MustParseAddrPort("10.0.0.9:4793")), hfi.Config{LID: 1}), fcfg, zap.NewNop())
 	reg := metrics.NewRegistry()
-	reg.MustRegister(vnicd.NewHFICollector(hfi.New(n.Listen(netip.MustParseAddrPort("10.0.0.1:4793")), hfi.Config{LID: 0x10}), "fm0"))
+	reg.MustRegister(hfimetrics.New(hfi.New(n.Listen(netip.MustParseAddrPort("10.0.0.1:4793")), hfi.Config{LID: 0x10}), "fm0"))
 	if err := fmd.RegisterMetrics(reg, f, zap.NewNop()); err != nil {
 		t.Fatalf("registering an FM named like the node: %v", err)
 	}
