@@ -600,3 +600,98 @@ func BenchmarkLFTs8x16(b *testing.B) {
 func BenchmarkLFTsLargest(b *testing.B) {
 	benchFatTree(b, FatTreeSpec{Leaves: 250, Spines: 8, HostsPerLeaf: 246})
 }
+
+// threeLevel builds a three-level fat tree for benchmarks: pods of leaves,
+// each leaf cabled to every spine of its pod, every pod spine cabled to
+// every core switch.
+func threeLevel(tb testing.TB, pods, leaves, hosts, spines, cores int) *Graph {
+	g := NewGraph()
+	guid, lid := uint64(1), encap.LID(1)
+	add := func(ports int) NodeID {
+		id, err := g.AddSwitch(guid, ports)
+		guid++
+		if err == nil {
+			err = g.SetLID(id, lid)
+			lid++
+		}
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return id
+	}
+	link := func(a NodeID, ap int, b NodeID, bp int) {
+		if err := g.Link(a, ap, b, bp); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	var core []NodeID
+	for range cores {
+		core = append(core, add(pods*spines))
+	}
+	for p := range pods {
+		var sp []NodeID
+		for s := range spines {
+			id := add(leaves + cores)
+			sp = append(sp, id)
+			for c, cid := range core {
+				link(id, leaves+1+c, cid, p*spines+s+1)
+			}
+		}
+		for l := range leaves {
+			leaf := add(hosts + spines)
+			for s, sid := range sp {
+				link(leaf, hosts+1+s, sid, l+1)
+			}
+			for h := range hosts {
+				id, err := g.AddHFI(guid)
+				guid++
+				if err == nil {
+					err = g.SetLID(id, lid)
+					lid++
+				}
+				if err != nil {
+					tb.Fatal(err)
+				}
+				link(leaf, h+1, id, 1)
+			}
+		}
+	}
+	return g
+}
+
+func TestThreeLevel(t *testing.T) {
+	g := threeLevel(t, 3, 4, 5, 2, 2)
+	r, err := New(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lfts := r.LFTs()
+	checkUnicast(t, g, lfts)
+	checkBalance(t, g, lfts)
+	var hfis []NodeID
+	for id := range g.Len() {
+		if n, _ := g.Node(NodeID(id)); n.Kind == HFI {
+			hfis = append(hfis, NodeID(id))
+		}
+	}
+	groups := testGroups(hfis)
+	mfts, err := r.MFTs(groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMulticast(t, g, mfts, groups)
+}
+
+// BenchmarkLFTs100k routes 100,000 HFIs: 8 pods of 50 leaves with 250 HFIs
+// each, 4 spines per pod, 4 core switches (436 switches).
+func BenchmarkLFTs100k(b *testing.B) {
+	g := threeLevel(b, 8, 50, 250, 4, 4)
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := New(g)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = r.LFTs()
+	}
+}
