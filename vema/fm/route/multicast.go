@@ -91,8 +91,7 @@ func (r *Routing) spanningTree() tree {
 				continue
 			}
 			seen[l.peer] = true
-			back := r.g.nodes[r.sw[u]].Ports[l.port].Port
-			t.up[l.peer] = treeEdge{port: uint8(back), parent: u, parentPort: l.port}
+			t.up[l.peer] = treeEdge{port: l.peerPort, parent: u, parentPort: l.port}
 			t.order = append(t.order, l.peer)
 		}
 	}
@@ -128,7 +127,7 @@ func (r *Routing) MFTs(groups []Group) ([]MFT, error) {
 		}
 		seen[gr.MLID] = true
 		for _, m := range gr.Members {
-			if !r.g.valid(m) || r.g.nodes[m].Kind != HFI {
+			if !r.isHFI(m) {
 				return nil, fmt.Errorf("%w: MLID %v: member %d is not an HFI of the graph", ErrBadGroup, gr.MLID, m)
 			}
 		}

@@ -695,3 +695,30 @@ func BenchmarkLFTs100k(b *testing.B) {
 		_ = r.LFTs()
 	}
 }
+
+// TestSnapshot checks that a Routing keeps routing the graph as it was when
+// it was made, whatever the graph becomes.
+func TestSnapshot(t *testing.T) {
+	f, err := Ring(3, 1, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(f.Graph)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.SetLID(f.Switches[0], 0x9000); err != nil {
+		t.Fatal(err)
+	}
+	extra, _ := f.AddHFI(0x99)
+	lfts := r.LFTs()
+	if len(lfts[0].Ports) != int(r.TopLID())+1 || r.TopLID() != 6 {
+		t.Errorf("top %v, LFT of %d entries", r.TopLID(), len(lfts[0].Ports))
+	}
+	if _, err := r.MFTs([]Group{{MLID: encap.LIDMulticastBase, Members: []NodeID{extra}}}); !errors.Is(err, ErrBadGroup) {
+		t.Errorf("member added after New: %v", err)
+	}
+	if r.Hops(extra, f.Switches[0]) != -1 || r.Hops(f.Switches[0], f.Switches[1]) != 1 {
+		t.Error("Hops after the graph changed")
+	}
+}

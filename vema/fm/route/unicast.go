@@ -12,11 +12,12 @@ const BlockSize = 64
 // noHops marks a pair of switches with no path between them.
 const noHops = ^uint16(0)
 
-// isl is an inter-switch port: the port number and the switch index of its
-// peer.
+// isl is an inter-switch port: the port number, the switch index of its
+// peer and the peer's port.
 type isl struct {
-	port uint8
-	peer int32
+	port     uint8
+	peerPort uint8
+	peer     int32
 }
 
 // host is an HFI attached to a switch: its LID and the switch port facing it.
@@ -28,11 +29,12 @@ type host struct {
 
 // Routing holds what every routing decision needs: the switches, their
 // inter-switch ports, the HFIs on each, and the hop count between every two
-// switches. It reads the Graph it was made from, which must not change
-// while the Routing is in use.
+// switches. It is a snapshot: changes to the Graph after New do not reach
+// it.
 type Routing struct {
-	g      *Graph
 	sw     []NodeID // switch index -> node, in node order
+	swLID  []encap.LID
+	swPort []int    // per switch: NumPorts
 	swIdx  []int32  // node -> switch index, -1 for an HFI
 	isls   [][]isl  // per switch, in port order
 	hosts  [][]host // per switch, in node order
@@ -46,7 +48,7 @@ type Routing struct {
 // (ErrTopology) when a node has no LID, an HFI is not cabled to a switch, or
 // some switch cannot reach another. An empty graph routes to nothing.
 func New(g *Graph) (*Routing, error) {
-	r := &Routing{g: g, swIdx: make([]int32, len(g.nodes)), attach: make([]Peer, len(g.nodes))}
+	r := &Routing{swIdx: make([]int32, len(g.nodes)), attach: make([]Peer, len(g.nodes))}
 	for id := range g.nodes {
 		n := &g.nodes[id]
 		if n.LID == 0 {
@@ -57,6 +59,8 @@ func New(g *Graph) (*Routing, error) {
 		if n.Kind == Switch {
 			r.swIdx[id] = int32(len(r.sw))
 			r.sw = append(r.sw, NodeID(id))
+			r.swLID = append(r.swLID, n.LID)
+			r.swPort = append(r.swPort, n.NumPorts)
 		}
 	}
 	S := len(r.sw)
@@ -66,7 +70,7 @@ func New(g *Graph) (*Routing, error) {
 		n := &g.nodes[id]
 		for p := 1; p <= n.NumPorts; p++ {
 			if pe := n.Ports[p]; pe.Node != None && g.nodes[pe.Node].Kind == Switch {
-				r.isls[s] = append(r.isls[s], isl{port: uint8(p), peer: r.swIdx[pe.Node]})
+				r.isls[s] = append(r.isls[s], isl{port: uint8(p), peerPort: uint8(pe.Port), peer: r.swIdx[pe.Node]})
 			}
 		}
 	}
@@ -117,10 +121,19 @@ func New(g *Graph) (*Routing, error) {
 // Hops returns the number of links on a shortest path between two switches,
 // or -1 when a or b is not a switch of the graph.
 func (r *Routing) Hops(a, b NodeID) int {
-	if !r.g.valid(a) || !r.g.valid(b) || r.swIdx[a] < 0 || r.swIdx[b] < 0 {
+	if !r.isSwitch(a) || !r.isSwitch(b) {
 		return -1
 	}
 	return int(r.hops[int(r.swIdx[a])*len(r.sw)+int(r.swIdx[b])])
+}
+
+func (r *Routing) isSwitch(id NodeID) bool {
+	return id >= 0 && int(id) < len(r.swIdx) && r.swIdx[id] >= 0
+}
+
+// isHFI reports whether id was an HFI of the graph when r was made.
+func (r *Routing) isHFI(id NodeID) bool {
+	return id >= 0 && int(id) < len(r.swIdx) && r.swIdx[id] < 0
 }
 
 // TopLID returns the highest LID in use, the LinearFDBTop of every switch.
@@ -170,12 +183,12 @@ func (r *Routing) LFTs() []LFT {
 		for k := range t {
 			t[k] = Drop
 		}
-		portLoad := make([]int, r.g.nodes[r.sw[i]].NumPorts+1)
+		portLoad := make([]int, r.swPort[i]+1)
 		sets := map[string]*eqSet{}
 		row := r.hops[i*S : (i+1)*S]
 		for j := range S {
 			if j == i {
-				t[r.g.nodes[r.sw[j]].LID] = 0
+				t[r.swLID[j]] = 0
 				for _, h := range r.hosts[j] {
 					t[h.lid] = h.port
 				}
@@ -200,7 +213,7 @@ func (r *Routing) LFTs() []LFT {
 				swLoad[cand[k].peer]++
 				t[h.lid] = cand[k].port
 			}
-			t[r.g.nodes[r.sw[j]].LID] = cand[pick(set, cand, portLoad, swLoad)].port
+			t[r.swLID[j]] = cand[pick(set, cand, portLoad, swLoad)].port
 		}
 		out[i] = LFT{Switch: r.sw[i], Ports: t}
 	}
