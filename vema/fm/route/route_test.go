@@ -3,6 +3,7 @@ package route
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -721,4 +722,75 @@ func TestSnapshot(t *testing.T) {
 	if r.Hops(extra, f.Switches[0]) != -1 || r.Hops(f.Switches[0], f.Switches[1]) != 1 {
 		t.Error("Hops after the graph changed")
 	}
+}
+
+// TestRandomGraphs routes random fabrics, with trunks, loops and overlapping
+// sets of equal-cost ports: New either refuses the graph or every check
+// holds.
+func TestRandomGraphs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	routed := 0
+	for iter := range 300 {
+		g := NewGraph()
+		nsw := 1 + rng.IntN(8)
+		var sws, hfis []NodeID
+		for k := range nsw {
+			id, err := g.AddSwitch(uint64(0x100+k), 2+rng.IntN(8))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sws = append(sws, id)
+		}
+		for range 3 * nsw {
+			a, b := sws[rng.IntN(nsw)], sws[rng.IntN(nsw)]
+			an, _ := g.Node(a)
+			bn, _ := g.Node(b)
+			_ = g.Link(a, 1+rng.IntN(an.NumPorts), b, 1+rng.IntN(bn.NumPorts)) // refused when a port is taken
+		}
+		for k := range 2 * nsw {
+			s := sws[rng.IntN(nsw)]
+			sn, _ := g.Node(s)
+			p := 1 + rng.IntN(sn.NumPorts)
+			if sn.Ports[p].Node != None {
+				continue
+			}
+			h, _ := g.AddHFI(uint64(0x1000 + k))
+			if err := g.Link(s, p, h, 1); err != nil {
+				t.Fatal(err)
+			}
+			hfis = append(hfis, h)
+		}
+		base := encap.LID(1)
+		if iter%2 == 1 {
+			base = 0xC0000
+		}
+		for id, k := range rng.Perm(2 * g.Len())[:g.Len()] {
+			if err := g.SetLID(NodeID(id), base+encap.LID(k)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r, err := New(g)
+		if err != nil {
+			if !errors.Is(err, ErrTopology) {
+				t.Fatalf("graph %d: %v", iter, err)
+			}
+			continue
+		}
+		routed++
+		lfts := r.LFTs()
+		checkUnicast(t, g, lfts)
+		checkBalance(t, g, lfts)
+		if len(hfis) > 0 {
+			groups := testGroups(hfis)
+			mfts, err := r.MFTs(groups)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkMulticast(t, g, mfts, groups)
+		}
+	}
+	if routed < 30 {
+		t.Errorf("only %d of 300 random graphs could be routed", routed)
+	}
+	t.Logf("%d of 300 random graphs routed", routed)
 }
