@@ -30,7 +30,8 @@ type host struct {
 // Routing holds what every routing decision needs: the switches, their
 // inter-switch ports, the HFIs on each, and the hop count between every two
 // switches. It is a snapshot: changes to the Graph after New do not reach
-// it.
+// it. The hop counts take 2·S² bytes for S switches, and each LFT one byte
+// per LID up to the top LID.
 type Routing struct {
 	sw     []NodeID // switch index -> node, in node order
 	swLID  []encap.LID
