@@ -15,7 +15,6 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
-	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/internal/e2etest"
@@ -160,23 +159,12 @@ func TestE2ECNIManaged(t *testing.T) {
 	greenA := managedNet(t, "green", 3, ha.Socket, "10.1.0.40", "10.1.0.49", filepath.Join(data, "a"))
 	cni := libcni.NewCNIConfigWithCacheDir([]string{bin}, t.TempDir(), nil)
 	ctx := context.Background()
-	rt := func(id string, ns *nstest.NS) *libcni.RuntimeConf {
-		return &libcni.RuntimeConf{ContainerID: id, NetNS: ns.Path(), IfName: containerIface}
-	}
 	add := func(list *libcni.NetworkConfigList, id string, ns *nstest.NS, mac [6]byte) string {
 		t.Helper()
-		r, err := cni.AddNetworkList(ctx, list, rt(id, ns))
-		if err != nil {
-			t.Fatalf("ADD %s to %s: %v", id, list.Name, err)
-		}
-		res, err := current.NewResultFromResult(r)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := cniAdd(t, cni, list, id, ns)
 		want := net.HardwareAddr(mac[:]).String()
-		if len(res.Interfaces) != 1 || res.Interfaces[0].Name != containerIface || res.Interfaces[0].Mac != want ||
-			res.Interfaces[0].Sandbox != ns.Path() || len(res.IPs) != 1 {
-			t.Fatalf("ADD %s: result %s; want %s with the EM's MAC %s", id, r, containerIface, want)
+		if res.Interfaces[0].Mac != want {
+			t.Fatalf("ADD %s: MAC %s; want the EM's %s", id, res.Interfaces[0].Mac, want)
 		}
 		if got := podLink(t, ns); got.String() != want {
 			t.Errorf("ADD %s: the pod's %s has MAC %v, want %s", id, containerIface, got, want)
@@ -205,20 +193,20 @@ func TestE2ECNIManaged(t *testing.T) {
 		id   string
 		ns   *nstest.NS
 	}{{redA, "pa", pa}, {redB, "pb", pb}, {blueA, "pc", pc}} {
-		if err := cni.CheckNetworkList(ctx, c.list, rt(c.id, c.ns)); err != nil {
+		if err := cni.CheckNetworkList(ctx, c.list, cniAttach(c.id, c.ns)); err != nil {
 			t.Errorf("CHECK %s: %v", c.id, err)
 		}
 	}
 
 	// Host-a's only red port is claimed: a second pod is refused, clearly,
 	// and left with nothing; green's port is the host's.
-	if _, err := cni.AddNetworkList(ctx, redA, rt("pd", pd)); err == nil ||
+	if _, err := cni.AddNetworkList(ctx, redA, cniAttach("pd", pd)); err == nil ||
 		!strings.Contains(err.Error(), "no free port: vesw 1 has 1 port on node host-a: vport 0, claimed by cni:red:pa:eth0") {
 		t.Errorf("ADD pd to red on host-a: %v; want the pool's refusal", err)
 	} else {
 		t.Logf("pool exhausted: %v", err)
 	}
-	if _, err := cni.AddNetworkList(ctx, greenA, rt("pd", pd)); err == nil || !strings.Contains(err.Error(), "vport 2, kept for the host") {
+	if _, err := cni.AddNetworkList(ctx, greenA, cniAttach("pd", pd)); err == nil || !strings.Contains(err.Error(), "vport 2, kept for the host") {
 		t.Errorf("ADD pd to green on host-a: %v; want a refusal (the host's port)", err)
 	}
 	if podLink(t, pd) != nil {
@@ -227,7 +215,7 @@ func TestE2ECNIManaged(t *testing.T) {
 
 	// DEL gives the port back to vnicd, under its name; a second DEL
 	// succeeds; a new pod takes the port.
-	if err := cni.DelNetworkList(ctx, redA, rt("pa", pa)); err != nil {
+	if err := cni.DelNetworkList(ctx, redA, cniAttach("pa", pa)); err != nil {
 		t.Fatalf("DEL pa: %v", err)
 	}
 	if podLink(t, pa) != nil {
@@ -236,7 +224,7 @@ func TestE2ECNIManaged(t *testing.T) {
 	if _, err := a.Netlink().LinkByName("vnic0"); err != nil {
 		t.Errorf("vnic0 not back in host-a's namespace: %v", err)
 	}
-	if err := cni.DelNetworkList(ctx, redA, rt("pa", pa)); err != nil {
+	if err := cni.DelNetworkList(ctx, redA, cniAttach("pa", pa)); err != nil {
 		t.Errorf("second DEL pa: %v", err)
 	}
 	e2etest.Silent(t, pb, ipA, 2*time.Second, "after DEL pa")
@@ -256,7 +244,7 @@ func TestE2ECNIManaged(t *testing.T) {
 	if cs := hb.Claims(t); len(cs) != 1 || cs[0].State != ctl.ClaimActive || cs[0].Owner != "cni:red:pb:eth0" {
 		t.Errorf("host-b's claims after the restart: %+v", cs)
 	}
-	if err := cni.CheckNetworkList(ctx, redB, rt("pb", pb)); err != nil {
+	if err := cni.CheckNetworkList(ctx, redB, cniAttach("pb", pb)); err != nil {
 		t.Errorf("CHECK pb after the restart: %v", err)
 	}
 
@@ -269,7 +257,7 @@ func TestE2ECNIManaged(t *testing.T) {
 	took = pb.PingWithin(t, ipA, 15*time.Second)
 	t.Logf("host-a's vnicd stopped and restarted: pb -> pa answers %v after the start", took.Round(time.Millisecond))
 	ha.WaitVNICs(t, 3, "FORWARDING", 10*time.Second)
-	if err := cni.CheckNetworkList(ctx, blueA, rt("pc", pc)); err != nil {
+	if err := cni.CheckNetworkList(ctx, blueA, cniAttach("pc", pc)); err != nil {
 		t.Errorf("CHECK pc after the restart: %v", err)
 	}
 
@@ -282,7 +270,7 @@ func TestE2ECNIManaged(t *testing.T) {
 	if podLink(t, pb) == nil {
 		t.Error("pb lost its interface when the EM removed its member")
 	}
-	if err := cni.CheckNetworkList(ctx, redB, rt("pb", pb)); err == nil || !strings.Contains(err.Error(), "on no vesw (the EM took it off vesw 1)") {
+	if err := cni.CheckNetworkList(ctx, redB, cniAttach("pb", pb)); err == nil || !strings.Contains(err.Error(), "on no vesw (the EM took it off vesw 1)") {
 		t.Errorf("CHECK pb while its port is off its vesw: %v", err)
 	} else {
 		t.Logf("CHECK pb while off its vesw: %v", err)
@@ -299,14 +287,14 @@ func TestE2ECNIManaged(t *testing.T) {
 	if !waitfor.Poll(10*time.Second, func() bool { return podLink(t, pc) == nil }) {
 		t.Fatal("pc still has its interface 10 s after the EM moved its port to yellow")
 	}
-	if err := cni.DelNetworkList(ctx, blueA, rt("pc", pc)); err != nil {
+	if err := cni.DelNetworkList(ctx, blueA, cniAttach("pc", pc)); err != nil {
 		t.Errorf("DEL pc after its claim ended: %v", err)
 	}
 
 	// DEL while host-a's vnicd is down: the plugin removes the interface;
 	// the restarted vnicd ends the claim and has its port back.
 	_ = ha.Stop(t, syscall.SIGKILL)
-	if err := cni.DelNetworkList(ctx, redA, rt("pa2", pa)); err != nil {
+	if err := cni.DelNetworkList(ctx, redA, cniAttach("pa2", pa)); err != nil {
 		t.Errorf("DEL pa2 with vnicd down: %v", err)
 	}
 	if podLink(t, pa) != nil {

@@ -83,24 +83,9 @@ func TestE2ECNI(t *testing.T) {
 	blueA := netList(t, "1.1.0", "blue", 2, "0x8002", mcBlue, sockA, "10.1.0.30", "10.1.0.39", filepath.Join(data, "a"))
 	cni := libcni.NewCNIConfigWithCacheDir([]string{bin}, t.TempDir(), nil)
 	ctx := context.Background()
-	rt := func(id string, ns *nstest.NS) *libcni.RuntimeConf {
-		return &libcni.RuntimeConf{ContainerID: id, NetNS: ns.Path(), IfName: containerIface}
-	}
-
 	add := func(list *libcni.NetworkConfigList, id string, ns *nstest.NS) *current.Result {
 		t.Helper()
-		r, err := cni.AddNetworkList(ctx, list, rt(id, ns))
-		if err != nil {
-			t.Fatalf("ADD %s to %s: %v", id, list.Name, err)
-		}
-		res, err := current.NewResultFromResult(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(res.Interfaces) != 1 || res.Interfaces[0].Name != containerIface || res.Interfaces[0].Sandbox != ns.Path() ||
-			len(res.IPs) != 1 || res.IPs[0].Interface == nil || *res.IPs[0].Interface != 0 {
-			t.Fatalf("ADD %s: result %s", id, r)
-		}
+		res := cniAdd(t, cni, list, id, ns)
 		l, err := ns.Netlink().LinkByName(containerIface)
 		if err != nil {
 			t.Fatalf("ADD %s: %s not in the container: %v", id, containerIface, err)
@@ -137,7 +122,7 @@ func TestE2ECNI(t *testing.T) {
 		id   string
 		ns   *nstest.NS
 	}{{redA, "c1", c1}, {redB, "c2", c2}, {blueA, "c3", c3}} {
-		if err := cni.CheckNetworkList(ctx, tc.list, rt(tc.id, tc.ns)); err != nil {
+		if err := cni.CheckNetworkList(ctx, tc.list, cniAttach(tc.id, tc.ns)); err != nil {
 			t.Errorf("CHECK %s: %v", tc.id, err)
 		}
 	}
@@ -148,7 +133,7 @@ func TestE2ECNI(t *testing.T) {
 	// A second container on the same vesw and host is refused (one port per
 	// vesw and node), and the refusal leaves nothing behind.
 	c4 := nstest.NewNS(t, "cnic4")
-	if _, err := cni.AddNetworkList(ctx, redA, rt("c4", c4)); err == nil || !strings.Contains(err.Error(), "already used") {
+	if _, err := cni.AddNetworkList(ctx, redA, cniAttach("c4", c4)); err == nil || !strings.Contains(err.Error(), "already used") {
 		t.Errorf("ADD c4 to red on host a: %v; want a refusal", err)
 	}
 	if _, err := c4.Netlink().LinkByName(containerIface); err == nil {
@@ -156,13 +141,13 @@ func TestE2ECNI(t *testing.T) {
 	}
 
 	// DEL removes the interface; a second DEL succeeds.
-	if err := cni.DelNetworkList(ctx, redA, rt("c1", c1)); err != nil {
+	if err := cni.DelNetworkList(ctx, redA, cniAttach("c1", c1)); err != nil {
 		t.Fatalf("DEL c1: %v", err)
 	}
 	if _, err := c1.Netlink().LinkByName(containerIface); err == nil {
 		t.Error("DEL c1 left the interface")
 	}
-	if err := cni.DelNetworkList(ctx, redA, rt("c1", c1)); err != nil {
+	if err := cni.DelNetworkList(ctx, redA, cniAttach("c1", c1)); err != nil {
 		t.Errorf("second DEL c1: %v", err)
 	}
 	if err := e2etest.Reaches(c2, ip1); err == nil {
@@ -205,7 +190,7 @@ func TestE2ECNI(t *testing.T) {
 		id   string
 		ns   *nstest.NS
 	}{{redA, "c1b", c1}, {redB, "c2", c2}, {blueA, "c3b", c3}} {
-		if err := cni.DelNetworkList(ctx, tc.list, rt(tc.id, tc.ns)); err != nil {
+		if err := cni.DelNetworkList(ctx, tc.list, cniAttach(tc.id, tc.ns)); err != nil {
 			t.Errorf("DEL %s: %v", tc.id, err)
 		}
 	}
@@ -231,20 +216,17 @@ func TestDelNetnsGone(t *testing.T) {
 	bin := cniBins(t, "opafm")
 	cni := libcni.NewCNIConfigWithCacheDir([]string{bin}, t.TempDir(), nil)
 	ctx := context.Background()
-	rt := func(id string, ns *nstest.NS) *libcni.RuntimeConf {
-		return &libcni.RuntimeConf{ContainerID: id, NetNS: ns.Path(), IfName: containerIface}
-	}
 	gone := func(t *testing.T, list *libcni.NetworkConfigList, sock string, want int) {
 		t.Helper()
 		c1 := nstest.NewNS(t, "rvgone1")
-		if _, err := cni.AddNetworkList(ctx, list, rt("gone1", c1)); err != nil {
+		if _, err := cni.AddNetworkList(ctx, list, cniAttach("gone1", c1)); err != nil {
 			t.Fatalf("ADD: %v", err)
 		}
 		if out, err := exec.Command("ip", "netns", "delete", c1.Name()).CombinedOutput(); err != nil {
 			t.Fatalf("deleting the container's namespace: %v %s", err, out)
 		}
 		for i := range 2 {
-			if err := cni.DelNetworkList(ctx, list, rt("gone1", c1)); err != nil {
+			if err := cni.DelNetworkList(ctx, list, cniAttach("gone1", c1)); err != nil {
 				t.Errorf("DEL %d with the namespace gone: %v", i+1, err)
 			}
 		}
@@ -252,12 +234,12 @@ func TestDelNetnsGone(t *testing.T) {
 		// may wait for the EM to make it again).
 		c2 := nstest.NewNS(t, "rvgone2")
 		if err := waitfor.Check(15*time.Second, func() error {
-			_, err := cni.AddNetworkList(ctx, list, rt("gone2", c2))
+			_, err := cni.AddNetworkList(ctx, list, cniAttach("gone2", c2))
 			return err
 		}); err != nil {
 			t.Fatalf("ADD of a new container after the DEL: %v", err)
 		}
-		if err := cni.DelNetworkList(ctx, list, rt("gone2", c2)); err != nil {
+		if err := cni.DelNetworkList(ctx, list, cniAttach("gone2", c2)); err != nil {
 			t.Errorf("DEL gone2: %v", err)
 		}
 		var vs []ctl.VNICStatus
@@ -291,4 +273,29 @@ vesws:
 		h.WaitVNICs(t, 1, "FORWARDING", 15*time.Second)
 		gone(t, managedNet(t, "red", 1, h.Socket, "10.1.0.10", "10.1.0.19", t.TempDir()), h.Socket, 1)
 	})
+}
+
+// cniAttach is the runtime's view of attachment id: containerIface in ns.
+func cniAttach(id string, ns *nstest.NS) *libcni.RuntimeConf {
+	return &libcni.RuntimeConf{ContainerID: id, NetNS: ns.Path(), IfName: containerIface}
+}
+
+// cniAdd runs ADD of list for attachment id as a runtime does, and checks
+// what every ADD must give: one interface, containerIface in ns, with one
+// address on it.
+func cniAdd(t *testing.T, cni *libcni.CNIConfig, list *libcni.NetworkConfigList, id string, ns *nstest.NS) *current.Result {
+	t.Helper()
+	r, err := cni.AddNetworkList(context.Background(), list, cniAttach(id, ns))
+	if err != nil {
+		t.Fatalf("ADD %s to %s: %v", id, list.Name, err)
+	}
+	res, err := current.NewResultFromResult(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Interfaces) != 1 || res.Interfaces[0].Name != containerIface || res.Interfaces[0].Sandbox != ns.Path() ||
+		len(res.IPs) != 1 || res.IPs[0].Interface == nil || *res.IPs[0].Interface != 0 {
+		t.Fatalf("ADD %s: result %s", id, r)
+	}
+	return res
 }
