@@ -15,6 +15,7 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
+	"github.com/opavnic/opavnic/internal/handoff"
 	"github.com/opavnic/opavnic/vema"
 	"github.com/opavnic/opavnic/vema/node"
 	"github.com/opavnic/opavnic/vnicd/engine"
@@ -68,13 +69,9 @@ type Mgmt struct {
 	refusedMu sync.Mutex
 	refused   map[uint8]string
 
-	// The data plane's hand-off (Receive): MADs waiting for the
-	// management goroutine, the free buffers they are copied into, and how
-	// many are queued or being handled (a goroutine runs while it is not 0).
-	work    chan madWork
-	free    chan *[vema.MADSize]byte
-	queued  atomic.Int32
-	working sync.WaitGroup
+	// in takes the MADs the data plane hands over (Receive) to the
+	// management goroutine.
+	in *handoff.Queue[madFrom]
 
 	// Untrusted counts MADs from a source that is not the manager, and
 	// responses nobody asked for (mgmt_untrusted).
@@ -87,11 +84,9 @@ type Mgmt struct {
 	Dropped atomic.Uint64
 }
 
-// madWork is a MAD the data plane handed to the management goroutine, with
-// what it needs of the packet that carried it.
-type madWork struct {
-	buf             *[vema.MADSize]byte
-	n               int
+// madFrom is what the management goroutine needs of the packet that
+// carried a MAD.
+type madFrom struct {
 	slid            uint32
 	src             netip.AddrPort
 	srcQPN, destQPN uint32
@@ -128,11 +123,10 @@ func NewMgmt(e *engine.Engine, cfg MgmtConfig, log *zap.Logger) *Mgmt {
 		cfg.SubnetPrefix = encap.DefaultSubnetPrefix
 	}
 	h := e.HFI()
-	m := &Mgmt{log: log.Named("mgmt"), hfi: h, cfg: cfg, sender: h.NewSender(), pending: map[uint64]chan []byte{},
-		work: make(chan madWork, MaxQueuedMADs), free: make(chan *[vema.MADSize]byte, MaxQueuedMADs)}
-	for range MaxQueuedMADs {
-		m.free <- new([vema.MADSize]byte)
-	}
+	m := &Mgmt{log: log.Named("mgmt"), hfi: h, cfg: cfg, sender: h.NewSender(), pending: map[uint64]chan []byte{}}
+	m.in = handoff.New(MaxQueuedMADs, vema.MADSize, func(mad []byte, f madFrom) {
+		m.handle(mad, f.slid, f.src, f.srcQPN, f.destQPN)
+	})
 	m.Ports = NewEnginePorts(e, cfg.Netdev)
 	m.Agent = node.NewAgent(m.Ports, nil)
 	state := vema.PortStateInit
@@ -195,38 +189,13 @@ func (m *Mgmt) Receive(pkt []byte, h encap.Header16B, src netip.AddrPort) {
 		m.Bad.Add(1)
 		return
 	}
-	var buf *[vema.MADSize]byte
-	select {
-	case buf = <-m.free:
-	default:
+	if !m.in.Put(mp.MAD, madFrom{slid: h.SLID(), src: src, srcQPN: mp.SrcQPN, destQPN: mp.DestQPN}) {
 		m.Dropped.Add(1)
-		return
-	}
-	m.work <- madWork{buf: buf, n: copy(buf[:], mp.MAD), slid: h.SLID(), src: src, srcQPN: mp.SrcQPN, destQPN: mp.DestQPN}
-	// The MAD is queued before it is counted, so a goroutine that sees the
-	// count above zero finds a MAD to take; the count going from zero
-	// starts one.
-	if m.queued.Add(1) == 1 {
-		m.working.Add(1)
-		go m.drain()
-	}
-}
-
-// drain handles queued MADs until none is left.
-func (m *Mgmt) drain() {
-	defer m.working.Done()
-	for {
-		w := <-m.work
-		m.handle(w.buf[:w.n], w.slid, w.src, w.srcQPN, w.destQPN)
-		m.free <- w.buf
-		if m.queued.Add(-1) == 0 {
-			return
-		}
 	}
 }
 
 // Wait returns once every MAD handed over so far has been handled.
-func (m *Mgmt) Wait() { m.working.Wait() }
+func (m *Mgmt) Wait() { m.in.Wait() }
 
 // handle handles one MAD from slid at src (the management goroutine).
 func (m *Mgmt) handle(mad []byte, slid uint32, src netip.AddrPort, srcQPN, destQPN uint32) {
