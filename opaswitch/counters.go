@@ -7,13 +7,13 @@ import "sync/atomic"
 // emulator's own reasons for a drop. They are atomic: the data plane adds,
 // anyone reads.
 type PortCounters struct {
-	XmitData, RcvData       atomic.Uint64 // flits (8 bytes) sent and received
-	XmitPkts, RcvPkts       atomic.Uint64
-	XmitDiscards            atomic.Uint64 // packets for this port it could not send: not Active, not cabled, refused by the kernel
-	RcvErrors               atomic.Uint64 // malformed packets received (never forwarded)
-	RcvSwitchRelayErrors    atomic.Uint64 // packets received that no table entry routes
-	RcvForeign              atomic.Uint64 // datagrams from an endpoint that is not the cable's other end
-	RcvStateDrops           atomic.Uint64 // data packets received while the port was not Active
+	XmitData, RcvData    atomic.Uint64 // flits (8 bytes) sent and received
+	XmitPkts, RcvPkts    atomic.Uint64
+	XmitDiscards         atomic.Uint64 // packets for this port it could not send: not Active, not cabled, refused by the kernel
+	RcvErrors            atomic.Uint64 // malformed packets received (never forwarded)
+	RcvSwitchRelayErrors atomic.Uint64 // packets received that no table entry routes
+	RcvForeign           atomic.Uint64 // datagrams from an endpoint that is not the cable's other end
+	RcvStateDrops        atomic.Uint64 // data packets received while the port was not Active
 }
 
 // CounterValue is one named counter.

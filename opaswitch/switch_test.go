@@ -25,8 +25,12 @@ type rig struct {
 	smpIn []int
 }
 
-func swEP(port int) netip.AddrPort   { return netip.AddrPortFrom(netip.MustParseAddr("10.9.0.1"), uint16(5000+port)) }
-func hostEP(port int) netip.AddrPort { return netip.AddrPortFrom(netip.MustParseAddr("10.9.1.1"), uint16(6000+port)) }
+func swEP(port int) netip.AddrPort {
+	return netip.AddrPortFrom(netip.MustParseAddr("10.9.0.1"), uint16(5000+port))
+}
+func hostEP(port int) netip.AddrPort {
+	return netip.AddrPortFrom(netip.MustParseAddr("10.9.1.1"), uint16(6000+port))
+}
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
