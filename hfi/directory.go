@@ -144,6 +144,11 @@ type routes struct {
 	peers  map[uint32]peerRoute   // unicast LID -> its endpoint and traffic
 	fanout map[uint32][]peerRoute // multicast LID -> member endpoints but ours
 	joined map[uint32]bool        // multicast LIDs this port is a member of
+	// uplink, when valid, is the switch port the HFI is cabled to (a
+	// switched fabric): every packet goes there, multicast too (the switch
+	// replicates it), and only packets from there are taken; the directory
+	// is not used.
+	uplink netip.AddrPort
 }
 
 // peerRoute is a unicast LID's endpoint and the port's traffic with it.
@@ -165,6 +170,9 @@ type routeMemo struct {
 // get is r.peers[lid], from the memo while lid repeats; m must be used with
 // one r only.
 func (m *routeMemo) get(r *routes, lid uint32) (peerRoute, bool) {
+	if r.uplink.IsValid() {
+		return peerRoute{ep: r.uplink}, true
+	}
 	if !m.set || lid != m.lid {
 		m.pr, m.known = r.peers[lid]
 		m.lid, m.set = lid, true

@@ -75,6 +75,7 @@ type HFI struct {
 	lid       atomic.Uint32
 	state     atomic.Uint32
 	routes    atomic.Pointer[routes]
+	uplink    atomic.Pointer[netip.AddrPort] // SetUplink
 	pkeys     atomic.Pointer[[]encap.PKey]
 	recv      [256]Receiver
 	traffic   trafficTable
@@ -191,6 +192,27 @@ func (h *HFI) HasPKey(p encap.PKey) bool {
 // Directory returns the directory in use.
 func (h *HFI) Directory() *Directory { return h.routes.Load().dir }
 
+// SetUplink puts the port on a switched fabric: ep is the switch port its
+// cable ends at. From then on every packet, unicast or multicast, is sent
+// to ep (the switch forwards it by DLID and replicates multicast), only
+// packets from ep are taken, and a multicast packet is taken for any group
+// (the switch sends only the groups the port is in). The directory is kept
+// but not used.
+func (h *HFI) SetUplink(ep netip.AddrPort) {
+	ep = netip.AddrPortFrom(ep.Addr().Unmap(), ep.Port())
+	h.uplink.Store(&ep)
+	h.routes.Store(h.newRoutes(h.routes.Load().dir, h.lid.Load()))
+}
+
+// Uplink returns the switch port the HFI is cabled to, if it is on a
+// switched fabric.
+func (h *HFI) Uplink() (netip.AddrPort, bool) {
+	if up := h.uplink.Load(); up != nil {
+		return *up, true
+	}
+	return netip.AddrPort{}, false
+}
+
 // SetDirectory swaps in a new directory. Packets in flight see either the old
 // or the new one, never a mix.
 func (h *HFI) SetDirectory(d *Directory) { h.routes.Store(h.newRoutes(d, h.lid.Load())) }
@@ -198,7 +220,11 @@ func (h *HFI) SetDirectory(d *Directory) { h.routes.Store(h.newRoutes(d, h.lid.L
 // newRoutes makes d's routes for port self, with the traffic entries of its
 // LIDs.
 func (h *HFI) newRoutes(d *Directory, self uint32) *routes {
-	return newRoutes(d, self, h.traffic.entries(d))
+	r := newRoutes(d, self, h.traffic.entries(d))
+	if up := h.uplink.Load(); up != nil {
+		r.uplink = *up
+	}
+	return r
 }
 
 // Run receives until ctx is done or the transport is closed. It returns nil
@@ -401,7 +427,7 @@ func (h *HFI) receiveBatch(msgs []Message, recv *[256]Receiver) {
 			continue
 		}
 		if dlid := hdr.DLID(); dlid != self || self == 0 {
-			if !(dlid == encap.LID16BPermissive || encap.Is16BMulticast(dlid) && r.joined[dlid]) {
+			if !(dlid == encap.LID16BPermissive || encap.Is16BMulticast(dlid) && (r.joined[dlid] || r.uplink.IsValid())) {
 				c.RcvErrors.Add(1)
 				c.RcvBadDLID.Add(1)
 				continue
@@ -468,6 +494,10 @@ func (s *Sender) Send(pkts [][]byte) {
 	var dst routeMemo // runs of packets go to one DLID
 	for _, pkt := range pkts {
 		dlid := encap.Header16B(pkt).DLID()
+		if encap.Is16BMulticast(dlid) && r.uplink.IsValid() {
+			s.add(pkt, r.uplink, nil)
+			continue
+		}
 		if encap.Is16BMulticast(dlid) {
 			prs, ok := r.fanout[dlid]
 			if !ok {
