@@ -17,6 +17,7 @@ import (
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/hfi/hfitest"
+	"github.com/opavnic/opavnic/internal/waitfor"
 	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/engine/enginetest"
 	"github.com/opavnic/opavnic/vnicd/nstest"
@@ -408,15 +409,10 @@ func TestDataPlaneUnfollowedDeviceLeavesLoop(t *testing.T) {
 	defer runDataPlane(t, e)()
 	dev.MoveAway("elsewhere", "vnic0")
 	p := e.Port(0)
-	for deadline := time.Now().Add(2 * time.Second); p.LinkUp() && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if p.LinkUp() {
-		t.Fatal("the port's link is still up after its netdev was lost")
-	}
+	waitfor.Until(t, 2*time.Second, "the port's link down after its netdev was lost", func() bool { return !p.LinkUp() })
 	time.Sleep(50 * time.Millisecond) // a read already under way ends
 	before := p.Counters.TxFifoErrors.Load()
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // the window in which no more may be counted
 	if after := p.Counters.TxFifoErrors.Load(); after != before {
 		t.Errorf("tx_fifo_errors went from %d to %d in 300 ms after the netdev was lost", before, after)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/hfi/hfitest"
 	"github.com/opavnic/opavnic/internal/race"
+	"github.com/opavnic/opavnic/internal/waitfor"
 	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/engine/enginetest"
 	"github.com/opavnic/opavnic/vnicd/tap"
@@ -252,10 +253,7 @@ func TestEthMTUBelowMinimum(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &a.Engine.Port(0).Counters
-	deadline := time.Now().Add(2 * time.Second)
-	for c.TxFifoErrors.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitfor.Poll(2*time.Second, func() bool { return c.TxFifoErrors.Load() != 0 })
 	if got := c.TxFifoErrors.Load(); got != 1 {
 		t.Errorf("a %d-byte frame: tx_fifo_errors %d, want 1 (longer than min_mtu + 18)", 68+18+1, got)
 	}
@@ -293,9 +291,7 @@ func TestEngineRefusedFrameNotReceived(t *testing.T) {
 		t.Fatalf("b's second frame has %d bytes, want 260 (the 400-byte one refused)", got)
 	}
 	c := &b.Engine.Port(0).Counters
-	for deadline := time.Now().Add(2 * time.Second); c.RxFifoErrors.Load() == 0 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
+	waitfor.Poll(2*time.Second, func() bool { return c.RxFifoErrors.Load() != 0 })
 	got := map[string]uint64{}
 	for _, v := range c.Snapshot() {
 		got[v.Name] = v.Value

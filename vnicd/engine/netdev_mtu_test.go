@@ -12,6 +12,7 @@ import (
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/hfi/hfitest"
+	"github.com/opavnic/opavnic/internal/waitfor"
 	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/engine/enginetest"
 	"github.com/opavnic/opavnic/vnicd/nstest"
@@ -53,27 +54,24 @@ func TestNetdevMTUNotAboveEthMTU(t *testing.T) {
 	pc := enginetest.PortConfig(enginetest.LIDA, 1, 0x8001)
 	e, _, l := tapPort(t, ns, pc)
 	name := l.Attrs().Name
-	time.Sleep(100 * time.Millisecond) // the link watcher has the first state
+	// The watcher lowers the MTU whether it sees 9000 as a change or as
+	// the first state it reads.
 	if err := ns.Netlink().LinkSetMTU(l, 9000); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for nstest.LinkMTU(t, ns, name) > int(pc.VESW.EthMTU) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitfor.Poll(2*time.Second, func() bool { return nstest.LinkMTU(t, ns, name) <= int(pc.VESW.EthMTU) })
 	if got := nstest.LinkMTU(t, ns, name); got > int(pc.VESW.EthMTU) {
 		t.Errorf("netdev MTU %d stays above eth_mtu %d", got, pc.VESW.EthMTU)
 	}
 
-	// A lower MTU is the user's to keep: a later Set does not raise it.
+	// A lower MTU is the user's to keep: a later Set (which makes its
+	// netdev calls before it returns) does not raise it.
 	if err := ns.Netlink().LinkSetMTU(l, 1400); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
 	if err := e.SetPort(0, pc, engine.NetdevConfig{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
 	if got := nstest.LinkMTU(t, ns, name); got != 1400 {
 		t.Errorf("netdev MTU %d after a Set, want the user's 1400", got)
 	}

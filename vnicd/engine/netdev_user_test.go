@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opavnic/opavnic/internal/waitfor"
 	"github.com/opavnic/opavnic/vnicd/engine"
 	"github.com/opavnic/opavnic/vnicd/nstest"
 )
@@ -26,10 +27,7 @@ func ipIn(t *testing.T, ns *nstest.NS, args ...string) {
 // operWithin waits up to within for port p's oper state to be want.
 func operWithin(t *testing.T, p *engine.Port, want uint8, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for p.OperState() != want && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitfor.Poll(within, func() bool { return p.OperState() == want })
 	if got := p.OperState(); got != want {
 		t.Fatalf("vport %d oper state %d (link up %v), want %d", p.VPort(), got, p.LinkUp(), want)
 	}
@@ -52,7 +50,9 @@ func TestBridgePortReleased(t *testing.T) {
 		} else {
 			ipIn(t, a.ns, "link", "del", br)
 		}
-		time.Sleep(200 * time.Millisecond) // the watcher's events
+		// The window in which a wrong "deleted" event would take the port
+		// down; then it must be forwarding.
+		time.Sleep(200 * time.Millisecond)
 		operWithin(t, pa, engine.StateForwarding, time.Second)
 		b.ns.PingWithin(t, "192.168.73.1", 5*time.Second)
 	}
@@ -116,10 +116,7 @@ func TestNetdevRenamedByHand(t *testing.T) {
 	ipIn(t, a.ns, "link", "set", "vnic0", "name", "lan0")
 	ipIn(t, a.ns, "link", "set", "lan0", "up")
 	operWithin(t, pa, engine.StateForwarding, 2*time.Second)
-	deadline := time.Now().Add(time.Second)
-	for pa.Netdev().Name() != "lan0" && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitfor.Poll(time.Second, func() bool { return pa.Netdev().Name() == "lan0" })
 	if got := pa.Netdev().Name(); got != "lan0" {
 		t.Errorf("vport 0's netdev is %q after its rename, want lan0", got)
 	}
@@ -135,9 +132,9 @@ func TestDeletedNetdevNotCounted(t *testing.T) {
 	pa := a.engine.Port(0)
 	ipIn(t, a.ns, "link", "del", "vnic0")
 	operWithin(t, pa, engine.StateDropAll, 2*time.Second)
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // a read already under way ends
 	before := pa.Counters.TxFifoErrors.Load()
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // the window in which no more may be counted
 	if after := pa.Counters.TxFifoErrors.Load(); after != before {
 		t.Errorf("tx_fifo_errors went from %d to %d in 300 ms after the netdev's deletion", before, after)
 	}
@@ -158,10 +155,7 @@ func TestNetdevNamespaceDeleted(t *testing.T) {
 	ipIn(t, a.ns, "link", "set", "vnic0", "netns", c.Name())
 	ipIn(t, c, "link", "set", "vnic0", "up")
 	operWithin(t, pa, engine.StateForwarding, 2*time.Second)
-	deadline := time.Now().Add(2 * time.Second)
-	for pa.NetNS() != c.Name() && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitfor.Poll(2*time.Second, func() bool { return pa.NetNS() == c.Name() })
 	if pa.NetNS() != c.Name() {
 		t.Fatalf("vport 0 is in netns %q, want %q", pa.NetNS(), c.Name())
 	}

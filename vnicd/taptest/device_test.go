@@ -157,7 +157,7 @@ func TestCloseUnblocksRead(t *testing.T) {
 		_, err := b.Read(bufs, sizes, 0)
 		errc <- err
 	}()
-	time.Sleep(20 * time.Millisecond)
+	time.Sleep(20 * time.Millisecond) // most likely blocked in Read by now; Close unblocks it either way
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
