@@ -10,7 +10,7 @@ import (
 // (C14-6, C14-9, C14-13) as linux drivers/infiniband/core/smi.c applies them
 // to OPA SMPs (opa_smi_handle_dr_smp_recv, opa_smi_handle_dr_smp_send,
 // opa_smi_check_forward_dr_smp, opa_smi_get_fwd_port); docs/management.md
-// "Directed-route forwarding". An SMP on its way out (D = 0) walks
+// §8.1. An SMP on its way out (D = 0) walks
 // InitialPath with HopPtr counting up from 1 to HopCnt and records its
 // ingress ports in ReturnPath; the reply (D = 1) walks ReturnPath back with
 // HopPtr counting down to 0. Every node of the path calls DRRecv on what it

@@ -80,7 +80,7 @@ var (
 	hfi   = DRNode{NumPorts: 1}
 )
 
-// TestDRWorkedExample walks docs/management.md's worked example (SM on an
+// TestDRWorkedExample walks the worked example of docs/management.md §8.1 (SM on an
 // HFI, port 1 -> S1 in 3 out 7 -> S2 in 12, Get NodeInfo of S2) byte for
 // byte at every hop, the request out and the reply back.
 func TestDRWorkedExample(t *testing.T) {
@@ -197,7 +197,7 @@ func TestDRThreeSwitches(t *testing.T) {
 	}
 }
 
-// TestDRLRDR walks the mixed form of docs/management.md: an SMP LID-routed
+// TestDRLRDR walks the LR-DR form of docs/management.md §8.1: an SMP LID-routed
 // from the SM (LID 1) to its parent switch (LID 5), DR from there out of
 // port 17 to an HFI, and the reply back LID-routed from the switch.
 func TestDRLRDR(t *testing.T) {

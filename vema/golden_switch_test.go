@@ -5,8 +5,8 @@ import "math/rand/v2"
 // Golden vectors of the switch attributes, written by hand at the offsets
 // and bit positions of opa-ff stl_sm_types.h (STL_SWITCH_INFO,
 // STL_LINEAR_FORWARDING_TABLE, STL_MULTICAST_FORWARDING_TABLE,
-// STL_PORT_STATE_INFO, STL_AGGREGATE) as docs/management.md "Switch
-// attributes" tabulates them. They join goldens(), so the golden,
+// STL_PORT_STATE_INFO, STL_AGGREGATE) as docs/management.md §8.2
+// summarises them. They join goldens(), so the golden,
 // short-input, round-trip and fuzz tests cover them.
 
 func switchGoldens() []golden {
@@ -87,8 +87,8 @@ func goldenLFTBlock() golden {
 	return golden{name: "LFTBlock", val: &v, want: lftBlockBytes(), zero: func() codec { return new(LFTBlock) }}
 }
 
-// mftBlockBytes: entry 0 holds ports 0 and 63 (bit 0 of byte 7, bit 7 of
-// byte 0, FABRIC-style wire rule of docs/management.md), entry 1 ports 1
+// mftBlockBytes: entry 0 holds ports 0 and 63 (bit 0 of byte 7 and bit 7 of
+// byte 0: bit 0 is the least significant bit of the BE64), entry 1 ports 1
 // and 9, the others distinct bytes.
 func mftBlockBytes() []byte {
 	w := make([]byte, 64)

@@ -3,7 +3,7 @@ package vema
 import "github.com/opavnic/opavnic/encap"
 
 // Switch attribute IDs not already in the SMP list (opa-ff stl_sm_types.h
-// STL_MCLASS_ATTRIB_ID_*; docs/management.md "Switch attributes").
+// STL_MCLASS_ATTRIB_ID_*; docs/management.md §8.2).
 const (
 	SMPAttrLinearForwardingTable    uint16 = 0x0019
 	SMPAttrMulticastForwardingTable uint16 = 0x001B
@@ -51,7 +51,7 @@ const (
 )
 
 // SwitchInfo is the OPA SwitchInfo attribute, 0x0012 (opa-ff STL_SWITCH_INFO,
-// 84 bytes; docs/management.md "Switch attributes"). Bit fields are separate
+// 84 bytes; docs/management.md §8.2). Bit fields are separate
 // Go fields; AppendBinary returns ErrRange for a value wider than its field.
 //
 //	off bits  field

@@ -30,7 +30,7 @@ func TestSwitchSizes(t *testing.T) {
 }
 
 // TestAttrModGolden checks the modifiers against the layouts opa-ff
-// stl_sm_types.h draws and the examples docs/management.md gives.
+// stl_sm_types.h draws and the opa-fm examples docs/management.md §8.2 cites.
 func TestAttrModGolden(t *testing.T) {
 	enc := func(am uint32, err error) uint32 {
 		t.Helper()
