@@ -212,3 +212,93 @@ func TestSplitAggregate(t *testing.T) {
 		t.Fatalf("truncated: %v", err)
 	}
 }
+
+// TestSwitchSMPGolden checks whole SMPs carrying the switch tables, written
+// by hand: header offsets of struct opa_smp, modifiers as opa-ff draws them,
+// the blocks back to back from the data offset.
+func TestSwitchSMPGolden(t *testing.T) {
+	build := func(s SMP, blocks ...codec) []byte {
+		t.Helper()
+		for _, b := range blocks {
+			var err error
+			if s.Data, err = b.AppendBinary(s.Data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, err := s.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	am := func(v uint32, err error) uint32 {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+
+	// LID-routed Set of LFT blocks 0x300 and 0x301, as opa-fm's multiblock
+	// writes once a switch is reachable.
+	var drop LFTBlock
+	for i := range drop {
+		drop[i] = LFTDrop
+	}
+	lft := goldenLFTBlock().val.(*LFTBlock)
+	got := build(SMP{SMPHeader: SMPHeader{BaseVersion: 0x80, MgmtClass: ClassSubnLIDRouted, ClassVersion: 0x80,
+		Method: MethodSet, TID: 0x10, AttrID: SMPAttrLinearForwardingTable,
+		AttrMod: am(LFTAttrMod{NumBlocks: 2, Block: 0x300}.Encode())}}, lft, &drop)
+	want := make([]byte, 32+128)
+	put(want, 0, 0x80, 0x01, 0x80, 0x02)             // base, LID routed, class_version, Set
+	put(want, 15, 0x10)                              // tid
+	put(want, 16, 0x00, 0x19)                        // LinearForwardingTable
+	put(want, 20, 0x02, 0x00, 0x03, 0x00)            // N = 2, block 0x300
+	put(want, 32, lftBlockBytes()...)                // block 0x300
+	put(want, 96, bytes.Repeat([]byte{0xFF}, 64)...) // block 0x301: no routes
+	if !bytes.Equal(got, want) {
+		t.Fatalf("LFT Set:\n got %x\nwant %x", got, want)
+	}
+
+	// LID-routed Set of MFT block 2, position 1 (ports 64-127).
+	mft := goldenMFTBlock().val.(*MFTBlock)
+	got = build(SMP{SMPHeader: SMPHeader{BaseVersion: 0x80, MgmtClass: ClassSubnLIDRouted, ClassVersion: 0x80,
+		Method: MethodSet, TID: 0x11, AttrID: SMPAttrMulticastForwardingTable,
+		AttrMod: am(MFTAttrMod{NumBlocks: 1, Position: 1, Block: 2}.Encode())}}, mft)
+	want = make([]byte, 32+64)
+	put(want, 0, 0x80, 0x01, 0x80, 0x02)
+	put(want, 15, 0x11)
+	put(want, 16, 0x00, 0x1B)             // MulticastForwardingTable
+	put(want, 20, 0x01, 0x40, 0x00, 0x02) // N = 1, position 1 (bits 23:22), block 2
+	put(want, 32, mftBlockBytes()...)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("MFT Set:\n got %x\nwant %x", got, want)
+	}
+
+	// DR GetResp of PortStateInfo for ports 0-2 of a switch one hop away:
+	// port 0 Active, port 1 Active/LinkUp, port 2 Down/Polling.
+	ps := []PortStateInfo{{PortPhysStatePortState: 0x54}, {LEDEnableOfflineReason: 0x10, PortPhysStatePortState: 0x54,
+		LinkWidthDowngradeTxActive: 8, LinkWidthDowngradeRxActive: 8}, {PortPhysStatePortState: 0x21}}
+	s := SMP{SMPHeader: SMPHeader{BaseVersion: 0x80, MgmtClass: ClassSubnDirectedRoute, ClassVersion: 0x80,
+		Method: MethodGetResp, Status: StatusDirection, HopPtr: 1, HopCnt: 1, TID: 0x12, AttrID: SMPAttrPortStateInfo,
+		AttrMod: am(PortsAttrMod{NumPorts: 3}.Encode())}}
+	s.DR.DRSLID, s.DR.DRDLID = encap.LIDPermissive, encap.LIDPermissive
+	s.DR.InitialPath[1], s.DR.ReturnPath[1] = 1, 5
+	got = build(s, &ps[0], &ps[1], &ps[2])
+	want = make([]byte, 176+24)
+	put(want, 0, 0x80, 0x81, 0x80, 0x81)         // base, DR, class_version, GetResp
+	put(want, 4, 0x80, 0x00, 0x01, 0x01)         // D; hop_ptr 1, hop_cnt 1
+	put(want, 15, 0x12)                          // tid
+	put(want, 16, 0x00, 0x87)                    // PortStateInfo
+	put(want, 20, 0x03, 0x00, 0x00, 0x00)        // N = 3 from port 0
+	put(want, 32, 0xFF, 0xFF, 0xFF, 0xFF)        // dr_slid
+	put(want, 36, 0xFF, 0xFF, 0xFF, 0xFF)        // dr_dlid
+	put(want, 41, 0x01)                          // initial_path[1]
+	put(want, 105, 0x05)                         // return_path[1]
+	put(want, 176, 0, 0, 0, 0x54, 0, 0, 0, 0)    // port 0: LinkUp, Active
+	put(want, 184, 0, 0x10, 0, 0x54, 0, 8, 0, 8) // port 1: NeighborNormal, LinkUp, Active, 4X/4X
+	put(want, 192, 0, 0, 0, 0x21, 0, 0, 0, 0)    // port 2: Polling, Down
+	if !bytes.Equal(got, want) {
+		t.Fatalf("PortStateInfo GetResp:\n got %x\nwant %x", got, want)
+	}
+}
