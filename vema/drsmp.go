@@ -117,16 +117,15 @@ func (n DRNode) validPort(p uint8) bool { return p >= 1 && p <= n.NumPorts }
 // link port inPort of node n, and for an SMP that goes on, the send rules
 // too, so the caller only has to act:
 //
-//   - DRForward, port: send s out of port. Outbound, s passed an
-//     intermediate switch: ReturnPath[HopPtr] = inPort, then HopPtr+1 and
-//     port = InitialPath[HopPtr]. Returning: HopPtr-1 and port =
-//     ReturnPath[HopPtr].
+//   - DRForward, port: send s out of port; n is an intermediate switch.
+//     Outbound: ReturnPath[HopPtr] = inPort, then HopPtr+1 and port =
+//     InitialPath[HopPtr]. Returning: HopPtr-1 and port = ReturnPath[HopPtr].
 //   - DRDeliver: outbound, s reached the end of its path (HopPtr ==
 //     HopCnt, DRDLID permissive): ReturnPath[HopCnt] = inPort when HopCnt >
-//     0 and HopPtr = HopCnt+1, as the SMA expects it; it is also DRDeliver
-//     at HopPtr == HopCnt+1, the LID-routed tail of a DR-LR SMP. Returning,
-//     s reached its requester: HopPtr 1 -> 0 with DRSLID permissive, or
-//     HopPtr already 0.
+//     0 and HopPtr = HopCnt+1, as the SMA expects it. An outbound SMP that
+//     arrives at HopPtr == HopCnt+1 (the LID-routed tail of a DR-LR SMP) is
+//     delivered as it is. Returning, s reached its requester: HopPtr 1 -> 0
+//     with DRSLID permissive, or HopPtr already 0.
 //   - DRLIDRoute (switches only): outbound at the end of the DR part with
 //     DRDLID not permissive (ReturnPath[HopCnt] = inPort, HopPtr = HopCnt+1);
 //     returning at HopPtr 1 with DRSLID not permissive (HopPtr = 0). The
