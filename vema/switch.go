@@ -51,8 +51,8 @@ const (
 )
 
 // SwitchInfo is the OPA SwitchInfo attribute, 0x0012 (opa-ff STL_SWITCH_INFO,
-// 84 bytes; docs/management.md §8.2). Bit fields are separate
-// Go fields; AppendBinary returns ErrRange for a value wider than its field.
+// 84 bytes; docs/management.md §8.2). Bit fields are separate Go fields;
+// AppendBinary returns ErrRange for a value wider than its field.
 //
 //	off bits  field
 //	  0       LinearFDBCap (4)
