@@ -23,13 +23,26 @@
 //     cap_mask2 bit that announces OPA path records.
 //   - docs/management.md §3: the directory class, the emulation's own
 //     (DirectoryBlock, MulticastBlock).
+//   - docs/management.md §8.2: the switch attributes (opa-ff
+//     stl_sm_types.h): SwitchInfo (84), LinearForwardingTable blocks
+//     (LFTBlock, 64 ports), MulticastForwardingTable blocks (MFTBlock, 8 port
+//     masks), PortStateInfo (8 per port) and Aggregate segments
+//     (AggregateHeader, AggregateSegment, SplitAggregate); the attribute
+//     modifiers of all SMP attributes in one place (PortsAttrMod, LFTAttrMod,
+//     MFTAttrMod, AggregateAttrMod, PortInfoAttrMod) and the LID-to-entry
+//     helpers (LFTIndex, MFTIndex, MFTPortBit).
+//   - docs/management.md §8.1: the directed-route hop rules of linux smi.c as
+//     pure functions of an SMP and the node running them (SMP.DRRecv,
+//     SMP.DRSend, DRNode, DRAction, DRDropReason), the request layout
+//     (SMP.SetDirectedRoute) and the SMA's answer (SMP.Reply).
 //
 // What it does not do: no I/O, no 16B framing (package encap), no agent or
 // manager behaviour (who answers what, with which status, when to trap: the
-// node's agents are package vema/node, the manager package vema/fm), no
-// directed-route hop handling. The few helpers beyond layout name what a field
-// value means in the kernel (the MAC-table request rule, the DLID bits of a MAC
-// entry, the power-on VESWPortInfo), so the agent and the manager read the same
+// node's agents are package vema/node, the manager package vema/fm). The hop
+// rules decide what a node does with a DR SMP but send nothing, and know no
+// port states. The few helpers beyond layout name what a field value means in
+// the kernel (the MAC-table request rule, the DLID bits of a MAC entry, the
+// power-on VESWPortInfo), so the agent and the manager read the same
 // definition.
 //
 // Conventions. Every type is a plain struct with value fields (6-byte MACs as

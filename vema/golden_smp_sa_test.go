@@ -371,7 +371,7 @@ func goldenIBPathRecord() golden {
 // goldens lists every hand-written vector; the golden, short-input and fuzz
 // tests all start from it.
 func goldens() []golden {
-	return []golden{
+	return append([]golden{
 		goldenMADHeader(), goldenRMPPHeader(), goldenVendorHeader(), goldenMAD(), goldenTrapMAD(),
 		goldenVESWPortTrap(), goldenNotice(), goldenClassPortInfo(), goldenVESWInfo(),
 		goldenPerVESWPortInfo(), goldenVESWPortInfo(), goldenMACTableHeader(), goldenMACTableEntry(),
@@ -380,5 +380,5 @@ func goldens() []golden {
 		goldenSMPHeader(), goldenSMPLID(), goldenSMPDR(), goldenNodeInfo(), goldenNodeDescription(),
 		goldenPortInfo(), goldenSMPNotice(),
 		goldenSAHeader(), goldenSAMAD(), goldenPathRecord(), goldenIBPathRecord(),
-	}
+	}, switchGoldens()...)
 }

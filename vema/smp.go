@@ -6,27 +6,6 @@ import (
 	"github.com/opavnic/opavnic/encap"
 )
 
-// SMP attribute-modifier pieces (hfi1 mad.h OPA_AM_*; docs/linux-compat.md §9.5).
-const (
-	// SMPAttrModNPort1 is N = 1 in bits 31:24, which PortInfo and
-	// PortStateInfo require.
-	SMPAttrModNPort1 uint32 = 1 << 24
-	// SMPAttrModStartSMConfig is bit 9, S: start of SM configuration
-	// (OPA_AM_START_SM_CFG); Init->Armed needs it first.
-	SMPAttrModStartSMConfig uint32 = 1 << 9
-)
-
-// PortInfoAttrMod returns the attribute modifier an FM puts on a PortInfo
-// Get or Set for one port: N = 1, the port number in bits 7:0, and S when
-// startSMConfig.
-func PortInfoAttrMod(port uint8, startSMConfig bool) uint32 {
-	am := SMPAttrModNPort1 | uint32(port)
-	if startSMConfig {
-		am |= SMPAttrModStartSMConfig
-	}
-	return am
-}
-
 // SMPHeader is the first 32 bytes of struct opa_smp, the whole header of a
 // LID-routed SMP (docs/linux-compat.md §9.3):
 //
