@@ -64,16 +64,28 @@ func runSwitch(t *testing.T, n *hfitest.Network, id int, cables map[int]netip.Ad
 			t.Fatal(err)
 		}
 	}
+	runUntilCleanup(t, sw)
+	return sw
+}
+
+// runUntilCleanup runs sw's data plane until the test ends; it must then
+// stop at once and cleanly, and the SMA finish what it has.
+func runUntilCleanup(t *testing.T, sw *opaswitch.Switch) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- sw.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("Run did not return within 5 s of its context's end")
 		}
+		sw.WaitSMA()
 	})
-	return sw
 }
 
 // TestVNICAcrossThreeSwitches: two engines' HFIs, each cabled to a leaf,

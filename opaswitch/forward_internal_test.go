@@ -6,6 +6,7 @@ import (
 
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
+	"github.com/opavnic/opavnic/vema"
 )
 
 // sink is a cable transport that takes every datagram and keeps none.
@@ -89,4 +90,25 @@ func TestForwardAllocatesNothing(t *testing.T) {
 	if n := testing.AllocsPerRun(1000, func() { s.receive(in, pkt, in.peer) }); n != 0 {
 		t.Errorf("receive allocates %.1f times per packet", n)
 	}
+}
+
+// FuzzSMA feeds the switch's SMA any packet on any port, and the data
+// plane any datagram: nothing panics, and the SMA answers or counts.
+func FuzzSMA(f *testing.F) {
+	s, _ := benchSwitch(f)
+	smp := vema.SMP{SMPHeader: vema.SMPHeader{BaseVersion: vema.BaseVersion, ClassVersion: vema.SMPClassVersion,
+		Method: vema.MethodGet, TID: 1, AttrID: vema.SMPAttrNodeInfo}}
+	_ = smp.SetDirectedRoute(1, 2)
+	mad, _ := smp.MarshalBinary()
+	pkt, _ := encap.AppendMgmt(nil, &encap.MgmtParams{SLID: encap.LID16BPermissive, DLID: encap.LID16BPermissive, SC: 15, PKey: 0x7FFF}, mad)
+	f.Add(pkt, uint8(1))
+	f.Add(packet(f, 0x12, 60), uint8(2))
+	f.Fuzz(func(t *testing.T, pkt []byte, in uint8) {
+		port := int(in%2) + 1
+		s.handleSMP(pkt, port)
+		s.receive(s.ports[port], pkt, s.ports[port].peer)
+		for _, p := range s.ports[1:] {
+			s.flushPort(p)
+		}
+	})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/opavnic/opavnic/encap"
 	"github.com/opavnic/opavnic/hfi"
 	"github.com/opavnic/opavnic/internal/handoff"
+	"github.com/opavnic/opavnic/vema"
 )
 
 // PortState is a port's logical state, as PortInfo's PortState field has
@@ -68,8 +69,8 @@ type Config struct {
 	NumPorts int // external ports; 0 means DefaultPorts
 	Cables   []Cable
 	// SMA, when set, takes the packets for the switch's own management
-	// port (port 0): directed-route SMPs and LID-routed packets to the
-	// switch's LID. It runs off the data plane, on a copy of the packet;
+	// port (port 0) in place of the switch's subnet management agent: a
+	// test's probe. It runs off the data plane, on a copy of the packet;
 	// inPort is the port the packet came in on.
 	SMA func(pkt []byte, inPort int)
 }
@@ -115,9 +116,12 @@ type Switch struct {
 	Tables Tables
 
 	sma *handoff.Queue[int]
+	st  smaState
 
+	// SMA counts what the switch's SMA did not answer or pass on.
+	SMA SMACounters
 	// SMADrops counts packets for port 0 dropped because the SMA was
-	// MaxQueuedSMPs behind, or because the switch has no SMA.
+	// MaxQueuedSMPs behind.
 	SMADrops atomic.Uint64
 }
 
@@ -126,8 +130,9 @@ type Switch struct {
 const MaxQueuedSMPs = 64
 
 // New makes a switch. Every cable's port must be in 1..NumPorts and
-// carry one cable at most. Ports start Down; a cabled port goes to Init
-// when its link is up (SetState).
+// carry one cable at most. A cabled port starts Init (its link is taken
+// as up: the emulator has no link training), an uncabled one Down; the SM
+// brings them up.
 func New(cfg Config) (*Switch, error) {
 	n := cfg.NumPorts
 	if n == 0 {
@@ -141,6 +146,8 @@ func New(cfg Config) (*Switch, error) {
 		s.ports[i] = &Port{num: i}
 		s.ports[i].SetState(StateDown)
 	}
+	s.st.port0, s.st.smStarted = StateInit, make([]bool, n+1)
+	s.st.desc = vema.NodeDescriptionFrom(cfg.Name)
 	for _, c := range cfg.Cables {
 		if c.Port < 1 || c.Port > n {
 			return nil, fmt.Errorf("opaswitch: %s: cable on port %d: the switch has ports 1..%d", cfg.Name, c.Port, n)
@@ -153,11 +160,14 @@ func New(cfg Config) (*Switch, error) {
 			return nil, fmt.Errorf("opaswitch: %s: port %d: a cable needs a transport and the endpoint of its other end", cfg.Name, c.Port)
 		}
 		p.tr, p.peer = c.Transport, unmap(c.Peer)
+		p.SetState(StateInit)
 		p.out = make([]hfi.Message, 0, c.Transport.BatchSize())
 	}
+	handle := s.handleSMP
 	if cfg.SMA != nil {
-		s.sma = handoff.New(MaxQueuedSMPs, encap.MaxPacketLen, func(pkt []byte, in int) { cfg.SMA(pkt, in) })
+		handle = cfg.SMA
 	}
+	s.sma = handoff.New(MaxQueuedSMPs, encap.MaxPacketLen, handle)
 	return s, nil
 }
 
@@ -182,11 +192,7 @@ func (s *Switch) Port(n int) *Port {
 
 // WaitSMA returns once every packet handed to the SMA so far has been
 // handled.
-func (s *Switch) WaitSMA() {
-	if s.sma != nil {
-		s.sma.Wait()
-	}
-}
+func (s *Switch) WaitSMA() { s.sma.Wait() }
 
 // ErrNotCabled is Send's error for a port without a cable.
 var ErrNotCabled = errors.New("opaswitch: the port has no cable")
@@ -305,7 +311,7 @@ func (s *Switch) flushPort(p *Port) {
 
 // toSMA hands a packet for port 0 to the SMA.
 func (s *Switch) toSMA(pkt []byte, in int) {
-	if s.sma == nil || !s.sma.Put(pkt, in) {
+	if !s.sma.Put(pkt, in) {
 		s.SMADrops.Add(1)
 	}
 }

@@ -2,7 +2,6 @@ package opaswitch_test
 
 import (
 	"bytes"
-	"context"
 	"net/netip"
 	"sync"
 	"testing"
@@ -76,21 +75,7 @@ func newRig(t *testing.T) *rig {
 	if err := sw.Tables.SetMFTBlock(0, 0, [8]uint64{0, 0b1111, 0b0110}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sw.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Error("Run did not return within 5 s of its context's end")
-		}
-		sw.WaitSMA()
-	})
+	runUntilCleanup(t, sw)
 	return r
 }
 
