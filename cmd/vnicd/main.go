@@ -125,7 +125,16 @@ func run(args []string) int {
 		defer pprof.StopCPUProfile()
 	}
 	log.Info("vnicd starting", zap.String("build", buildinfo.Read().String()), zap.String("config", *flags.Config))
+	started := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			log.Info("signal received while starting: vnicd stops once it has started")
+		case <-started:
+		}
+	}()
 	d, err := vnicd.NewDaemon(cfg, engine.TAPFactory(log), log)
+	close(started)
 	if err != nil {
 		if errors.Is(err, os.ErrPermission) {
 			// Most often vnicd run as an ordinary user: say what it needs.
