@@ -190,6 +190,16 @@ func (s *Switch) Port(n int) *Port {
 	return s.ports[n]
 }
 
+// Close closes the switch's cables, for a switch that never ran: Run
+// closes them when it returns.
+func (s *Switch) Close() {
+	for _, p := range s.ports[1:] {
+		if p.tr != nil {
+			p.tr.Close()
+		}
+	}
+}
+
 // WaitSMA returns once every packet handed to the SMA so far has been
 // handled.
 func (s *Switch) WaitSMA() { s.sma.Wait() }
