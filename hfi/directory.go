@@ -170,9 +170,6 @@ type routeMemo struct {
 // get is r.peers[lid], from the memo while lid repeats; m must be used with
 // one r only.
 func (m *routeMemo) get(r *routes, lid uint32) (peerRoute, bool) {
-	if r.uplink.IsValid() {
-		return peerRoute{ep: r.uplink}, true
-	}
 	if !m.set || lid != m.lid {
 		m.pr, m.known = r.peers[lid]
 		m.lid, m.set = lid, true

@@ -403,6 +403,10 @@ func (h *HFI) receiveBatch(msgs []Message, recv *[256]Receiver) {
 	var used [2]Receiver
 	from := tally{rx: true}
 	var src routeMemo // a batch's datagrams mostly come from one peer
+	// On a switched fabric every packet comes from the uplink (decided
+	// once a batch: the mesh's per-packet path stays as it is).
+	switched := r.uplink.IsValid()
+	uplink := peerRoute{ep: r.uplink}
 	for i := range msgs {
 		pkt := msgs[i].Buf[:msgs[i].N]
 		hdr, err := encap.Parse(pkt, h.verify)
@@ -415,7 +419,13 @@ func (h *HFI) receiveBatch(msgs []Message, recv *[256]Receiver) {
 			}
 			continue
 		}
-		pr, ok := src.get(r, hdr.SLID())
+		var pr peerRoute
+		var ok bool
+		if switched {
+			pr, ok = uplink, true
+		} else {
+			pr, ok = src.get(r, hdr.SLID())
+		}
 		ok = ok && pr.ep == msgs[i].Addr
 		if !ok && !(h.trustMgmt && hdr.L4() == encap.L4FabricMgt) {
 			c.RcvErrors.Add(1)
@@ -427,7 +437,7 @@ func (h *HFI) receiveBatch(msgs []Message, recv *[256]Receiver) {
 			continue
 		}
 		if dlid := hdr.DLID(); dlid != self || self == 0 {
-			if !(dlid == encap.LID16BPermissive || encap.Is16BMulticast(dlid) && (r.joined[dlid] || r.uplink.IsValid())) {
+			if !(dlid == encap.LID16BPermissive || encap.Is16BMulticast(dlid) && (r.joined[dlid] || switched)) {
 				c.RcvErrors.Add(1)
 				c.RcvBadDLID.Add(1)
 				continue
@@ -491,13 +501,18 @@ func (s *Sender) Send(pkts [][]byte) {
 	h := s.h
 	r := h.routes.Load()
 	c := &h.Counters
+	if up := r.uplink; up.IsValid() {
+		// A switched fabric: the switch routes every packet, and
+		// replicates multicast.
+		for _, pkt := range pkts {
+			s.add(pkt, up, nil)
+		}
+		s.flush()
+		return
+	}
 	var dst routeMemo // runs of packets go to one DLID
 	for _, pkt := range pkts {
 		dlid := encap.Header16B(pkt).DLID()
-		if encap.Is16BMulticast(dlid) && r.uplink.IsValid() {
-			s.add(pkt, r.uplink, nil)
-			continue
-		}
 		if encap.Is16BMulticast(dlid) {
 			prs, ok := r.fanout[dlid]
 			if !ok {
