@@ -129,7 +129,10 @@ type pipe struct {
 
 func newPipe(t testing.TB, size int) *pipe {
 	n := hfitest.NewNetwork()
-	p := &pipe{a: enginetest.NewNode(t, n, enginetest.LIDA, enginetest.EPA), b: enginetest.NewNode(t, n, enginetest.LIDB, enginetest.EPB)}
+	// The test drives both nodes' paths by hand (A's encap and send, B's
+	// transport read and receive): their data planes must not run, or
+	// B's loop would take the packet the test reads.
+	p := &pipe{a: enginetest.NewStoppedNode(t, n, enginetest.LIDA, enginetest.EPA), b: enginetest.NewStoppedNode(t, n, enginetest.LIDB, enginetest.EPB)}
 	for _, nd := range []*enginetest.Node{p.a, p.b} {
 		cfg := enginetest.PortConfig(nd.HFI.LID(), 1, 0x8001)
 		cfg.VESW.EthMTU = 9000 // jumbo, so that every benchmark size passes
@@ -137,8 +140,6 @@ func newPipe(t testing.TB, size int) *pipe {
 			t.Fatal(err)
 		}
 	}
-	// Stop A's transmit goroutine's device reads from racing: the test
-	// drives A's path by hand and never writes to A's host end.
 	p.pa = p.a.Engine.Port(0)
 	p.sa = p.a.HFI.NewSender()
 	p.buf = make([]byte, engine.TxBufLen)
