@@ -54,7 +54,7 @@ func TestSupersededVESWPortInfoSetNotResent(t *testing.T) {
 	waitDropped(t, fb.a, d1, "the FORWARDING Set to host-a")
 	_, from := fb.a.setsSince(0, 0)
 	fb.a.setDrop(nil)
-	waitFor(t, "host-a red FORWARDING", 3*time.Second, func() bool {
+	waitFor(t, "host-a red FORWARDING", 10*time.Second, func() bool {
 		_, vp, _, _, _, _ := fb.a.snapshot()
 		return vp[0].VPort.ConfigState == vema.StateForwarding
 	})
@@ -88,7 +88,7 @@ func TestSupersededMACTableNotResent(t *testing.T) {
 	waitDropped(t, fb.a, d1, "host-a's table with Y")
 	_, from := fb.a.setsSince(0, 0)
 	fb.a.setDrop(nil)
-	waitFor(t, "host-a's red table with Y", 3*time.Second, func() bool {
+	waitFor(t, "host-a's red table with Y", 10*time.Second, func() bool {
 		_, _, ta, _, _, _ := fb.a.snapshot()
 		return len(ta[0]) == 1 && ta[0][0].MAC == y
 	})
@@ -125,7 +125,7 @@ func TestPollRepairsVESWPortInfo(t *testing.T) {
 	pi.VESW.PKey = 0x8009
 	fb.b.vports[1] = pi
 	fb.b.mu.Unlock()
-	waitFor(t, "host-b blue set again", 3*time.Second, func() bool {
+	waitFor(t, "host-b blue set again", 10*time.Second, func() bool {
 		_, vp, _, _, _, _ := fb.b.snapshot()
 		got := vp[1]
 		return got.VPort.ConfigState == want.VPort.ConfigState && got.VPort.BaseMACAddr == want.VPort.BaseMACAddr &&
@@ -156,7 +156,7 @@ func TestSupersededDeleteVESWNotResent(t *testing.T) {
 	if err := fb.fm.Reload(mustConfig(t, testFabric)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "host-c red made again", 3*time.Second, func() bool {
+	waitFor(t, "host-c red made again", 10*time.Second, func() bool {
 		_, vp, _, _, _, del := fb.c.snapshot()
 		_, ok := vp[0]
 		return ok && len(del) == 1
