@@ -72,8 +72,8 @@ func (s *Switch) handleSMP(pkt []byte, in int) {
 	h := mp.Header
 	switch smp.MgmtClass {
 	case vema.ClassSubnDirectedRoute:
-		act, port, err := smp.DRRecv(node, uint8(in))
-		s.drAct(&smp, act, port, err, mp, false)
+		act, port, _ := smp.DRRecv(node, uint8(in)) // a drop's reason is not kept
+		s.drAct(&smp, act, port, mp, false)
 	case vema.ClassSubnLIDRouted:
 		if smp.Method.IsResponse() {
 			s.SMA.Bad.Add(1) // an answer for an SM, LID-routed to the switch's own LID
@@ -90,7 +90,7 @@ func (s *Switch) handleSMP(pkt []byte, in int) {
 // drAct does what the hop rules decided for a directed-route SMP: pass it
 // on, answer it, route its LID-routed part, or drop it. replied marks an
 // SMP the SMA built itself (an answer), which is not answered again.
-func (s *Switch) drAct(smp *vema.SMP, act vema.DRAction, port uint8, err error, mp encap.MgmtPacket, replied bool) {
+func (s *Switch) drAct(smp *vema.SMP, act vema.DRAction, port uint8, mp encap.MgmtPacket, replied bool) {
 	h := mp.Header
 	switch act {
 	case vema.DRForward:
@@ -104,8 +104,8 @@ func (s *Switch) drAct(smp *vema.SMP, act vema.DRAction, port uint8, err error, 
 		st, data := s.answer(smp, 0)
 		reply := smp.Reply(st, data)
 		node := vema.DRNode{Switch: true, NumPorts: uint8(s.NumPorts())}
-		act2, port2, err2 := reply.DRSend(node)
-		s.drAct(&reply, act2, port2, err2, encap.MgmtPacket{Header: h, DestQPN: mp.SrcQPN, SrcQPN: 0}, true)
+		act2, port2, _ := reply.DRSend(node)
+		s.drAct(&reply, act2, port2, encap.MgmtPacket{Header: h, DestQPN: mp.SrcQPN, SrcQPN: 0}, true)
 	case vema.DRLIDRoute:
 		dlid := uint32(smp.DR.DRDLID)
 		if smp.Returning() {
@@ -113,7 +113,6 @@ func (s *Switch) drAct(smp *vema.SMP, act vema.DRAction, port uint8, err error, 
 		}
 		s.sendSMP(smp, int(s.Tables.Unicast(dlid&encap.LID16BMask)), h.SLID(), dlid&encap.LID16BMask, mp.DestQPN)
 	default:
-		_ = err
 		s.SMA.DRDrops.Add(1)
 	}
 }

@@ -14,31 +14,18 @@ import (
 )
 
 // PortState is a port's logical state, as PortInfo's PortState field has
-// it.
-type PortState uint8
+// it: the HFI's own type. A port carries data packets only when Active;
+// SMPs (SC 15) cross it from Init on, so that the SM can sweep and bring
+// it up.
+type PortState = hfi.PortState
 
-// Port states. A port carries data packets only when Active; SMPs (SC 15)
-// cross it from Init on, so that the SM can sweep and bring it up.
+// Port states.
 const (
-	StateDown   PortState = 1
-	StateInit   PortState = 2
-	StateArmed  PortState = 3
-	StateActive PortState = 4
+	StateDown   = hfi.StateDown
+	StateInit   = hfi.StateInit
+	StateArmed  = hfi.StateArmed
+	StateActive = hfi.StateActive
 )
-
-func (s PortState) String() string {
-	switch s {
-	case StateDown:
-		return "Down"
-	case StateInit:
-		return "Init"
-	case StateArmed:
-		return "Armed"
-	case StateActive:
-		return "Active"
-	}
-	return fmt.Sprintf("PortState(%d)", uint8(s))
-}
 
 // scSMP is the service class of subnet management packets (VL15), which
 // cross ports that are not yet Active.
